@@ -1,0 +1,44 @@
+"""boto3 clients, created once per process and shared by every role.
+
+Clients are built lazily (a handler's cold start pays only for the clients it uses) and pointed at
+``aws_endpoint_url`` when one is set (the local moto server, or LocalStack).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from functions.core.settings import Settings
+
+_lock = threading.Lock()
+_clients: dict[tuple[str, str | None, str], Any] = {}
+
+# Standard retry mode retries throttling and transient errors with backoff; timeouts stay short so a
+# stuck call cannot eat a Lambda invocation.
+_CONFIG = Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=5, read_timeout=30,
+                 max_pool_connections=50)
+
+
+def client(service: str, settings: Settings) -> Any:
+    key = (service, settings.aws_endpoint_url, settings.region)
+    with _lock:
+        existing = _clients.get(key)
+        if existing is None:
+            existing = boto3.session.Session().client(
+                service,  # type: ignore[call-overload]
+                region_name=settings.region,
+                endpoint_url=settings.aws_endpoint_url,
+                config=_CONFIG,
+            )
+            _clients[key] = existing
+        return existing
+
+
+def reset_clients() -> None:
+    """Forget cached clients (tests that switch emulators)."""
+    with _lock:
+        _clients.clear()

@@ -1,0 +1,71 @@
+"""The one source of truth for the table and the queues.
+
+The CDK stack and the local runtime both build their resources from these definitions, so the names,
+keys, index and TTL attribute cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+PK: Final = "pk"
+SK: Final = "sk"
+GSI1: Final = "gsi1"
+GSI1_PK: Final = "gsi1pk"
+GSI1_SK: Final = "gsi1sk"
+TTL_ATTRIBUTE: Final = "expires_at"
+
+# SQS: visibility is short and extended by the worker's heartbeat while it holds a message, so a
+# crashed worker's message comes back within seconds. A retry waiting in the queue also counts as a
+# receive, hence the generous receive count before the DLQ.
+WORK_QUEUE_VISIBILITY_SECONDS: Final = 30
+WORK_QUEUE_MAX_RECEIVE_COUNT: Final = 50
+DLQ_RETENTION_SECONDS: Final = 14 * 24 * 3600
+SQS_MAX_DELAY_SECONDS: Final = 900
+
+
+def table_definition(table_name: str) -> dict[str, Any]:
+    """Arguments for DynamoDB ``CreateTable`` (the CDK construct mirrors them)."""
+    return {
+        "TableName": table_name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [
+            {"AttributeName": PK, "AttributeType": "S"},
+            {"AttributeName": SK, "AttributeType": "S"},
+            {"AttributeName": GSI1_PK, "AttributeType": "S"},
+            {"AttributeName": GSI1_SK, "AttributeType": "S"},
+        ],
+        "KeySchema": [
+            {"AttributeName": PK, "KeyType": "HASH"},
+            {"AttributeName": SK, "KeyType": "RANGE"},
+        ],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": GSI1,
+                "KeySchema": [
+                    {"AttributeName": GSI1_PK, "KeyType": "HASH"},
+                    {"AttributeName": GSI1_SK, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    }
+
+
+def queue_names(prefix: str) -> tuple[str, str]:
+    """(work queue, dead-letter queue) names."""
+    return f"{prefix}-work", f"{prefix}-dlq"
+
+
+def work_queue_attributes(dlq_arn: str) -> dict[str, str]:
+    return {
+        "VisibilityTimeout": str(WORK_QUEUE_VISIBILITY_SECONDS),
+        "RedrivePolicy": json.dumps(
+            {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": WORK_QUEUE_MAX_RECEIVE_COUNT}
+        ),
+    }
+
+
+def dlq_attributes() -> dict[str, str]:
+    return {"MessageRetentionPeriod": str(DLQ_RETENTION_SECONDS)}

@@ -1,0 +1,381 @@
+"""The domain: jobs, runs, triggers, the run state machine and the retry policy.
+
+Plain Python with no AWS imports, so every rule here is tested in microseconds. The store turns these
+objects into DynamoDB items and back; nothing else knows the item layout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from functions.core.schedule import Schedule
+
+
+class JobStatus(StrEnum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+class RunStatus(StrEnum):
+    SCHEDULED = "SCHEDULED"
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    RETRYING = "RETRYING"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    SKIPPED = "SKIPPED"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_RUN_STATUSES
+
+
+TERMINAL_RUN_STATUSES = frozenset(
+    {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.SKIPPED}
+)
+
+# The run state machine: which status may follow which. RUNNING -> RUNNING is a takeover of an attempt
+# whose worker died (its lease expired).
+RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
+    RunStatus.SCHEDULED: frozenset({RunStatus.QUEUED, RunStatus.SKIPPED, RunStatus.CANCELLED}),
+    RunStatus.QUEUED: frozenset({RunStatus.RUNNING, RunStatus.SKIPPED, RunStatus.CANCELLED}),
+    RunStatus.RUNNING: frozenset(
+        {RunStatus.RUNNING, RunStatus.SUCCEEDED, RunStatus.RETRYING, RunStatus.FAILED, RunStatus.CANCELLED}
+    ),
+    RunStatus.RETRYING: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED}),
+    RunStatus.SUCCEEDED: frozenset(),
+    RunStatus.FAILED: frozenset(),
+    RunStatus.CANCELLED: frozenset(),
+    RunStatus.SKIPPED: frozenset(),
+}
+
+
+class InvalidTransitionError(ValueError):
+    pass
+
+
+def check_transition(current: RunStatus, new: RunStatus) -> None:
+    if new not in RUN_TRANSITIONS[current]:
+        raise InvalidTransitionError(f"a {current} run cannot become {new}")
+
+
+class MisfirePolicy(StrEnum):
+    RUN_ONCE = "run_once"
+    SKIP = "skip"
+    RUN_ALL = "run_all"
+
+
+class OverlapPolicy(StrEnum):
+    ALLOW = "allow"
+    SKIP = "skip"
+
+
+class RunKind(StrEnum):
+    SCHEDULED = "scheduled"
+    MANUAL = "manual"
+
+
+# ---------------------------------------------------------------------------------------------- time
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def to_ms(moment: datetime) -> int:
+    return round(moment.timestamp() * 1000)
+
+
+def from_ms(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def iso(moment: datetime | None) -> str | None:
+    """ISO 8601 in UTC with milliseconds, the one time format of every response."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def parse_iso(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+# ----------------------------------------------------------------------------------------------- ids
+
+
+def new_job_id() -> str:
+    return "job_" + uuid.uuid4().hex[:24]
+
+
+def run_id_for(job_id: str, scheduled_for: datetime, kind: RunKind = RunKind.SCHEDULED) -> str:
+    """A run's id is derived from its job and occurrence, so duplicates of one occurrence collapse.
+
+    The time prefix makes run items sort chronologically under their job.
+    """
+    stamp = scheduled_for.astimezone(UTC).strftime("%Y%m%dT%H%M%S.") + f"{scheduled_for.microsecond // 1000:03d}Z"
+    digest = hashlib.sha256(f"{job_id}|{to_ms(scheduled_for)}|{kind.value}".encode()).hexdigest()[:8]
+    return f"{stamp}-{digest}"
+
+
+def scheduled_for_of(run_id: str) -> datetime:
+    stamp = run_id.split("-", 1)[0]
+    return datetime.strptime(stamp, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=UTC)
+
+
+# ------------------------------------------------------------------------------------------- retries
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter: spreads the retries of runs that failed together."""
+
+    max_attempts: int = 3
+    backoff_seconds: float = 5.0
+    max_backoff_seconds: float = 600.0
+
+    def has_attempts_left(self, attempts_made: int) -> bool:
+        return attempts_made < self.max_attempts
+
+    def delay_after(self, failed_attempt: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait after attempt ``failed_attempt`` (1-based) before the next one."""
+        ceiling = min(self.max_backoff_seconds, self.backoff_seconds * 2 ** (failed_attempt - 1))
+        return (rng or random).uniform(0, ceiling)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_attempts": self.max_attempts,
+            "backoff_seconds": self.backoff_seconds,
+            "max_backoff_seconds": self.max_backoff_seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> RetryPolicy:
+        data = data or {}
+        return cls(
+            max_attempts=int(data.get("max_attempts", 3)),
+            backoff_seconds=float(data.get("backoff_seconds", 5.0)),
+            max_backoff_seconds=float(data.get("max_backoff_seconds", 600.0)),
+        )
+
+
+# ---------------------------------------------------------------------------------------- the model
+
+
+@dataclass(frozen=True)
+class Job:
+    job_id: str
+    owner: str
+    schedule: Schedule
+    target: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    name: str | None = None
+    status: JobStatus = JobStatus.ACTIVE
+    version: int = 1
+    payload: Any = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout_seconds: int = 30
+    tags: dict[str, str] = field(default_factory=dict)
+    secret: str | None = None
+    misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
+    catchup_seconds: int | None = None
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
+    next_run_at: datetime | None = None
+    last_run: dict[str, Any] | None = None
+    run_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def is_live(self) -> bool:
+        return self.status in (JobStatus.ACTIVE, JobStatus.PAUSED)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of a run, as recorded in its history."""
+
+    number: int
+    started_at: datetime
+    finished_at: datetime | None = None
+    outcome: str | None = None  # SUCCEEDED | FAILED | RETRIABLE | CANCELLED | TAKEN_OVER
+    duration_ms: int | None = None
+    status_code: int | None = None
+    error: str | None = None
+    response: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attempt": self.number,
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
+            "outcome": self.outcome,
+            "duration_ms": self.duration_ms,
+            "status_code": self.status_code,
+            "error": self.error,
+            "response": self.response,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Attempt:
+        return cls(
+            number=int(data["attempt"]),
+            started_at=parse_iso(data["started_at"]),
+            finished_at=parse_iso(data["finished_at"]) if data.get("finished_at") else None,
+            outcome=data.get("outcome"),
+            duration_ms=data.get("duration_ms"),
+            status_code=data.get("status_code"),
+            error=data.get("error"),
+            response=data.get("response") or "",
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    job_id: str
+    run_id: str
+    owner: str
+    scheduled_for: datetime
+    status: RunStatus
+    kind: RunKind = RunKind.SCHEDULED
+    attempt: int = 0
+    queued_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    lateness_ms: int | None = None
+    next_attempt_at: datetime | None = None
+    lease_until: datetime | None = None
+    lease_token: str | None = None
+    executions: int = 0  # attempt starts including takeovers: more than `attempt` only after a crash
+    error: str | None = None
+    attempts: tuple[Attempt, ...] = ()
+
+    def summary(self) -> dict[str, Any]:
+        """What the job view shows as its ``last_run``."""
+        return {
+            "run_id": self.run_id,
+            "status": self.status.value,
+            "scheduled_for": iso(self.scheduled_for),
+            "finished_at": iso(self.finished_at),
+            "lateness_ms": self.lateness_ms,
+            "attempt": self.attempt,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """"Run ``run_id`` of job ``job_id`` is due at ``fire_at``": what the dispatcher sweeps."""
+
+    job_id: str
+    run_id: str
+    scheduled_for: datetime
+    fire_at: datetime
+    job_version: int
+    shard: int
+    bucket: str
+    kind: RunKind = RunKind.SCHEDULED
+    # A retry trigger wakes an existing RETRYING run whose backoff was too long for SQS.
+    is_retry: bool = False
+    state: str = "PENDING"  # PENDING | CLAIMED
+    claim_token: str | None = None
+    claimed_at: datetime | None = None
+
+
+def bucket_of(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
+
+
+def bucket_start(bucket: str) -> datetime:
+    return datetime.strptime(bucket, "%Y-%m-%dT%H:%M").replace(tzinfo=UTC)
+
+
+def next_bucket(bucket: str) -> str:
+    return bucket_of(bucket_start(bucket) + timedelta(minutes=1))
+
+
+def shard_of(job_id: str, shard_count: int) -> int:
+    """A job's triggers all live in one shard, so a fast recurring chain (each claim writes the next
+    occurrence) is followed within the same sweep of that shard; jobs spread evenly over shards."""
+    return int.from_bytes(hashlib.sha256(job_id.encode()).digest()[:4], "big") % shard_count
+
+
+def make_trigger(
+    job: Job,
+    scheduled_for: datetime,
+    *,
+    now: datetime,
+    shard_count: int,
+    kind: RunKind = RunKind.SCHEDULED,
+    fire_at: datetime | None = None,
+) -> Trigger:
+    """A trigger for one occurrence, in the bucket of ``max(fire_at, now)``: never in a passed bucket."""
+    run_id = run_id_for(job.job_id, scheduled_for, kind)
+    fire = fire_at or scheduled_for
+    return Trigger(
+        job_id=job.job_id,
+        run_id=run_id,
+        scheduled_for=scheduled_for,
+        fire_at=fire,
+        job_version=job.version,
+        shard=shard_of(job.job_id, shard_count),
+        bucket=bucket_of(max(fire, now)),
+        kind=kind,
+    )
+
+
+# --------------------------------------------------------------------------------------- misfires
+
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    """What claiming a trigger does: which occurrence runs (if any) and which one comes next."""
+
+    run_scheduled_for: datetime | None  # None: nothing runs for this trigger
+    skipped: datetime | None  # an occurrence recorded as SKIPPED
+    next_occurrence: datetime | None
+
+
+def plan_claim(job: Job, scheduled_for: datetime, now: datetime, misfire_threshold: timedelta) -> ClaimPlan:
+    """Apply the misfire policy to an occurrence being claimed at ``now``.
+
+    On time (not later than the threshold) the occurrence runs and the chain continues after it. A
+    missed recurring occurrence is handled by the job's policy; one-off jobs always run.
+    """
+    schedule = job.schedule
+    if not schedule.is_recurring:
+        return ClaimPlan(scheduled_for, None, None)
+    if now - scheduled_for <= misfire_threshold:
+        return ClaimPlan(scheduled_for, None, schedule.next_after(scheduled_for))
+    horizon = now - timedelta(seconds=job.catchup_seconds) if job.catchup_seconds is not None else None
+    in_window = horizon is None or scheduled_for >= horizon
+    if job.misfire is MisfirePolicy.RUN_ALL:
+        if in_window:
+            return ClaimPlan(scheduled_for, None, schedule.next_after(scheduled_for))
+        # Jump to the first occurrence still inside the catch-up window.
+        assert horizon is not None
+        return ClaimPlan(None, scheduled_for, schedule.next_after(horizon - timedelta(microseconds=1)))
+    following = schedule.next_after(now)
+    if job.misfire is MisfirePolicy.SKIP:
+        return ClaimPlan(None, scheduled_for, following)
+    # run_once: only the latest missed occurrence runs.
+    latest = scheduled_for
+    for occurrence in schedule.occurrences_between(scheduled_for, now, limit=100_000):
+        latest = occurrence
+    if horizon is not None and latest < horizon:
+        return ClaimPlan(None, scheduled_for, following)
+    return ClaimPlan(latest, None, following)
+
+
+def with_status(run: Run, status: RunStatus, **changes: Any) -> Run:
+    check_transition(run.status, status)
+    return replace(run, status=status, **changes)

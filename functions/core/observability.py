@@ -1,0 +1,12 @@
+"""Logger and metrics, created once per process.
+
+Every log line about a run carries ``job_id`` and ``run_id`` (passed as ``extra``), so one run's story
+can be read across the api, dispatcher and worker logs. X-Ray tracing is switched on per function in
+the infrastructure rather than through an SDK import, which keeps cold starts small.
+"""
+
+from __future__ import annotations
+
+from aws_lambda_powertools import Logger
+
+logger = Logger(service="punctual")

@@ -1,0 +1,94 @@
+"""SQS access: the work queue and its dead-letter queue."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from functions.core.definitions import SQS_MAX_DELAY_SECONDS
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
+
+# Messages become visible this long before their second: SQS delays have a one-second granularity and
+# a receiver needs a moment to pick the message up; the worker waits out the rest in-process.
+EARLY_ARRIVAL_SECONDS = 2
+
+
+@dataclass(frozen=True)
+class WorkMessage:
+    """The body of a work message: which run to look at. Everything else is read from the table."""
+
+    job_id: str
+    run_id: str
+
+    def to_json(self) -> str:
+        return json.dumps({"job_id": self.job_id, "run_id": self.run_id}, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, body: str) -> WorkMessage:
+        data = json.loads(body)
+        return cls(job_id=str(data["job_id"]), run_id=str(data["run_id"]))
+
+
+def delay_for(fire_at: datetime, now: datetime) -> int:
+    """``DelaySeconds`` so the message arrives a little before ``fire_at``, never after."""
+    seconds = math.floor((fire_at - now).total_seconds()) - EARLY_ARRIVAL_SECONDS
+    return max(0, min(SQS_MAX_DELAY_SECONDS, seconds))
+
+
+class SendError(Exception):
+    """Some messages of a batch were not accepted by SQS."""
+
+
+class WorkQueue:
+    def __init__(self, client: SQSClient, queue_url: str, dlq_url: str) -> None:
+        self.client = client
+        self.queue_url = queue_url
+        self.dlq_url = dlq_url
+
+    def send(self, messages: list[tuple[WorkMessage, int]]) -> None:
+        """Send (message, delay) pairs in batches of ten; raise if any was refused."""
+        for start in range(0, len(messages), 10):
+            chunk = messages[start : start + 10]
+            entries: list[Any] = [
+                {"Id": str(index), "MessageBody": message.to_json(), "DelaySeconds": delay}
+                for index, (message, delay) in enumerate(chunk)
+            ]
+            response = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            failed = response.get("Failed") or []
+            if failed:
+                raise SendError(f"{len(failed)} work messages refused: {failed[0].get('Message')}")
+
+    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
+        self.client.change_message_visibility(
+            QueueUrl=self.queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, min(seconds, 43_200))
+        )
+
+    def send_to_dlq(self, body: str, reason: str) -> None:
+        self.client.send_message(
+            QueueUrl=self.dlq_url,
+            MessageBody=body,
+            MessageAttributes={"reason": {"DataType": "String", "StringValue": reason[:1000] or "failed"}},
+        )
+
+    def depth(self) -> dict[str, int]:
+        """Visible, in-flight and delayed messages, plus the DLQ depth: for stats."""
+        names: Any = [
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ]
+        work = self.client.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=names)["Attributes"]
+        dlq = self.client.get_queue_attributes(
+            QueueUrl=self.dlq_url, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        return {
+            "queued": int(work.get("ApproximateNumberOfMessages", 0)),
+            "in_flight": int(work.get("ApproximateNumberOfMessagesNotVisible", 0)),
+            "delayed": int(work.get("ApproximateNumberOfMessagesDelayed", 0)),
+            "dlq": int(dlq.get("ApproximateNumberOfMessages", 0)),
+        }

@@ -1,0 +1,43 @@
+"""Builds the store, queue and executors from settings, once per process (cached factories)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from functools import lru_cache
+
+from functions.core import aws
+from functions.core.dispatching import Dispatcher
+from functions.core.netguard import NetworkPolicy
+from functions.core.queue import WorkQueue
+from functions.core.settings import Settings, get_settings
+from functions.core.store import Store
+from functions.core.targets import TargetExecutor
+
+
+def build_store(settings: Settings) -> Store:
+    return Store(
+        aws.client("dynamodb", settings),
+        settings.table_name,
+        run_retention=timedelta(days=settings.run_retention_days),
+    )
+
+
+def build_queue(settings: Settings) -> WorkQueue:
+    return WorkQueue(aws.client("sqs", settings), settings.queue_url, settings.dlq_url)
+
+
+def build_network_policy(settings: Settings) -> NetworkPolicy:
+    return NetworkPolicy(allow_loopback=settings.http_allow_loopback, allow_list=settings.http_allow_list)
+
+
+def build_dispatcher(settings: Settings) -> Dispatcher:
+    return Dispatcher(build_store(settings), build_queue(settings), settings)
+
+
+def build_target_executor(settings: Settings) -> TargetExecutor:
+    return TargetExecutor(lambda service: aws.client(service, settings), build_network_policy(settings))
+
+
+@lru_cache(maxsize=1)
+def default_dispatcher() -> Dispatcher:
+    return build_dispatcher(get_settings())

@@ -1,0 +1,260 @@
+"""Executing one run attempt: wait for its second, start it exactly once, deliver, record.
+
+Called once per SQS record; the records of a batch run concurrently. A message only names a run: the
+run item decides what happens, so duplicate or late messages are harmless.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from functions.core.definitions import SQS_MAX_DELAY_SECONDS
+from functions.core.model import (
+    Attempt,
+    Job,
+    JobStatus,
+    Run,
+    RunKind,
+    RunStatus,
+    Trigger,
+    bucket_of,
+    shard_of,
+    utcnow,
+)
+from functions.core.observability import logger
+from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage, WorkQueue
+from functions.core.settings import Settings
+from functions.core.store import ConflictError, Store
+from functions.core.targets import Delivery, TargetExecutor, TargetOutcome
+
+
+class ReturnLater(Exception):  # noqa: N818 - it is a signal, not an error
+    """Give the message back to SQS; it comes back after ``seconds`` (a batch item failure)."""
+
+    def __init__(self, reason: str, seconds: int | None = None) -> None:
+        super().__init__(reason)
+        self.seconds = seconds
+
+
+class _Heartbeat:
+    """Extends the run's lease and the message's visibility while the target runs.
+
+    It also notices when the run was cancelled or taken over, and then signals the target to abort.
+    """
+
+    def __init__(self, executor: RunExecutor, run: Run, receipt_handle: str | None) -> None:
+        self.executor = executor
+        self.run = run
+        self.receipt_handle = receipt_handle
+        self.stopped = threading.Event()
+        self.lost = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name=f"heartbeat-{run.run_id}", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=5)
+
+    def _beat(self) -> None:
+        lease = self.executor.settings.lease_seconds
+        while not self.stopped.wait(max(1.0, lease / 3)):
+            try:
+                if not self.executor.store.renew_lease(
+                    self.run, self.executor.clock() + timedelta(seconds=lease)
+                ):
+                    self.lost.set()
+                    return
+                if self.receipt_handle:
+                    self.executor.queue.change_visibility(self.receipt_handle, lease)
+            except Exception:  # a missed beat is not fatal: the lease still has time
+                logger.exception("heartbeat failed", extra={"run_id": self.run.run_id})
+
+
+class RunExecutor:
+    def __init__(
+        self,
+        store: Store,
+        queue: WorkQueue,
+        targets: TargetExecutor,
+        settings: Settings,
+        clock: Callable[[], datetime] = utcnow,
+        sleep: Callable[[float], None] = time.sleep,
+        crash_point: Callable[[str], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.queue = queue
+        self.targets = targets
+        self.settings = settings
+        self.clock = clock
+        self.sleep = sleep
+        self.crash_point = crash_point or (lambda _name: None)
+        self.rng = random.Random()
+
+    def handle(self, message: WorkMessage, receipt_handle: str | None = None, body: str = "") -> None:
+        """Process one work message; raise ``ReturnLater`` to leave it on the queue."""
+        log = {"job_id": message.job_id, "run_id": message.run_id}
+        run, job = self.store.get_run_and_job(message.job_id, message.run_id)
+        if run is None or run.status.is_terminal:
+            logger.info("nothing to do for message", extra={**log, "status": run.status if run else None})
+            return
+        if job is None or job.status is JobStatus.CANCELLED:
+            self.store.mark_run(run, RunStatus.CANCELLED, now=self.clock(), error="job cancelled")
+            return
+        now = self.clock()
+        if run.status is RunStatus.RUNNING and run.lease_until is not None and now < run.lease_until:
+            # Another worker holds this attempt; look again when its lease would have run out.
+            raise ReturnLater("attempt in progress elsewhere", math.ceil((run.lease_until - now).total_seconds()))
+        self._wait_until_due(run)
+        if job.overlap.value == "skip" and run.status is RunStatus.QUEUED and self._previous_still_running(run):
+            if self.store.mark_run(run, RunStatus.SKIPPED, now=self.clock(), error="previous run still running"):
+                logger.info("run skipped: overlap", extra=log)
+            return
+        token = uuid.uuid4().hex
+        started_at = self.clock()
+        try:
+            run = self.store.start_attempt(
+                run,
+                token=token,
+                now=started_at,
+                lease_until=started_at + timedelta(seconds=self.settings.lease_seconds),
+            )
+        except ConflictError:
+            logger.info("duplicate delivery ignored", extra=log)
+            return
+        logger.info(
+            "attempt started",
+            extra={**log, "attempt": run.attempt, "lateness_ms": run.lateness_ms, "executions": run.executions},
+        )
+        self.crash_point("after_start_before_execute")
+        with _Heartbeat(self, run, receipt_handle) as heartbeat:
+            outcome = self._deliver(job, run, heartbeat.lost)
+        self.crash_point("after_execute_before_record")
+        self._record(job, run, started_at, outcome, body or message.to_json())
+
+    # -------------------------------------------------------------------------------------------
+
+    def _wait_until_due(self, run: Run) -> None:
+        due = run.next_attempt_at or run.scheduled_for
+        remaining = (due - self.clock()).total_seconds()
+        if remaining <= 0:
+            return
+        if remaining > self.settings.max_early_wait_seconds:
+            raise ReturnLater("not due yet", max(1, math.floor(remaining) - EARLY_ARRIVAL_SECONDS))
+        # Sleep most of the way, then spin the last milliseconds: never early, rarely a ms late.
+        while (remaining := (due - self.clock()).total_seconds()) > 0:
+            self.sleep(remaining if remaining > 0.002 else 0)
+
+    def _previous_still_running(self, run: Run) -> bool:
+        recent, _ = self.store.list_runs(run.job_id, limit=10)
+        return any(
+            other.run_id != run.run_id
+            and other.scheduled_for < run.scheduled_for
+            and other.status in (RunStatus.RUNNING, RunStatus.RETRYING)
+            for other in recent
+        )
+
+    def _deliver(self, job: Job, run: Run, cancel: threading.Event) -> TargetOutcome:
+        delivery = Delivery(
+            job_id=job.job_id,
+            run_id=run.run_id,
+            attempt=run.attempt,
+            scheduled_for=run.scheduled_for,
+            payload=job.payload,
+            secret=job.secret,
+        )
+        try:
+            return self.targets.execute(job.target, delivery, float(job.timeout_seconds), cancel=cancel)
+        except Exception as error:  # the executor should not raise; if it does, the attempt failed
+            logger.exception("target executor crashed", extra={"job_id": job.job_id, "run_id": run.run_id})
+            return TargetOutcome(
+                succeeded=False,
+                retriable=True,
+                status_code=None,
+                error=f"internal error: {type(error).__name__}",
+                response_excerpt=str(error)[:4096],
+                duration_ms=0,
+            )
+
+    def _record(
+        self,
+        job: Job,
+        run: Run,
+        started_at: datetime,
+        outcome: TargetOutcome,
+        body: str,
+    ) -> None:
+        log = {"job_id": job.job_id, "run_id": run.run_id, "attempt": run.attempt}
+        finished_at = self.clock()
+        one_off = not job.schedule.is_recurring and run.kind is RunKind.SCHEDULED
+        if outcome.succeeded:
+            kind, status = "SUCCEEDED", RunStatus.SUCCEEDED
+        elif outcome.retriable and job.retry.has_attempts_left(run.attempt) and outcome.error != "cancelled":
+            kind, status = "RETRIABLE", RunStatus.RETRYING
+        else:
+            kind, status = ("CANCELLED", RunStatus.CANCELLED) if outcome.error == "cancelled" else ("FAILED", RunStatus.FAILED)
+        attempt = Attempt(
+            number=run.attempt,
+            started_at=started_at,
+            finished_at=finished_at,
+            outcome=kind,
+            duration_ms=outcome.duration_ms,
+            status_code=outcome.status_code,
+            error=outcome.error,
+            response=outcome.response_excerpt,
+        )
+        try:
+            if status is RunStatus.RETRYING:
+                self._schedule_retry(job, run, attempt, finished_at)
+                return
+            job_status = None
+            if one_off and status is RunStatus.SUCCEEDED:
+                job_status = JobStatus.COMPLETED
+            elif one_off and status is RunStatus.FAILED:
+                job_status = JobStatus.FAILED
+            self.store.finish_attempt(run, attempt, status=status, now=finished_at, job_status=job_status)
+        except ConflictError:
+            logger.warning("outcome not recorded: the run was cancelled or taken over", extra=log)
+            return
+        logger.info(f"run {status.value.lower()}", extra={**log, "error": outcome.error})
+        if status is RunStatus.FAILED:
+            self.queue.send_to_dlq(body, outcome.error or "failed")
+
+    def _schedule_retry(self, job: Job, run: Run, attempt: Attempt, finished_at: datetime) -> None:
+        delay = job.retry.delay_after(run.attempt, self.rng)
+        next_at = finished_at + timedelta(seconds=delay)
+        if delay <= SQS_MAX_DELAY_SECONDS:
+            # Short: the same message comes back when the attempt is due.
+            self.store.finish_attempt(
+                run, attempt, status=RunStatus.RETRYING, now=finished_at, next_attempt_at=next_at
+            )
+            logger.info("retry scheduled", extra={"run_id": run.run_id, "next_attempt_at": next_at.isoformat()})
+            raise ReturnLater("retry scheduled", max(0, math.floor(delay) - EARLY_ARRIVAL_SECONDS))
+        # Long: a trigger in the table wakes the run up; this message is done.
+        retry_trigger = Trigger(
+            job_id=job.job_id,
+            run_id=run.run_id,
+            scheduled_for=run.scheduled_for,
+            fire_at=next_at,
+            job_version=job.version,
+            shard=shard_of(job.job_id, self.settings.shard_count),
+            bucket=bucket_of(max(next_at, finished_at)),
+            kind=run.kind,
+            is_retry=True,
+        )
+        self.store.finish_attempt(
+            run,
+            attempt,
+            status=RunStatus.RETRYING,
+            now=finished_at,
+            next_attempt_at=next_at,
+            retry_trigger=retry_trigger,
+        )

@@ -1,0 +1,45 @@
+"""How the local roles find each other: one environment built by the supervisor."""
+
+from __future__ import annotations
+
+from functions.core.settings import Settings
+
+DEFAULT_TOKEN = "local-dev-token"
+DEFAULT_OWNER = "local"
+LOCAL_CREDENTIALS = {
+    # moto accepts any credentials; fixed ones keep a developer's real AWS credentials out of it.
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+
+
+def parse_tokens(raw: str | None) -> dict[str, str]:
+    """``PUNCTUAL_TOKENS="token1=alice,token2=bob"`` → {token: owner}; unset → the dev token."""
+    if not raw:
+        return {DEFAULT_TOKEN: DEFAULT_OWNER}
+    tokens: dict[str, str] = {}
+    for pair in raw.split(","):
+        token, sep, owner = pair.strip().partition("=")
+        if not sep or not token or not owner:
+            raise ValueError(f"PUNCTUAL_TOKENS entry {pair!r} is not token=owner")
+        tokens[token] = owner
+    return tokens
+
+
+def local_settings(endpoint: str, *, prefix: str = "punctual", **overrides: object) -> Settings:
+    """Settings for the local stack; queue URLs follow moto's URL scheme."""
+    account = "123456789012"
+    values: dict[str, object] = {
+        "table_name": prefix,
+        "queue_url": f"{endpoint}/{account}/{prefix}-work",
+        "dlq_url": f"{endpoint}/{account}/{prefix}-dlq",
+        "aws_endpoint_url": endpoint,
+        "region": "us-east-1",
+        "shard_count": 4,
+        "http_allow_loopback": True,
+    }
+    values.update(overrides)
+    return Settings.model_validate(values)

@@ -1,0 +1,145 @@
+"""The local API Gateway: HTTP requests become REST API proxy events for the same api handler.
+
+Authentication is what API Gateway plus an authorizer would do: a bearer token from
+``PUNCTUAL_TOKENS`` becomes the request's principal; without one, protected routes get 401 before the
+handler runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+PUBLIC_PATHS = ("/v1/health", "/openapi.json", "/docs")
+MAX_BODY_BYTES = 64 * 1024
+
+
+@dataclass
+class LambdaContext:
+    """Enough of Lambda's context object for Powertools."""
+
+    function_name: str = "punctual-api-local"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:punctual-api-local"
+    aws_request_id: str = ""
+
+
+def build_event(
+    method: str, raw_path: str, headers: dict[str, str], body: bytes, principal: str | None
+) -> dict[str, Any]:
+    parts = urlsplit(raw_path)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    multi: dict[str, list[str]] = {}
+    for key, value in query:
+        multi.setdefault(key, []).append(value)
+    try:
+        text = body.decode("utf-8")
+        encoded = False
+    except UnicodeDecodeError:
+        text = base64.b64encode(body).decode()
+        encoded = True
+    request_id = uuid.uuid4().hex
+    return {
+        "resource": parts.path,
+        "path": parts.path,
+        "httpMethod": method,
+        "headers": headers,
+        "multiValueHeaders": {key: [value] for key, value in headers.items()},
+        "queryStringParameters": {key: values[-1] for key, values in multi.items()} or None,
+        "multiValueQueryStringParameters": multi or None,
+        "pathParameters": None,
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": parts.path,
+            "httpMethod": method,
+            "path": parts.path,
+            "stage": "local",
+            "requestId": request_id,
+            "requestTimeEpoch": int(time.time() * 1000),
+            "accountId": "123456789012",
+            "apiId": "local",
+            "identity": {"sourceIp": "127.0.0.1", "userAgent": headers.get("User-Agent", "")},
+            "authorizer": {"principalId": principal} if principal else None,
+        },
+        "body": text if body else None,
+        "isBase64Encoded": encoded,
+    }
+
+
+def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTTPRequestHandler]:
+    class GatewayHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "PunctualLocal/0.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+            return
+
+        def _reply(self, status: int, headers: dict[str, str], body: bytes) -> None:
+            self.send_response(status)
+            for key, value in headers.items():
+                if key.lower() not in ("content-length", "connection"):
+                    self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def _error(self, status: int, error: str, reason: str, field: str | None = None) -> None:
+            payload: dict[str, Any] = {"error": error, "reason": reason}
+            if field:
+                payload["field"] = field
+            self._reply(status, {"Content-Type": "application/json"}, json.dumps(payload).encode())
+
+        def _handle(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY_BYTES:
+                self.close_connection = True
+                self._error(413, "payload_too_large", "the body exceeds 64 KiB", "body")
+                return
+            body = self.rfile.read(length) if length else b""
+            path = urlsplit(self.path).path
+            principal = None
+            if path not in PUBLIC_PATHS:
+                auth = self.headers.get("Authorization", "")
+                scheme, _, token = auth.partition(" ")
+                principal = tokens.get(token.strip()) if scheme.lower() == "bearer" else None
+                if principal is None:
+                    self._error(401, "unauthorized", "missing or invalid bearer token")
+                    return
+            headers = {key: value for key, value in self.headers.items()}
+            event = build_event(self.command, self.path, headers, body, principal)
+            try:
+                result = api_handler(event, LambdaContext(aws_request_id=event["requestContext"]["requestId"]))
+            except Exception as error:  # the handler must not raise; if it does, say so as API GW would
+                self._error(502, "internal_error", f"the api handler failed: {type(error).__name__}")
+                return
+            out_headers = dict(result.get("headers") or {})
+            for key, values in (result.get("multiValueHeaders") or {}).items():
+                out_headers[key] = ", ".join(values)
+            raw = result.get("body") or ""
+            payload = base64.b64decode(raw) if result.get("isBase64Encoded") else raw.encode()
+            self._reply(int(result.get("statusCode", 200)), out_headers, payload)
+
+        do_GET = _handle  # noqa: N815 - the names BaseHTTPRequestHandler dispatches to
+        do_POST = _handle  # noqa: N815
+        do_PUT = _handle  # noqa: N815
+        do_PATCH = _handle  # noqa: N815
+        do_DELETE = _handle  # noqa: N815
+        do_HEAD = _handle  # noqa: N815
+        do_OPTIONS = _handle  # noqa: N815
+
+    return GatewayHandler
+
+
+def serve(host: str, port: int, tokens: dict[str, str]) -> None:
+    from functions.api.handler import handler as api_handler
+
+    server = ThreadingHTTPServer((host, port), make_handler_class(tokens, api_handler))
+    server.daemon_threads = True
+    server.serve_forever()

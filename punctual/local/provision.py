@@ -1,0 +1,34 @@
+"""Creates the table and queues in an emulator from the same definitions the CDK stack uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from functions.core import aws
+from functions.core.definitions import (
+    TTL_ATTRIBUTE,
+    dlq_attributes,
+    queue_names,
+    table_definition,
+    work_queue_attributes,
+)
+from functions.core.settings import Settings
+
+
+def provision(settings: Settings, prefix: str = "punctual") -> Settings:
+    """Idempotent: existing resources are kept (and their state with them)."""
+    dynamodb: Any = aws.client("dynamodb", settings)
+    sqs: Any = aws.client("sqs", settings)
+    existing = dynamodb.list_tables().get("TableNames", [])
+    if settings.table_name not in existing:
+        dynamodb.create_table(**table_definition(settings.table_name))
+        dynamodb.get_waiter("table_exists").wait(TableName=settings.table_name)
+        dynamodb.update_time_to_live(
+            TableName=settings.table_name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+        )
+    work_name, dlq_name = queue_names(prefix)
+    dlq_url = sqs.create_queue(QueueName=dlq_name, Attributes=dlq_attributes())["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    work_url = sqs.create_queue(QueueName=work_name, Attributes=work_queue_attributes(dlq_arn))["QueueUrl"]
+    return settings.model_copy(update={"queue_url": work_url, "dlq_url": dlq_url})

@@ -1,0 +1,40 @@
+"""Entry point of one local role process: ``python -m punctual.local.role api|dispatcher|worker``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+
+from functions.core.settings import Settings
+from punctual.local.env import parse_tokens
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="punctual-role")
+    parser.add_argument("role", choices=["api", "dispatcher", "worker"])
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--tick-seconds", type=float, default=60.0)
+    parser.add_argument("--concurrency", type=int, default=4)
+    args = parser.parse_args(argv)
+    # SIGTERM from the supervisor: leave at once; in-flight work is safe in the emulator.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    settings = Settings.from_env()
+    from punctual.local import roles
+    from punctual.local.gateway import serve
+
+    try:
+        if args.role == "api":
+            serve(args.host, args.port, parse_tokens(os.environ.get("PUNCTUAL_TOKENS")))
+        elif args.role == "dispatcher":
+            roles.run_dispatcher(settings, args.tick_seconds)
+        else:
+            roles.run_worker(settings, args.concurrency)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

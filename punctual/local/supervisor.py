@@ -1,0 +1,142 @@
+"""Starts every local role in its own process and restarts any that dies.
+
+The emulator process holds all state (table and queues), so killing the api, the dispatcher or a
+worker loses nothing: the restarted process carries on from the table and the queue.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from functions.core.settings import Settings
+from punctual.local.env import LOCAL_CREDENTIALS, local_settings
+from punctual.local.provision import provision
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout:.0f}s")
+
+
+@dataclass
+class Role:
+    name: str
+    argv: list[str]
+    process: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+
+
+@dataclass
+class LocalStack:
+    port: int = 8000
+    workers: int = 1
+    aws_endpoint: str | None = None
+    emulator_port: int = 0
+    tick_seconds: float = 60.0
+    worker_concurrency: int = 4
+    settings_overrides: dict[str, object] = field(default_factory=dict)
+    log: TextIO = sys.stderr
+    roles: list[Role] = field(default_factory=list)
+    settings: Settings | None = None
+    _stopping: bool = False
+
+    def environment(self) -> dict[str, str]:
+        assert self.settings is not None
+        env = {**os.environ, **LOCAL_CREDENTIALS, **self.settings.to_env()}
+        env.setdefault("POWERTOOLS_SERVICE_NAME", "punctual")
+        return env
+
+    def start(self) -> Settings:
+        python = sys.executable
+        if self.aws_endpoint is None:
+            emulator_port = self.emulator_port or free_port()
+            emulator = Role("emulator", [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(emulator_port)])
+            self.roles.append(emulator)
+            self._spawn(emulator, {**os.environ, **LOCAL_CREDENTIALS})
+            wait_for_port(emulator_port)
+            endpoint = f"http://127.0.0.1:{emulator_port}"
+        else:
+            endpoint = self.aws_endpoint
+        for key, value in LOCAL_CREDENTIALS.items():
+            os.environ.setdefault(key, value)
+        self.settings = provision(local_settings(endpoint, **self.settings_overrides))
+        role = [python, "-m", "punctual.local.role"]
+        self.roles.append(Role("api", [*role, "api", "--port", str(self.port)]))
+        self.roles.append(Role("dispatcher", [*role, "dispatcher", "--tick-seconds", str(self.tick_seconds)]))
+        for index in range(self.workers):
+            self.roles.append(
+                Role(f"worker-{index + 1}", [*role, "worker", "--concurrency", str(self.worker_concurrency)])
+            )
+        env = self.environment()
+        for proc_role in self.roles:
+            if proc_role.process is None:
+                self._spawn(proc_role, env)
+        wait_for_port(self.port)
+        return self.settings
+
+    def _spawn(self, role: Role, env: dict[str, str]) -> None:
+        role.process = subprocess.Popen(role.argv, env=env, start_new_session=True)
+
+    def role(self, name: str) -> Role:
+        return next(r for r in self.roles if r.name == name)
+
+    def check(self) -> None:
+        """Restart every role that has exited (called in a loop by ``supervise``)."""
+        for role in self.roles:
+            if role.process is not None and role.process.poll() is not None and not self._stopping:
+                role.restarts += 1
+                print(
+                    f"punctual: {role.name} exited with {role.process.returncode}; restarting"
+                    f" (restart #{role.restarts})",
+                    file=self.log,
+                    flush=True,
+                )
+                env = self.environment() if role.name != "emulator" else {**os.environ, **LOCAL_CREDENTIALS}
+                self._spawn(role, env)
+                if role.name == "emulator":
+                    port = int(role.argv[-1])
+                    wait_for_port(port)
+                    assert self.settings is not None
+                    provision(self.settings)
+
+    def supervise(self) -> None:
+        while not self._stopping:
+            self.check()
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        self._stopping = True
+        for role in reversed(self.roles):
+            if role.process is not None and role.process.poll() is None:
+                try:
+                    os.killpg(role.process.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + 5
+        for role in self.roles:
+            if role.process is None:
+                continue
+            try:
+                role.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(role.process.pid, signal.SIGKILL)
+                role.process.wait()

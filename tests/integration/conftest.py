@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from functions.api.models import CreateJobIn
+from functions.api.service import JobService
+from functions.core import aws
+from functions.core.dispatching import Dispatcher
+from functions.core.model import Job
+from functions.core.netguard import NetworkPolicy
+from functions.core.queue import WorkMessage, WorkQueue
+from functions.core.settings import Settings
+from functions.core.store import Store
+from functions.core.targets import TargetExecutor
+from functions.worker.execute import ReturnLater, RunExecutor
+from punctual.local.provision import provision
+from tests.conftest import Clock
+from tests.support.receiver import Receiver
+
+
+class RecordingQueue(WorkQueue):
+    """The real queue, but messages are sent without delay (the test clock is not the wall clock);
+    the delay that would have been used is recorded."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sent: list[tuple[WorkMessage, int]] = []
+
+    def send(self, messages: list[tuple[WorkMessage, int]]) -> None:
+        self.sent.extend(messages)
+        super().send([(message, 0) for message, _delay in messages])
+
+    def receive(self, max_messages: int = 10) -> list[dict[str, Any]]:
+        response = self.client.receive_message(
+            QueueUrl=self.queue_url, MaxNumberOfMessages=max_messages, VisibilityTimeout=30
+        )
+        return list(response.get("Messages") or [])
+
+    def dlq_bodies(self) -> list[str]:
+        response = self.client.receive_message(QueueUrl=self.dlq_url, MaxNumberOfMessages=10)
+        return [m["Body"] for m in response.get("Messages") or []]
+
+
+@dataclass
+class Harness:
+    settings: Settings
+    clock: Clock
+    store: Store
+    queue: RecordingQueue
+    dispatcher: Dispatcher
+    service: JobService
+    executor: RunExecutor
+    owner: str = "alice"
+    crash_at: set[str] = field(default_factory=set)
+
+    def crash_point(self, name: str) -> None:
+        if name in self.crash_at:
+            raise SimulatedCrash(name)
+
+    def create(self, **body: Any) -> dict[str, Any]:
+        return self.service.create_job(self.owner, CreateJobIn.model_validate(body))
+
+    def job(self, job_id: str) -> Job:
+        job = self.store.get_job(job_id)
+        assert job is not None
+        return job
+
+    def work(self, executor: RunExecutor | None = None) -> int:
+        """Deliver every visible message once, like one poll of the event source mapping."""
+        handled = 0
+        for message in self.queue.receive():
+            try:
+                (executor or self.executor).handle(
+                    WorkMessage.from_json(message["Body"]), message["ReceiptHandle"], message["Body"]
+                )
+            except ReturnLater:
+                continue
+            self.queue.client.delete_message(QueueUrl=self.queue.queue_url, ReceiptHandle=message["ReceiptHandle"])
+            handled += 1
+        return handled
+
+
+class SimulatedCrash(BaseException):
+    """A process dying at a named point (BaseException: nothing may catch it on the way out)."""
+
+
+@pytest.fixture
+def harness(moto_endpoint: str, clock: Clock) -> Iterator[Harness]:
+    # Each test gets its own table and queues on the shared server.
+    prefix = f"t{uuid.uuid4().hex[:12]}"
+    base = Settings(
+        aws_endpoint_url=moto_endpoint,
+        table_name=prefix,
+        shard_count=4,
+        http_allow_loopback=True,
+        lease_seconds=20,
+        claim_timeout_seconds=30,
+    )
+    settings = provision(base, prefix=prefix)
+    store = Store(aws.client("dynamodb", settings), settings.table_name, run_retention=timedelta(days=30))
+    queue = RecordingQueue(aws.client("sqs", settings), settings.queue_url, settings.dlq_url)
+    holder: dict[str, Harness] = {}
+
+    def crash(name: str) -> None:
+        holder["h"].crash_point(name)
+
+    dispatcher = Dispatcher(store, queue, settings, clock=clock, crash_point=crash)
+    policy = NetworkPolicy(allow_loopback=True, allow_list=())
+    service = JobService(store, dispatcher, settings, policy, clock=clock)
+    executor = RunExecutor(
+        store,
+        queue,
+        TargetExecutor(lambda name: aws.client(name, settings), policy),
+        settings,
+        clock=clock,
+        sleep=clock.sleep,
+        crash_point=crash,
+    )
+    holder["h"] = Harness(settings, clock, store, queue, dispatcher, service, executor)
+    yield holder["h"]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with Receiver() as server:
+        yield server
+
+
+def http_target(receiver: Receiver, path: str = "/hook") -> dict[str, Any]:
+    return {"type": "http", "url": receiver.url + path, "method": "POST"}
+
+
+def body_of(delivery: Any) -> Any:
+    return json.loads(delivery.body)

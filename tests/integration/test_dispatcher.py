@@ -1,0 +1,177 @@
+"""The dispatcher against moto: claim → send, chains, crashes, races and misfires."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+
+from functions.core.model import JobStatus, RunStatus, iso
+from tests.integration.conftest import Harness, SimulatedCrash
+
+
+def sent_run_ids(h: Harness) -> list[str]:
+    return [message.run_id for message, _delay in h.queue.sent]
+
+
+def at_job(h: Harness, seconds_from_now: float, **extra: object) -> dict[str, object]:
+    due = h.clock() + timedelta(seconds=seconds_from_now)
+    return h.create(schedule={"at": iso(due)}, target={"type": "http", "url": "http://127.0.0.1:9/hook"}, **extra)
+
+
+def test_job_beyond_lookahead_is_sent_by_the_sweep_that_reaches_it(harness: Harness) -> None:
+    # Given a one-off job due in ten minutes
+    job = at_job(harness, 600)
+    assert harness.queue.sent == [], "a job beyond the look-ahead must wait for the sweep"
+    # When the dispatcher ticks every minute
+    for _ in range(9):
+        harness.clock.advance(60)
+        harness.dispatcher.sweep()
+    # Then it was sent exactly once, by the tick whose look-ahead reached it, due a little early
+    assert len(harness.queue.sent) == 1
+    message, delay = harness.queue.sent[0]
+    assert message.job_id == job["job_id"]
+    assert 100 <= delay <= 118, "delay should make the message arrive ~2 s before its second"
+    run = harness.store.get_run(message.job_id, message.run_id)
+    assert run is not None and run.status is RunStatus.QUEUED
+
+
+def test_job_due_within_lookahead_is_sent_by_the_api_at_once(harness: Harness) -> None:
+    job = at_job(harness, 5)
+    assert [m.job_id for m, _ in harness.queue.sent] == [job["job_id"]]
+    assert harness.queue.sent[0][1] == 3
+    # And a sweep does not send it again
+    harness.dispatcher.sweep()
+    assert len(harness.queue.sent) == 1
+
+
+def test_a_time_in_the_past_runs_at_once(harness: Harness) -> None:
+    at_job(harness, -3600)
+    assert len(harness.queue.sent) == 1 and harness.queue.sent[0][1] == 0
+
+
+def test_recurring_chain_sends_each_occurrence_once(harness: Harness) -> None:
+    # Given a seconds-level cron job
+    job = harness.create(schedule={"cron": "*/10 * * * * *"}, target={"type": "http", "url": "http://127.0.0.1:9/"})
+    # When the dispatcher ticks for five minutes
+    for _ in range(5):
+        harness.clock.advance(60)
+        harness.dispatcher.sweep()
+    # Then every 10-second slot up to now + look-ahead was sent exactly once
+    ids = sent_run_ids(harness)
+    assert len(ids) == len(set(ids)), "an occurrence was sent twice"
+    slots = {harness.store.get_run(job["job_id"], run_id).scheduled_for for run_id in ids}  # type: ignore[union-attr]
+    start = harness.clock.now - timedelta(seconds=300)
+    expected = {start + timedelta(seconds=10 * k) for k in range(1, 43)}
+    assert expected <= slots, f"missing slots: {sorted(expected - slots)[:3]}"
+    assert harness.job(job["job_id"]).next_run_at is not None
+
+
+def test_two_dispatchers_at_once_send_each_trigger_once(harness: Harness) -> None:
+    for offset in range(130, 180, 2):
+        at_job(harness, offset)
+    harness.clock.advance(60)
+    barrier = threading.Barrier(2)
+
+    def sweep() -> None:
+        barrier.wait()
+        harness.dispatcher.sweep()
+
+    threads = [threading.Thread(target=sweep) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ids = sent_run_ids(harness)
+    assert len(ids) == 25 and len(set(ids)) == 25
+
+
+def test_dispatcher_dying_between_claim_and_send_loses_nothing(harness: Harness) -> None:
+    job = at_job(harness, 200)
+    harness.clock.advance(90)
+    harness.crash_at.add("after_claim_before_send")
+    with pytest.raises(SimulatedCrash):
+        harness.dispatcher.sweep()
+    harness.crash_at.clear()
+    assert harness.queue.sent == []
+    # A tick within the claim timeout leaves the claim alone (its owner may still be sending)
+    harness.clock.advance(10)
+    harness.dispatcher.sweep()
+    assert harness.queue.sent == []
+    # After the claim timeout the claim is recovered and sent, once
+    harness.clock.advance(30)
+    harness.dispatcher.sweep()
+    harness.clock.advance(60)
+    harness.dispatcher.sweep()
+    assert [m.job_id for m, _ in harness.queue.sent] == [job["job_id"]]
+
+
+def test_dispatcher_dying_after_send_causes_only_a_harmless_duplicate(harness: Harness, receiver) -> None:
+    job = harness.create(
+        schedule={"at": iso(harness.clock() + timedelta(seconds=200))},
+        target={"type": "http", "url": receiver.url + "/dup"},
+    )
+    harness.clock.advance(90)
+    harness.crash_at.add("after_send_before_delete")
+    with pytest.raises(SimulatedCrash):
+        harness.dispatcher.sweep()
+    harness.crash_at.clear()
+    harness.clock.advance(40)
+    harness.dispatcher.sweep()
+    assert len(harness.queue.sent) == 2, "the recovered claim is sent again"
+    harness.clock.advance(75)
+    while harness.work():
+        pass
+    assert len(receiver.for_path("/dup")) == 1, "the duplicate message must not execute the run twice"
+    assert harness.job(job["job_id"]).status is JobStatus.COMPLETED
+
+
+def test_trigger_of_a_changed_job_never_fires(harness: Harness) -> None:
+    job = at_job(harness, 600)
+    harness.store.client.update_item(
+        TableName=harness.settings.table_name,
+        Key={"pk": {"S": f"JOB#{job['job_id']}"}, "sk": {"S": "JOB"}},
+        UpdateExpression="SET version = :v",
+        ExpressionAttributeValues={":v": {"N": "2"}},
+    )
+    for _ in range(11):
+        harness.clock.advance(60)
+        harness.dispatcher.sweep()
+    assert harness.queue.sent == []
+
+
+def test_cursor_moves_past_empty_buckets_and_lag_is_small(harness: Harness) -> None:
+    harness.dispatcher.sweep()
+    harness.clock.advance(60)
+    report = harness.dispatcher.sweep()
+    assert report.lag_seconds <= 70
+    assert report.buckets_swept <= 4 * 5
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected_runs", "expected_skipped"),
+    [("run_once", 1, 0), ("skip", 0, 1), ("run_all", 8, 0)],
+)
+def test_outage_follows_the_misfire_policy(
+    harness: Harness, policy: str, expected_runs: int, expected_skipped: int
+) -> None:
+    # Given a job firing every minute, dispatched once
+    job = harness.create(schedule={"cron": "* * * * *", "misfire": policy}, target={"type": "http", "url": "http://127.0.0.1:9/"})
+    harness.dispatcher.sweep()
+    before = set(sent_run_ids(harness))
+    # When the dispatcher is down for ten minutes, then ticks again
+    harness.clock.advance(600)
+    harness.dispatcher.sweep()
+    # Then the missed occurrences follow the policy, and the chain continues into the future
+    new = [r for r in sent_run_ids(harness) if r not in before]
+    runs, _ = harness.store.list_runs(job["job_id"], limit=100)
+    # (occurrences 12:03 to 12:10 were missed; 12:01 and 12:02 had been dispatched before the outage)
+    missed = [r for r in runs if r.run_id not in before and r.scheduled_for <= harness.clock.now]
+    queued_missed = [r for r in missed if r.status is RunStatus.QUEUED]
+    skipped = [r for r in missed if r.status is RunStatus.SKIPPED]
+    assert len(queued_missed) == expected_runs, [(iso(r.scheduled_for), r.status) for r in missed]
+    assert len(skipped) == expected_skipped
+    future = harness.job(job["job_id"]).next_run_at
+    assert future is not None and future > harness.clock.now
+    assert len(new) >= expected_runs

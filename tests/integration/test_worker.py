@@ -1,0 +1,163 @@
+"""The worker against moto and a real webhook receiver: exactly-once starts, waiting, retries, crashes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from functions.core.model import JobStatus, RunStatus, iso
+from functions.core.queue import WorkMessage
+from functions.worker.execute import ReturnLater
+from tests.integration.conftest import Harness, SimulatedCrash
+from tests.support.receiver import Receiver
+
+
+def one_off(h: Harness, receiver: Receiver, path: str, seconds: float = 5, **extra: Any) -> dict[str, Any]:
+    due = h.clock() + timedelta(seconds=seconds)
+    return h.create(schedule={"at": iso(due)}, target={"type": "http", "url": receiver.url + path}, **extra)
+
+
+def only_run(h: Harness, job_id: str):  # type: ignore[no-untyped-def]
+    runs, _ = h.store.list_runs(job_id, limit=10)
+    assert len(runs) == 1
+    return runs[0]
+
+
+def test_early_message_waits_for_its_second_then_succeeds(harness: Harness, receiver: Receiver) -> None:
+    job = one_off(harness, receiver, "/ok", seconds=5, payload={"hello": "world"})
+    scheduled = harness.clock() + timedelta(seconds=5)
+    assert harness.work() == 1
+    assert harness.clock.slept and sum(harness.clock.slept) == pytest.approx(5, abs=0.01)
+    run = only_run(harness, job["job_id"])
+    assert run.status is RunStatus.SUCCEEDED
+    assert run.started_at is not None and run.started_at >= scheduled, "a run must never start early"
+    assert run.lateness_ms == 0
+    assert [a.outcome for a in run.attempts] == ["SUCCEEDED"]
+    assert harness.job(job["job_id"]).status is JobStatus.COMPLETED
+    (delivery,) = receiver.for_path("/ok")
+    assert delivery.json == {"hello": "world"}
+    assert delivery.headers["Idempotency-Key"] == run.run_id
+    assert delivery.headers["Punctual-Run-Id"] == run.run_id
+    assert delivery.headers["Punctual-Job-Id"] == job["job_id"]
+    assert delivery.headers["Punctual-Attempt"] == "1"
+    assert delivery.headers["Punctual-Scheduled-For"] == iso(scheduled)
+
+
+def test_same_message_delivered_twice_executes_once(harness: Harness, receiver: Receiver) -> None:
+    job = one_off(harness, receiver, "/twice", seconds=0)
+    message, _ = harness.queue.sent[0]
+    harness.executor.handle(message, None)
+    harness.executor.handle(message, None)
+    assert len(receiver.for_path("/twice")) == 1
+    assert only_run(harness, job["job_id"]).executions == 1
+
+
+def test_retriable_failures_are_retried_then_succeed(harness: Harness) -> None:
+    with Receiver(lambda _path, n: (503, b"busy") if n < 3 else (200, b"ok")) as flaky:
+        job = one_off(harness, flaky, "/flaky", seconds=0, retry={"max_attempts": 5, "backoff_seconds": 1})
+        message, _ = harness.queue.sent[0]
+        for _ in range(3):
+            try:
+                harness.executor.handle(message, None)
+            except ReturnLater:
+                run = only_run(harness, job["job_id"])
+                assert run.status is RunStatus.RETRYING and run.next_attempt_at is not None
+                harness.clock.now = run.next_attempt_at
+        run = only_run(harness, job["job_id"])
+        assert run.status is RunStatus.SUCCEEDED
+        assert [a.outcome for a in run.attempts] == ["RETRIABLE", "RETRIABLE", "SUCCEEDED"]
+        assert [a.status_code for a in run.attempts] == [503, 503, 200]
+        assert {d.headers["Idempotency-Key"] for d in flaky.for_path("/flaky")} == {run.run_id}
+        assert [d.headers["Punctual-Attempt"] for d in flaky.for_path("/flaky")] == ["1", "2", "3"]
+
+
+def test_fatal_failure_fails_the_run_and_the_one_off_job_and_reaches_the_dlq(harness: Harness) -> None:
+    with Receiver(lambda _path, _n: (404, b"no such hook")) as missing:
+        job = one_off(harness, missing, "/gone", seconds=0)
+        harness.work()
+    run = only_run(harness, job["job_id"])
+    assert run.status is RunStatus.FAILED
+    assert run.attempts[0].status_code == 404 and "no such hook" in run.attempts[0].response
+    assert harness.job(job["job_id"]).status is JobStatus.FAILED
+    assert len(harness.queue.dlq_bodies()) == 1
+
+
+def test_last_attempt_failing_ends_failed_in_the_dlq(harness: Harness) -> None:
+    with Receiver(lambda _path, _n: (500, b"boom")) as broken:
+        job = one_off(harness, broken, "/broken", seconds=0, retry={"max_attempts": 2, "backoff_seconds": 1})
+        message, _ = harness.queue.sent[0]
+        with pytest.raises(ReturnLater):
+            harness.executor.handle(message, None)
+        run = only_run(harness, job["job_id"])
+        assert run.next_attempt_at is not None
+        harness.clock.now = run.next_attempt_at
+        harness.executor.handle(message, None)
+    run = only_run(harness, job["job_id"])
+    assert run.status is RunStatus.FAILED and run.attempt == 2
+    assert [a.outcome for a in run.attempts] == ["RETRIABLE", "FAILED"]
+    assert harness.job(job["job_id"]).status is JobStatus.FAILED
+    assert len(harness.queue.dlq_bodies()) == 1
+
+
+class LongestBackoff:
+    """Full jitter picks a delay at random; this one always picks the longest."""
+
+    def uniform(self, _low: float, high: float) -> float:
+        return high
+
+
+def test_long_backoff_goes_through_the_table(harness: Harness) -> None:
+    with Receiver(lambda _path, n: (503, b"later") if n == 1 else (200, b"ok")) as slow:
+        job = one_off(
+            harness, slow, "/slow", seconds=0,
+            retry={"max_attempts": 2, "backoff_seconds": 3600, "max_backoff_seconds": 3600},
+        )
+        harness.executor.rng = LongestBackoff()  # type: ignore[assignment]
+        assert harness.work() == 1, "a retry through the table acknowledges the message"
+        run = only_run(harness, job["job_id"])
+        assert run.status is RunStatus.RETRYING
+        assert run.next_attempt_at is not None
+        # The dispatcher wakes the run up when the retry is due
+        harness.clock.now = run.next_attempt_at - timedelta(seconds=30)
+        harness.dispatcher.sweep()
+        harness.clock.now = run.next_attempt_at
+        harness.work()
+        run = only_run(harness, job["job_id"])
+        assert run.status is RunStatus.SUCCEEDED and run.attempt == 2
+
+
+def test_worker_dying_after_start_is_taken_over_after_its_lease(harness: Harness, receiver: Receiver) -> None:
+    job = one_off(harness, receiver, "/crash", seconds=0)
+    message: WorkMessage = harness.queue.sent[0][0]
+    harness.crash_at.add("after_start_before_execute")
+    with pytest.raises(SimulatedCrash):
+        harness.executor.handle(message, None)
+    harness.crash_at.clear()
+    # While the lease holds, a redelivery leaves the attempt alone
+    with pytest.raises(ReturnLater):
+        harness.executor.handle(message, None)
+    assert receiver.for_path("/crash") == []
+    # After the lease, the attempt is re-executed with the same Idempotency-Key
+    harness.clock.advance(harness.settings.lease_seconds + 1)
+    harness.executor.handle(message, None)
+    run = only_run(harness, job["job_id"])
+    assert run.status is RunStatus.SUCCEEDED
+    assert run.attempt == 1 and run.executions == 2
+    assert [d.headers["Idempotency-Key"] for d in receiver.for_path("/crash")] == [run.run_id]
+
+
+def test_worker_dying_after_execution_re_executes_with_the_same_key(harness: Harness, receiver: Receiver) -> None:
+    job = one_off(harness, receiver, "/again", seconds=0)
+    message: WorkMessage = harness.queue.sent[0][0]
+    harness.crash_at.add("after_execute_before_record")
+    with pytest.raises(SimulatedCrash):
+        harness.executor.handle(message, None)
+    harness.crash_at.clear()
+    harness.clock.advance(harness.settings.lease_seconds + 1)
+    harness.executor.handle(message, None)
+    run = only_run(harness, job["job_id"])
+    assert run.status is RunStatus.SUCCEEDED
+    keys = [d.headers["Idempotency-Key"] for d in receiver.for_path("/again")]
+    assert keys == [run.run_id, run.run_id], "a re-execution after a crash carries the same key"
