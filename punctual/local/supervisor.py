@@ -55,6 +55,7 @@ class LocalStack:
     worker_concurrency: int = 4
     settings_overrides: dict[str, object] = field(default_factory=dict)
     log: TextIO = sys.stderr
+    state_dir: str = ".punctual"
     roles: list[Role] = field(default_factory=list)
     settings: Settings | None = None
     _stopping: bool = False
@@ -94,7 +95,16 @@ class LocalStack:
         return self.settings
 
     def _spawn(self, role: Role, env: dict[str, str]) -> None:
-        role.process = subprocess.Popen(role.argv, env=env, start_new_session=True)
+        # The emulator logs every request; that goes to a file, the roles' logs to the terminal.
+        output = None
+        if role.name == "emulator":
+            os.makedirs(self.state_dir, exist_ok=True)
+            output = open(os.path.join(self.state_dir, "emulator.log"), "ab")  # noqa: SIM115 - owned by the child
+        role.process = subprocess.Popen(
+            role.argv, env=env, start_new_session=True, stdout=output, stderr=subprocess.STDOUT if output else None
+        )
+        if output is not None:
+            output.close()
 
     def role(self, name: str) -> Role:
         return next(r for r in self.roles if r.name == name)

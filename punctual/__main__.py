@@ -1,0 +1,3 @@
+from punctual.cli import main
+
+main()
