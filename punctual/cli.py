@@ -17,10 +17,18 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--port", type=int, default=lambda: int(os.environ.get("PUNCTUAL_PORT", "8000")), show_default="8000")
+@click.option(
+    "--port", type=int, default=lambda: int(os.environ.get("PUNCTUAL_PORT", "8000")), show_default="8000"
+)
 @click.option("--workers", type=int, default=1, show_default=True, help="Worker processes polling SQS.")
-@click.option("--aws-endpoint", default=None, help="Use this emulator (moto server, LocalStack) instead of an embedded one.")
-@click.option("--role", type=click.Choice(["api", "dispatcher", "worker"]), default=None, help="Run one role alone.")
+@click.option(
+    "--aws-endpoint",
+    default=None,
+    help="Use this emulator (moto server, LocalStack) instead of an embedded one.",
+)
+@click.option(
+    "--role", type=click.Choice(["api", "dispatcher", "worker"]), default=None, help="Run one role alone."
+)
 @click.option("--tick-seconds", type=float, default=60.0, show_default=True, help="Dispatcher tick interval.")
 @click.option("--shards", type=int, default=4, show_default=True, help="Trigger shards.")
 @click.option("--lookahead-seconds", type=int, default=120, show_default=True)
@@ -46,7 +54,7 @@ def local(
 
         for key, value in LOCAL_CREDENTIALS.items():
             os.environ.setdefault(key, value)
-        settings = provision(local_settings(aws_endpoint, **overrides))
+        settings = provision(local_settings(aws_endpoint, overrides=overrides))
         os.environ.update(settings.to_env())
         role_main([role, "--port", str(port), "--tick-seconds", str(tick_seconds)])
         return
@@ -55,7 +63,11 @@ def local(
     except ValueError as error:
         raise click.UsageError(str(error)) from error
     stack = LocalStack(
-        port=port, workers=workers, aws_endpoint=aws_endpoint, tick_seconds=tick_seconds, settings_overrides=overrides
+        port=port,
+        workers=workers,
+        aws_endpoint=aws_endpoint,
+        tick_seconds=tick_seconds,
+        settings_overrides=overrides,
     )
     try:
         settings = stack.start()

@@ -23,7 +23,7 @@ MAX_BODY_BYTES = 64 * 1024
 app = APIGatewayRestResolver(enable_validation=True)
 
 
-class Unauthorized(ApiError):  # noqa: N818
+class Unauthorized(ApiError):
     status_code = 401
     code = "unauthorized"
 
@@ -103,6 +103,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return {
             "statusCode": 413,
             "headers": {"Content-Type": "application/json"},
-            "body": json.dumps({"error": "payload_too_large", "field": "body", "reason": "the body exceeds 64 KiB"}),
+            "body": json.dumps(
+                {"error": "payload_too_large", "field": "body", "reason": "the body exceeds 64 KiB"}
+            ),
         }
     return app.resolve(event, context)

@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 class ScheduleIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    at: str | None = Field(default=None, description='One-off: "2026-11-22T13:00:05+01:00" or "at(2026-11-22T13:00:05)"')
+    at: str | None = Field(
+        default=None, description='One-off: "2026-11-22T13:00:05+01:00" or "at(2026-11-22T13:00:05)"'
+    )
     cron: str | None = Field(
         default=None,
         description='"0 13 * * 1-5", "*/10 * * * * *" (leading seconds) or "cron(0 13 ? * MON-FRI *)"',
@@ -39,7 +41,9 @@ class RetryIn(BaseModel):
 class CreateJobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str | None = Field(default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
+    name: str | None = Field(
+        default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
+    )
     schedule: ScheduleIn
     target: dict[str, Any]
     payload: Any = None

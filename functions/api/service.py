@@ -44,17 +44,17 @@ class ApiError(Exception):
         return body
 
 
-class InvalidInput(ApiError):  # noqa: N818 - named for the HTTP status family it maps to
+class InvalidInput(ApiError):
     status_code = 422
     code = "invalid_input"
 
 
-class NotFound(ApiError):  # noqa: N818
+class NotFound(ApiError):
     status_code = 404
     code = "not_found"
 
 
-class Conflict(ApiError):  # noqa: N818
+class Conflict(ApiError):
     status_code = 409
     code = "conflict"
 
@@ -162,10 +162,14 @@ class JobService:
                 upcoming = job.schedule.upcoming(after - timedelta(microseconds=1), 5)
             elif job.next_run_at is not None:
                 upcoming = [job.next_run_at]
-        schedule = job.schedule.to_dict()
+        schedule: dict[str, Any] = dict(job.schedule.to_dict())
         schedule.pop("anchor", None)
         schedule.update(
-            {"misfire": job.misfire.value, "overlap": job.overlap.value, "catchup_seconds": job.catchup_seconds}
+            {
+                "misfire": job.misfire.value,
+                "overlap": job.overlap.value,
+                "catchup_seconds": job.catchup_seconds,
+            }
         )
         last_run = dict(job.last_run) if job.last_run else None
         if last_run:

@@ -32,7 +32,6 @@ from functions.core.queue import WorkMessage, WorkQueue, delay_for
 from functions.core.settings import Settings
 from functions.core.store import Store
 
-
 MAX_ROUNDS_PER_BUCKET = 1000
 
 
@@ -179,7 +178,9 @@ class Dispatcher:
         report = SweepReport()
         workers = min(self.settings.shard_count, 16)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sweep") as pool:
-            for shard_report in pool.map(lambda shard: self.sweep_shard(shard, now), range(self.settings.shard_count)):
+            for shard_report in pool.map(
+                lambda shard: self.sweep_shard(shard, now), range(self.settings.shard_count)
+            ):
                 report.dispatch.add(shard_report.dispatch)
                 report.buckets_swept += shard_report.buckets_swept
                 report.cursors_advanced += shard_report.cursors_advanced
@@ -206,7 +207,10 @@ class Dispatcher:
                     t
                     for t in remaining
                     if t.fire_at <= horizon
-                    and (t.state == "PENDING" or (t.claimed_at is not None and now - t.claimed_at > claim_timeout))
+                    and (
+                        t.state == "PENDING"
+                        or (t.claimed_at is not None and now - t.claimed_at > claim_timeout)
+                    )
                 ]
                 if not due:
                     break

@@ -123,7 +123,9 @@ def run_id_for(job_id: str, scheduled_for: datetime, kind: RunKind = RunKind.SCH
 
     The time prefix makes run items sort chronologically under their job.
     """
-    stamp = scheduled_for.astimezone(UTC).strftime("%Y%m%dT%H%M%S.") + f"{scheduled_for.microsecond // 1000:03d}Z"
+    stamp = (
+        scheduled_for.astimezone(UTC).strftime("%Y%m%dT%H%M%S.") + f"{scheduled_for.microsecond // 1000:03d}Z"
+    )
     digest = hashlib.sha256(f"{job_id}|{to_ms(scheduled_for)}|{kind.value}".encode()).hexdigest()[:8]
     return f"{stamp}-{digest}"
 
@@ -274,7 +276,7 @@ class Run:
 
 @dataclass(frozen=True)
 class Trigger:
-    """"Run ``run_id`` of job ``job_id`` is due at ``fire_at``": what the dispatcher sweeps."""
+    """ "Run ``run_id`` of job ``job_id`` is due at ``fire_at``": what the dispatcher sweeps."""
 
     job_id: str
     run_id: str

@@ -65,7 +65,9 @@ class WorkQueue:
 
     def change_visibility(self, receipt_handle: str, seconds: int) -> None:
         self.client.change_message_visibility(
-            QueueUrl=self.queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, min(seconds, 43_200))
+            QueueUrl=self.queue_url,
+            ReceiptHandle=receipt_handle,
+            VisibilityTimeout=max(0, min(seconds, 43_200)),
         )
 
     def send_to_dlq(self, body: str, reason: str) -> None:

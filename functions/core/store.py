@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from functions.core.definitions import GSI1, GSI1_PK, GSI1_SK, PK, SK, TTL_ATTRIBUTE
+from functions.core.definitions import GSI1_PK, GSI1_SK, PK, SK, TTL_ATTRIBUTE
 from functions.core.model import (
     Attempt,
     Job,
@@ -581,7 +581,9 @@ class Store:
         takeover = run.status is RunStatus.RUNNING
         attempt = run.attempt if takeover else run.attempt + 1
         started_at = run.started_at or now
-        lateness_ms = run.lateness_ms if run.lateness_ms is not None else to_ms(now) - to_ms(run.scheduled_for)
+        lateness_ms = (
+            run.lateness_ms if run.lateness_ms is not None else to_ms(now) - to_ms(run.scheduled_for)
+        )
         values: dict[str, Any] = {
             ":running": {"S": RunStatus.RUNNING.value},
             ":seen_status": {"S": run.status.value},
@@ -734,7 +736,10 @@ class Store:
                 "Key": job_key(run.job_id),
                 "UpdateExpression": "SET " + ", ".join(sets) + " ADD run_counts.#outcome :one",
                 "ConditionExpression": condition,
-                "ExpressionAttributeNames": {"#outcome": status.value, **({"#status": "status"} if job_status else {})},
+                "ExpressionAttributeNames": {
+                    "#outcome": status.value,
+                    **({"#status": "status"} if job_status else {}),
+                },
                 "ExpressionAttributeValues": values,
             }
         }

@@ -14,6 +14,10 @@ from functions.core.wiring import default_dispatcher
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     report = default_dispatcher().sweep()
-    summary = {**asdict(report.dispatch), "buckets_swept": report.buckets_swept, "lag_seconds": report.lag_seconds}
+    summary = {
+        **asdict(report.dispatch),
+        "buckets_swept": report.buckets_swept,
+        "lag_seconds": report.lag_seconds,
+    }
     logger.info("sweep finished", extra=summary)
     return summary

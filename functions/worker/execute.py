@@ -34,7 +34,7 @@ from functions.core.store import ConflictError, Store
 from functions.core.targets import Delivery, TargetExecutor, TargetOutcome
 
 
-class ReturnLater(Exception):  # noqa: N818 - it is a signal, not an error
+class ReturnLater(Exception):
     """Give the message back to SQS; it comes back after ``seconds`` (a batch item failure)."""
 
     def __init__(self, reason: str, seconds: int | None = None) -> None:
@@ -112,10 +112,18 @@ class RunExecutor:
         now = self.clock()
         if run.status is RunStatus.RUNNING and run.lease_until is not None and now < run.lease_until:
             # Another worker holds this attempt; look again when its lease would have run out.
-            raise ReturnLater("attempt in progress elsewhere", math.ceil((run.lease_until - now).total_seconds()))
+            raise ReturnLater(
+                "attempt in progress elsewhere", math.ceil((run.lease_until - now).total_seconds())
+            )
         self._wait_until_due(run)
-        if job.overlap.value == "skip" and run.status is RunStatus.QUEUED and self._previous_still_running(run):
-            if self.store.mark_run(run, RunStatus.SKIPPED, now=self.clock(), error="previous run still running"):
+        if (
+            job.overlap.value == "skip"
+            and run.status is RunStatus.QUEUED
+            and self._previous_still_running(run)
+        ):
+            if self.store.mark_run(
+                run, RunStatus.SKIPPED, now=self.clock(), error="previous run still running"
+            ):
                 logger.info("run skipped: overlap", extra=log)
             return
         token = uuid.uuid4().hex
@@ -132,7 +140,12 @@ class RunExecutor:
             return
         logger.info(
             "attempt started",
-            extra={**log, "attempt": run.attempt, "lateness_ms": run.lateness_ms, "executions": run.executions},
+            extra={
+                **log,
+                "attempt": run.attempt,
+                "lateness_ms": run.lateness_ms,
+                "executions": run.executions,
+            },
         )
         self.crash_point("after_start_before_execute")
         with _Heartbeat(self, run, receipt_handle) as heartbeat:
@@ -200,7 +213,11 @@ class RunExecutor:
         elif outcome.retriable and job.retry.has_attempts_left(run.attempt) and outcome.error != "cancelled":
             kind, status = "RETRIABLE", RunStatus.RETRYING
         else:
-            kind, status = ("CANCELLED", RunStatus.CANCELLED) if outcome.error == "cancelled" else ("FAILED", RunStatus.FAILED)
+            kind, status = (
+                ("CANCELLED", RunStatus.CANCELLED)
+                if outcome.error == "cancelled"
+                else ("FAILED", RunStatus.FAILED)
+            )
         attempt = Attempt(
             number=run.attempt,
             started_at=started_at,
@@ -236,7 +253,9 @@ class RunExecutor:
             self.store.finish_attempt(
                 run, attempt, status=RunStatus.RETRYING, now=finished_at, next_attempt_at=next_at
             )
-            logger.info("retry scheduled", extra={"run_id": run.run_id, "next_attempt_at": next_at.isoformat()})
+            logger.info(
+                "retry scheduled", extra={"run_id": run.run_id, "next_attempt_at": next_at.isoformat()}
+            )
             raise ReturnLater("retry scheduled", max(0, math.floor(delay) - EARLY_ARRIVAL_SECONDS))
         # Long: a trigger in the table wakes the run up; this message is done.
         retry_trigger = Trigger(

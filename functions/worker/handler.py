@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -34,7 +35,9 @@ class ConcurrentBatchProcessor(BatchProcessor):
 @lru_cache(maxsize=1)
 def run_executor() -> RunExecutor:
     settings = get_settings()
-    return RunExecutor(build_store(settings), build_queue(settings), build_target_executor(settings), settings)
+    return RunExecutor(
+        build_store(settings), build_queue(settings), build_target_executor(settings), settings
+    )
 
 
 def record_handler(record: SQSRecord) -> None:
@@ -51,5 +54,7 @@ processor = ConcurrentBatchProcessor(event_type=EventType.SQS)
 
 
 @logger.inject_lambda_context
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from functions.core.settings import Settings
 
 DEFAULT_TOKEN = "local-dev-token"
@@ -29,7 +31,9 @@ def parse_tokens(raw: str | None) -> dict[str, str]:
     return tokens
 
 
-def local_settings(endpoint: str, *, prefix: str = "punctual", **overrides: object) -> Settings:
+def local_settings(
+    endpoint: str, *, prefix: str = "punctual", overrides: Mapping[str, object] | None = None
+) -> Settings:
     """Settings for the local stack; queue URLs follow moto's URL scheme."""
     account = "123456789012"
     values: dict[str, object] = {
@@ -41,5 +45,5 @@ def local_settings(endpoint: str, *, prefix: str = "punctual", **overrides: obje
         "shard_count": 4,
         "http_allow_loopback": True,
     }
-    values.update(overrides)
+    values.update(overrides or {})
     return Settings.model_validate(values)

@@ -77,7 +77,7 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
         protocol_version = "HTTP/1.1"
         server_version = "PunctualLocal/0.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
         def _reply(self, status: int, headers: dict[str, str], body: bytes) -> None:
@@ -112,10 +112,12 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
                 if principal is None:
                     self._error(401, "unauthorized", "missing or invalid bearer token")
                     return
-            headers = {key: value for key, value in self.headers.items()}
+            headers = dict(self.headers.items())
             event = build_event(self.command, self.path, headers, body, principal)
             try:
-                result = api_handler(event, LambdaContext(aws_request_id=event["requestContext"]["requestId"]))
+                result = api_handler(
+                    event, LambdaContext(aws_request_id=event["requestContext"]["requestId"])
+                )
             except Exception as error:  # the handler must not raise; if it does, say so as API GW would
                 self._error(502, "internal_error", f"the api handler failed: {type(error).__name__}")
                 return
@@ -126,13 +128,13 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
             payload = base64.b64decode(raw) if result.get("isBase64Encoded") else raw.encode()
             self._reply(int(result.get("statusCode", 200)), out_headers, payload)
 
-        do_GET = _handle  # noqa: N815 - the names BaseHTTPRequestHandler dispatches to
-        do_POST = _handle  # noqa: N815
-        do_PUT = _handle  # noqa: N815
-        do_PATCH = _handle  # noqa: N815
-        do_DELETE = _handle  # noqa: N815
-        do_HEAD = _handle  # noqa: N815
-        do_OPTIONS = _handle  # noqa: N815
+        do_GET = _handle
+        do_POST = _handle
+        do_PUT = _handle
+        do_PATCH = _handle
+        do_DELETE = _handle
+        do_HEAD = _handle
+        do_OPTIONS = _handle
 
     return GatewayHandler
 

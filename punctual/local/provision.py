@@ -29,6 +29,8 @@ def provision(settings: Settings, prefix: str = "punctual") -> Settings:
         )
     work_name, dlq_name = queue_names(prefix)
     dlq_url = sqs.create_queue(QueueName=dlq_name, Attributes=dlq_attributes())["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
     work_url = sqs.create_queue(QueueName=work_name, Attributes=work_queue_attributes(dlq_arn))["QueueUrl"]
     return settings.model_copy(update={"queue_url": work_url, "dlq_url": dlq_url})

@@ -9,8 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 from functions.core import aws
 from functions.core.observability import logger
@@ -27,7 +26,7 @@ def run_dispatcher(settings: Settings, tick_seconds: float) -> None:
         time.sleep(tick_seconds - (now % tick_seconds))
         context = LambdaContext(function_name="punctual-dispatcher-local", aws_request_id=uuid.uuid4().hex)
         try:
-            handler({"source": "aws.events", "detail-type": "Scheduled Event"}, context)
+            handler({"source": "aws.events", "detail-type": "Scheduled Event"}, cast(Any, context))
         except Exception:  # a failed tick is retried by the next one, as on AWS
             logger.exception("dispatcher tick failed")
 
@@ -73,7 +72,7 @@ def _poll_forever(settings: Settings, batch_size: int, queue_arn: str) -> None:
             continue
         context = LambdaContext(function_name="punctual-worker-local", aws_request_id=uuid.uuid4().hex)
         try:
-            result = handler(_to_event(messages, queue_arn, settings.region), context)
+            result = handler(_to_event(messages, queue_arn, settings.region), cast(Any, context))
             failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
         except Exception:  # an invocation error returns the whole batch, as Lambda does
             logger.exception("worker invocation failed")
@@ -93,14 +92,12 @@ def run_worker(settings: Settings, concurrency: int, batch_size: int = 10) -> No
         "Attributes"
     ]["QueueArn"]
     threads = [
-        threading.Thread(target=_poll_forever, args=(settings, batch_size, queue_arn), name=f"poller-{i}", daemon=True)
+        threading.Thread(
+            target=_poll_forever, args=(settings, batch_size, queue_arn), name=f"poller-{i}", daemon=True
+        )
         for i in range(concurrency)
     ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-
-
-def describe(settings: Settings) -> dict[str, Any]:
-    return asdict(settings) if hasattr(settings, "__dataclass_fields__") else settings.model_dump()

@@ -6,6 +6,7 @@ worker loses nothing: the restarted process carries on from the table and the qu
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -70,7 +71,9 @@ class LocalStack:
         python = sys.executable
         if self.aws_endpoint is None:
             emulator_port = self.emulator_port or free_port()
-            emulator = Role("emulator", [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(emulator_port)])
+            emulator = Role(
+                "emulator", [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(emulator_port)]
+            )
             self.roles.append(emulator)
             self._spawn(emulator, {**os.environ, **LOCAL_CREDENTIALS})
             wait_for_port(emulator_port)
@@ -79,7 +82,7 @@ class LocalStack:
             endpoint = self.aws_endpoint
         for key, value in LOCAL_CREDENTIALS.items():
             os.environ.setdefault(key, value)
-        self.settings = provision(local_settings(endpoint, **self.settings_overrides))
+        self.settings = provision(local_settings(endpoint, overrides=self.settings_overrides))
         role = [python, "-m", "punctual.local.role"]
         self.roles.append(Role("api", [*role, "api", "--port", str(self.port)]))
         self.roles.append(Role("dispatcher", [*role, "dispatcher", "--tick-seconds", str(self.tick_seconds)]))
@@ -101,7 +104,11 @@ class LocalStack:
             os.makedirs(self.state_dir, exist_ok=True)
             output = open(os.path.join(self.state_dir, "emulator.log"), "ab")  # noqa: SIM115 - owned by the child
         role.process = subprocess.Popen(
-            role.argv, env=env, start_new_session=True, stdout=output, stderr=subprocess.STDOUT if output else None
+            role.argv,
+            env=env,
+            start_new_session=True,
+            stdout=output,
+            stderr=subprocess.STDOUT if output else None,
         )
         if output is not None:
             output.close()
@@ -137,10 +144,8 @@ class LocalStack:
         self._stopping = True
         for role in reversed(self.roles):
             if role.process is not None and role.process.poll() is None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(role.process.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
         deadline = time.monotonic() + 5
         for role in self.roles:
             if role.process is None:

@@ -45,8 +45,18 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     log = open(state / "stack.log", "wb")  # noqa: SIM115
     process = subprocess.Popen(
         [
-            sys.executable, "-m", "punctual", "local",
-            "--port", str(port), "--workers", "2", "--tick-seconds", "10", "--lookahead-seconds", "60",
+            sys.executable,
+            "-m",
+            "punctual",
+            "local",
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+            "--tick-seconds",
+            "10",
+            "--lookahead-seconds",
+            "60",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -14,7 +14,7 @@ from tests.support.receiver import Receiver
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.5):  # type: ignore[no-untyped-def]
+def wait_until(predicate, timeout: float, interval: float = 0.5):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         result = predicate()
@@ -45,14 +45,21 @@ def test_one_off_and_cron_jobs_fire_at_their_second_exactly_once(local_stack: Ap
             status, job = local_stack.call(
                 "POST",
                 "/v1/jobs",
-                {"schedule": {"at": iso(due)}, "target": {"type": "http", "url": receiver.url + path}, "payload": {"p": path}},
+                {
+                    "schedule": {"at": iso(due)},
+                    "target": {"type": "http", "url": receiver.url + path},
+                    "payload": {"p": path},
+                },
             )
             assert status == 201, job
             jobs[path] = (job, due)
         status, cron_job = local_stack.call(
             "POST",
             "/v1/jobs",
-            {"schedule": {"cron": "*/10 * * * * *"}, "target": {"type": "http", "url": receiver.url + "/cron"}},
+            {
+                "schedule": {"cron": "*/10 * * * * *"},
+                "target": {"type": "http", "url": receiver.url + "/cron"},
+            },
         )
         assert status == 201, cron_job
         assert len(cron_job["upcoming"]) == 5
@@ -70,7 +77,7 @@ def test_one_off_and_cron_jobs_fire_at_their_second_exactly_once(local_stack: Ap
         assert all(len(receiver.for_path(path)) == 1 for path in offsets), "a one-off was delivered twice"
 
         # And its history says SUCCEEDED with lateness recorded
-        for path, (job, due) in jobs.items():
+        for job, due in jobs.values():
             status, runs = local_stack.call("GET", f"/v1/jobs/{job['job_id']}/runs")
             assert status == 200
             (run,) = runs["items"]

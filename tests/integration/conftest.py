@@ -37,7 +37,7 @@ class RecordingQueue(WorkQueue):
         self.sent.extend(messages)
         super().send([(message, 0) for message, _delay in messages])
 
-    def receive(self, max_messages: int = 10) -> list[dict[str, Any]]:
+    def receive(self, max_messages: int = 10) -> list[Any]:
         response = self.client.receive_message(
             QueueUrl=self.queue_url, MaxNumberOfMessages=max_messages, VisibilityTimeout=30
         )
@@ -82,7 +82,9 @@ class Harness:
                 )
             except ReturnLater:
                 continue
-            self.queue.client.delete_message(QueueUrl=self.queue.queue_url, ReceiptHandle=message["ReceiptHandle"])
+            self.queue.client.delete_message(
+                QueueUrl=self.queue.queue_url, ReceiptHandle=message["ReceiptHandle"]
+            )
             handled += 1
         return handled
 

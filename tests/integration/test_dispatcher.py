@@ -17,7 +17,9 @@ def sent_run_ids(h: Harness) -> list[str]:
 
 def at_job(h: Harness, seconds_from_now: float, **extra: object) -> dict[str, object]:
     due = h.clock() + timedelta(seconds=seconds_from_now)
-    return h.create(schedule={"at": iso(due)}, target={"type": "http", "url": "http://127.0.0.1:9/hook"}, **extra)
+    return h.create(
+        schedule={"at": iso(due)}, target={"type": "http", "url": "http://127.0.0.1:9/hook"}, **extra
+    )
 
 
 def test_job_beyond_lookahead_is_sent_by_the_sweep_that_reaches_it(harness: Harness) -> None:
@@ -53,7 +55,9 @@ def test_a_time_in_the_past_runs_at_once(harness: Harness) -> None:
 
 def test_recurring_chain_sends_each_occurrence_once(harness: Harness) -> None:
     # Given a seconds-level cron job
-    job = harness.create(schedule={"cron": "*/10 * * * * *"}, target={"type": "http", "url": "http://127.0.0.1:9/"})
+    job = harness.create(
+        schedule={"cron": "*/10 * * * * *"}, target={"type": "http", "url": "http://127.0.0.1:9/"}
+    )
     # When the dispatcher ticks for five minutes
     for _ in range(5):
         harness.clock.advance(60)
@@ -157,7 +161,10 @@ def test_outage_follows_the_misfire_policy(
     harness: Harness, policy: str, expected_runs: int, expected_skipped: int
 ) -> None:
     # Given a job firing every minute, dispatched once
-    job = harness.create(schedule={"cron": "* * * * *", "misfire": policy}, target={"type": "http", "url": "http://127.0.0.1:9/"})
+    job = harness.create(
+        schedule={"cron": "* * * * *", "misfire": policy},
+        target={"type": "http", "url": "http://127.0.0.1:9/"},
+    )
     harness.dispatcher.sweep()
     before = set(sent_run_ids(harness))
     # When the dispatcher is down for ten minutes, then ticks again

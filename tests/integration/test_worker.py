@@ -19,7 +19,7 @@ def one_off(h: Harness, receiver: Receiver, path: str, seconds: float = 5, **ext
     return h.create(schedule={"at": iso(due)}, target={"type": "http", "url": receiver.url + path}, **extra)
 
 
-def only_run(h: Harness, job_id: str):  # type: ignore[no-untyped-def]
+def only_run(h: Harness, job_id: str):
     runs, _ = h.store.list_runs(job_id, limit=10)
     assert len(runs) == 1
     return runs[0]
@@ -111,7 +111,10 @@ class LongestBackoff:
 def test_long_backoff_goes_through_the_table(harness: Harness) -> None:
     with Receiver(lambda _path, n: (503, b"later") if n == 1 else (200, b"ok")) as slow:
         job = one_off(
-            harness, slow, "/slow", seconds=0,
+            harness,
+            slow,
+            "/slow",
+            seconds=0,
             retry={"max_attempts": 2, "backoff_seconds": 3600, "max_backoff_seconds": 3600},
         )
         harness.executor.rng = LongestBackoff()  # type: ignore[assignment]
@@ -148,7 +151,9 @@ def test_worker_dying_after_start_is_taken_over_after_its_lease(harness: Harness
     assert [d.headers["Idempotency-Key"] for d in receiver.for_path("/crash")] == [run.run_id]
 
 
-def test_worker_dying_after_execution_re_executes_with_the_same_key(harness: Harness, receiver: Receiver) -> None:
+def test_worker_dying_after_execution_re_executes_with_the_same_key(
+    harness: Harness, receiver: Receiver
+) -> None:
     job = one_off(harness, receiver, "/again", seconds=0)
     message: WorkMessage = harness.queue.sent[0][0]
     harness.crash_at.add("after_execute_before_record")

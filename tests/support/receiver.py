@@ -36,14 +36,16 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 received_at = time.time()
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with receiver.lock:
-                    receiver.deliveries.append(Delivery(self.path, dict(self.headers.items()), body, received_at))
+                    receiver.deliveries.append(
+                        Delivery(self.path, dict(self.headers.items()), body, received_at)
+                    )
                     count = sum(1 for d in receiver.deliveries if d.path == self.path)
                 status, reply = receiver.responder(self.path, count)
                 self.send_response(status)

@@ -1,0 +1,68 @@
+"""The local runtime's own parts: tokens, the HTTP → API Gateway event translation, the supervisor."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import sys
+
+import pytest
+
+from functions.core.settings import Settings
+from punctual.local.env import DEFAULT_OWNER, DEFAULT_TOKEN, parse_tokens
+from punctual.local.gateway import build_event
+from punctual.local.supervisor import LocalStack, Role
+
+
+def test_without_tokens_configured_the_dev_token_is_owner_local() -> None:
+    assert parse_tokens(None) == {DEFAULT_TOKEN: DEFAULT_OWNER}
+
+
+def test_tokens_map_to_owners() -> None:
+    assert parse_tokens("t1=alice, t2=bob") == {"t1": "alice", "t2": "bob"}
+
+
+def test_a_malformed_token_entry_is_refused_with_its_text() -> None:
+    with pytest.raises(ValueError, match="'t1' is not token=owner"):
+        parse_tokens("t1")
+
+
+def test_http_request_becomes_a_rest_proxy_event_with_the_principal() -> None:
+    event = build_event(
+        "GET", "/v1/jobs/job_1/runs?limit=5&status=FAILED", {"Accept": "application/json"}, b"", "alice"
+    )
+    assert event["httpMethod"] == "GET"
+    assert event["path"] == "/v1/jobs/job_1/runs"
+    assert event["queryStringParameters"] == {"limit": "5", "status": "FAILED"}
+    assert event["requestContext"]["authorizer"] == {"principalId": "alice"}
+    assert event["body"] is None
+
+
+def test_json_body_is_passed_as_text() -> None:
+    event = build_event("POST", "/v1/jobs", {}, json.dumps({"a": 1}).encode(), "alice")
+    assert json.loads(event["body"]) == {"a": 1} and event["isBase64Encoded"] is False
+
+
+def test_settings_survive_the_trip_through_the_environment() -> None:
+    settings = Settings(table_name="t", shard_count=3, http_allow_list=("10.0.0.0/8", "hooks.internal"))
+    assert Settings.from_env(settings.to_env()) == settings
+
+
+def test_supervisor_restarts_a_role_that_dies() -> None:
+    stack = LocalStack(log=io.StringIO(), settings=Settings())
+    role = Role("worker-1", [sys.executable, "-c", "import time; time.sleep(60)"])
+    stack.roles.append(role)
+    stack._spawn(role, dict(os.environ))
+    assert role.process is not None
+    first = role.process.pid
+    try:
+        os.kill(first, signal.SIGKILL)
+        role.process.wait(timeout=5)
+        stack.check()
+        assert role.restarts == 1
+        assert role.process.pid != first and role.process.poll() is None
+        assert "worker-1 exited" in stack.log.getvalue()  # type: ignore[attr-defined]
+    finally:
+        stack.stop()
