@@ -768,6 +768,13 @@ class Schedule:
             raise ScheduleError("schedule", f"unknown schedule kind {self.kind!r}; use at, cron or rate")
         object.__setattr__(self, "_plan", plan)
 
+    def __reduce__(self) -> tuple[type[Schedule], tuple[Any, ...]]:
+        """Copy and pickle by value: the cached croniter holds a lock, which neither can handle."""
+        return (
+            type(self),
+            (self.kind, self.expression, self.timezone, self.start_at, self.end_at, self.anchor),
+        )
+
     @property
     def is_recurring(self) -> bool:
         return self.kind != "at"

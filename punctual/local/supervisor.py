@@ -7,6 +7,7 @@ worker loses nothing: the restarted process carries on from the table and the qu
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -112,6 +113,16 @@ class LocalStack:
         )
         if output is not None:
             output.close()
+        self._write_state()
+
+    def _write_state(self) -> None:
+        """``<state_dir>/roles.json``: which process plays which role (for operators and chaos tests)."""
+        os.makedirs(self.state_dir, exist_ok=True)
+        roles = {role.name: role.process.pid for role in self.roles if role.process is not None}
+        path = os.path.join(self.state_dir, "roles.json")
+        with open(path + ".tmp", "w") as handle:
+            json.dump(roles, handle)
+        os.replace(path + ".tmp", path)
 
     def role(self, name: str) -> Role:
         return next(r for r in self.roles if r.name == name)

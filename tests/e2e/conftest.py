@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ TOKEN = "local-dev-token"
 @dataclass
 class Api:
     base_url: str
+    state_dir: Path
     token: str = TOKEN
 
     def call(self, method: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
@@ -63,7 +65,7 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
         cwd=state,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    api = Api(f"http://127.0.0.1:{port}")
+    api = Api(f"http://127.0.0.1:{port}", state / ".punctual")
     deadline = time.monotonic() + 60
     while True:
         try:
