@@ -20,12 +20,18 @@ _clients: dict[tuple[str, str | None, str], Any] = {}
 # Standard retry mode retries throttling and transient errors with backoff; timeouts stay short so a
 # stuck call cannot eat a Lambda invocation.
 _CONFIG = Config(
-    retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=5, read_timeout=30, max_pool_connections=50
+    retries={"max_attempts": 5, "mode": "standard"},
+    connect_timeout=5,
+    read_timeout=30,
+    max_pool_connections=50,
 )
 # Invoking a target function is the attempt itself: it may run up to a job's longest timeout, and the
 # SDK must never re-send it (that would run the target twice); our own retry policy decides.
 _TARGET_LAMBDA_CONFIG = Config(
-    retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=5, read_timeout=905, max_pool_connections=50
+    retries={"total_max_attempts": 1, "mode": "standard"},
+    connect_timeout=5,
+    read_timeout=905,
+    max_pool_connections=50,
 )
 
 

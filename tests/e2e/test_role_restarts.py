@@ -28,7 +28,9 @@ def test_jobs_survive_workers_and_dispatcher_being_killed(local_stack: Api) -> N
         due = {f"/job-{n}": start + timedelta(seconds=n) for n in range(8)}
         for path, moment in due.items():
             status, body = local_stack.call(
-                "POST", "/v1/jobs", {"schedule": {"at": iso(moment)}, "target": {"type": "http", "url": receiver.url + path}}
+                "POST",
+                "/v1/jobs",
+                {"schedule": {"at": iso(moment)}, "target": {"type": "http", "url": receiver.url + path}},
             )
             assert status == 201, body
         before = role_pids(local_stack)

@@ -13,7 +13,7 @@ from tests.integration.conftest import Harness
 
 
 @pytest.fixture
-def call(harness: Harness, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def call(harness: Harness, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(api, "service", lambda: harness.service)
 
     def invoke(method: str, path: str, body: Any = None, owner: str | None = "alice") -> tuple[int, Any]:
@@ -25,10 +25,13 @@ def call(harness: Harness, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-
     return invoke
 
 
-GOOD = {"schedule": {"cron": "0 13 * * 1-5", "timezone": "Europe/Berlin"}, "target": {"type": "http", "url": "https://example.com/hook"}}
+GOOD = {
+    "schedule": {"cron": "0 13 * * 1-5", "timezone": "Europe/Berlin"},
+    "target": {"type": "http", "url": "https://example.com/hook"},
+}
 
 
-def test_create_returns_the_job_view_with_upcoming_fire_times(call) -> None:  # type: ignore[no-untyped-def]
+def test_create_returns_the_job_view_with_upcoming_fire_times(call) -> None:
     status, job = call("POST", "/v1/jobs", {**GOOD, "name": "nightly", "tags": {"team": "data"}})
     assert status == 201
     assert job["status"] == "ACTIVE" and job["name"] == "nightly"
@@ -39,19 +42,19 @@ def test_create_returns_the_job_view_with_upcoming_fire_times(call) -> None:  # 
     assert status == 200 and again["job_id"] == job["job_id"]
 
 
-def test_another_owners_job_is_not_found(call) -> None:  # type: ignore[no-untyped-def]
+def test_another_owners_job_is_not_found(call) -> None:
     _, job = call("POST", "/v1/jobs", GOOD)
     for path in (f"/v1/jobs/{job['job_id']}", f"/v1/jobs/{job['job_id']}/runs"):
         status, body = call("GET", path, owner="mallory")
         assert status == 404 and body["error"] == "not_found", path
 
 
-def test_no_identity_is_unauthorized(call) -> None:  # type: ignore[no-untyped-def]
+def test_no_identity_is_unauthorized(call) -> None:
     status, body = call("GET", "/v1/jobs/job_x", owner=None)
     assert status == 401 and body["error"] == "unauthorized"
 
 
-def test_names_are_unique_per_owner(call) -> None:  # type: ignore[no-untyped-def]
+def test_names_are_unique_per_owner(call) -> None:
     assert call("POST", "/v1/jobs", {**GOOD, "name": "dup"})[0] == 201
     status, body = call("POST", "/v1/jobs", {**GOOD, "name": "dup"})
     assert status == 409 and body["field"] == "name"
@@ -73,19 +76,19 @@ def test_names_are_unique_per_owner(call) -> None:  # type: ignore[no-untyped-de
         ({**GOOD, "timeout_seconds": "soon"}, "timeout_seconds"),
     ],
 )
-def test_bad_input_is_422_naming_the_field(call, body: dict[str, Any], field: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_is_422_naming_the_field(call, body: dict[str, Any], field: str) -> None:
     status, error = call("POST", "/v1/jobs", body)
     assert status == 422, error
     assert error["field"] == field, error
     assert error["reason"]
 
 
-def test_a_body_over_64_kib_is_413(call) -> None:  # type: ignore[no-untyped-def]
+def test_a_body_over_64_kib_is_413(call) -> None:
     status, error = call("POST", "/v1/jobs", {**GOOD, "payload": "x" * (65 * 1024)})
     assert status == 413 and error["field"] == "body"
 
 
-def test_unknown_run_is_404_and_runs_list_is_paginated(call, harness: Harness) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_run_is_404_and_runs_list_is_paginated(call, harness: Harness) -> None:
     _, job = call("POST", "/v1/jobs", {**GOOD, "schedule": {"cron": "*/10 * * * * *"}})
     for _ in range(3):
         harness.clock.advance(60)
@@ -96,5 +99,5 @@ def test_unknown_run_is_404_and_runs_list_is_paginated(call, harness: Harness) -
     assert times == sorted(times, reverse=True), "history is newest first"
     status, rest = call("GET", f"/v1/jobs/{job['job_id']}/runs?limit=5&cursor={page['next_cursor']}")
     assert status == 200 and rest["items"][0]["scheduled_for"] < times[-1]
-    status, body = call("GET", f"/v1/jobs/{job['job_id']}/runs/20260101T000000.000Z-00000000")
+    status, _ = call("GET", f"/v1/jobs/{job['job_id']}/runs/20260101T000000.000Z-00000000")
     assert status == 404
