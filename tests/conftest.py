@@ -56,13 +56,9 @@ def moto_env() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
-    """A real moto server over HTTP for the session: like the local stack, and safe under threads."""
-    from moto.server import ThreadedMotoServer
+    """The local stack's emulator (a moto server) over HTTP, in a thread, for the session."""
+    from punctual.local.emulator import EmulatorThread
 
-    from punctual.local.supervisor import free_port
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
+    emulator = EmulatorThread().start()
+    yield emulator.endpoint
+    emulator.stop()
