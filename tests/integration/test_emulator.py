@@ -64,3 +64,40 @@ def test_concurrent_conditional_transactions_on_one_item_let_exactly_one_win(mot
         client.put_item(TableName=table, Item={**key, "state": {"S": "PENDING"}})
         winners = race(client, table, key, contenders=8)
         assert len(winners) == 1, f"round {round_}: {len(winners)} writers passed the same condition"
+
+
+def test_a_cancelled_transaction_leaves_every_item_as_it_was(moto_endpoint: str) -> None:
+    client: Any = boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="us-east-1")
+    table = f"rollback-{uuid.uuid4().hex[:8]}"
+    client.create_table(**table_definition(table))
+    first = {"pk": {"S": "a"}, "sk": {"S": "x"}}
+    client.put_item(TableName=table, Item={**first, "state": {"S": "PENDING"}})
+    new = {"pk": {"S": "b"}, "sk": {"S": "x"}}
+    try:
+        client.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": table,
+                        "Key": first,
+                        "UpdateExpression": "SET #s = :c",
+                        "ExpressionAttributeNames": {"#s": "state"},
+                        "ExpressionAttributeValues": {":c": {"S": "CLAIMED"}},
+                    }
+                },
+                {"Put": {"TableName": table, "Item": {**new, "v": {"S": "1"}}}},
+                {
+                    "ConditionCheck": {
+                        "TableName": table,
+                        "Key": {"pk": {"S": "missing"}, "sk": {"S": "x"}},
+                        "ConditionExpression": "attribute_exists(pk)",
+                    }
+                },
+            ]
+        )
+    except ClientError as error:
+        assert error.response["Error"]["Code"] == "TransactionCanceledException"
+    else:
+        raise AssertionError("the transaction should have been cancelled")
+    assert client.get_item(TableName=table, Key=first)["Item"]["state"] == {"S": "PENDING"}
+    assert "Item" not in client.get_item(TableName=table, Key=new)
