@@ -370,6 +370,23 @@ class Store:
         runs = [run_from_item(item) for item in response.get("Items", [])]
         return runs, encode_cursor(response.get("LastEvaluatedKey"))
 
+    def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]:
+        """The runs scheduled just before ``run_id``, newest first (for the overlap policy)."""
+        response = self.client.query(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
+            ExpressionAttributeValues={
+                ":pk": {"S": f"JOB#{job_id}"},
+                ":low": {"S": "RUN#"},
+                ":high": {"S": f"RUN#{run_id}"},
+            },
+            ScanIndexForward=False,
+            Limit=limit + 1,
+            ConsistentRead=True,
+        )
+        runs = [run_from_item(item) for item in response.get("Items", [])]
+        return [run for run in runs if run.run_id != run_id][:limit]
+
     # ---------------------------------------------------------------------------------- triggers
 
     def query_bucket(self, bucket: str, shard: int) -> list[Trigger]:

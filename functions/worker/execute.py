@@ -167,13 +167,8 @@ class RunExecutor:
             self.sleep(remaining if remaining > 0.002 else 0)
 
     def _previous_still_running(self, run: Run) -> bool:
-        recent, _ = self.store.list_runs(run.job_id, limit=10)
-        return any(
-            other.run_id != run.run_id
-            and other.scheduled_for < run.scheduled_for
-            and other.status in (RunStatus.RUNNING, RunStatus.RETRYING)
-            for other in recent
-        )
+        earlier = self.store.runs_before(run.job_id, run.run_id, limit=3)
+        return any(other.status in (RunStatus.RUNNING, RunStatus.RETRYING) for other in earlier)
 
     def _deliver(self, job: Job, run: Run, cancel: threading.Event) -> TargetOutcome:
         delivery = Delivery(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -166,3 +166,44 @@ def test_worker_dying_after_execution_re_executes_with_the_same_key(
     assert run.status is RunStatus.SUCCEEDED
     keys = [d.headers["Idempotency-Key"] for d in receiver.for_path("/again")]
     assert keys == [run.run_id, run.run_id], "a re-execution after a crash carries the same key"
+
+
+def test_overlap_skip_skips_a_run_while_the_previous_one_is_still_running(
+    harness: Harness, receiver: Receiver
+) -> None:
+    job = harness.create(
+        schedule={"cron": "*/10 * * * * *", "overlap": "skip"},
+        target={"type": "http", "url": receiver.url + "/overlap"},
+    )
+    first_message = harness.queue.sent[0][0]
+    harness.crash_at.add("after_start_before_execute")  # the first run stays RUNNING (its worker "hangs")
+    harness.clock.now = harness.store.get_run(job["job_id"], first_message.run_id).scheduled_for  # type: ignore[union-attr]
+    with pytest.raises(SimulatedCrash):
+        harness.executor.handle(first_message, None)
+    harness.crash_at.clear()
+    harness.clock.advance(5)
+    harness.dispatcher.sweep()
+    second = next(m for m, _ in harness.queue.sent if m.run_id != first_message.run_id)
+    harness.clock.advance(5)
+    harness.executor.handle(second, None)
+    run = harness.store.get_run(job["job_id"], second.run_id)
+    assert run is not None and run.status is RunStatus.SKIPPED
+    assert run.error == "previous run still running"
+    assert receiver.for_path("/overlap") == []
+
+
+def test_a_job_with_a_signing_secret_delivers_a_verifiable_signature(
+    harness: Harness, receiver: Receiver
+) -> None:
+    from functions.core.signing import verify_signature
+
+    secret = "s3cret-s3cret-s3cret"
+    one_off(harness, receiver, "/signed", seconds=0, signing_secret=secret, payload={"n": 1})
+    harness.work()
+    (delivery,) = receiver.for_path("/signed")
+    # Signatures carry the wall-clock time of delivery, not the test's clock
+    now = datetime.now(UTC)
+    assert verify_signature(secret, delivery.headers["Punctual-Signature"], delivery.body, now)
+    assert not verify_signature(
+        "another-secret-entirely", delivery.headers["Punctual-Signature"], delivery.body, now
+    )
