@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import click
 
 from punctual.local.env import DEFAULT_TOKEN, parse_tokens
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 @click.group()
@@ -62,6 +67,8 @@ def local(
         tokens = parse_tokens(os.environ.get("PUNCTUAL_TOKENS"))
     except ValueError as error:
         raise click.UsageError(str(error)) from error
+    # `kill` and service managers stop with SIGTERM: shut down as cleanly as on Ctrl-C.
+    signal.signal(signal.SIGTERM, _interrupt)
     stack = LocalStack(
         port=port,
         workers=workers,

@@ -133,6 +133,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args(argv)
+    from punctual.local.role import exit_with_parent
+
+    exit_with_parent()
     with contextlib.suppress(KeyboardInterrupt):
         make_emulator(args.host, args.port).serve_forever()
 

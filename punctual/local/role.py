@@ -6,9 +6,24 @@ import argparse
 import os
 import signal
 import sys
+import threading
+import time
 
 from functions.core.settings import Settings
 from punctual.local.env import parse_tokens
+
+
+def exit_with_parent() -> None:
+    """Leave when the supervisor is gone (killed with SIGKILL, say), instead of lingering on."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(1)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,6 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     # SIGTERM from the supervisor: leave at once; in-flight work is safe in the emulator.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    exit_with_parent()
     settings = Settings.from_env()
     from punctual.local import roles
     from punctual.local.gateway import serve

@@ -73,7 +73,7 @@ class LocalStack:
         if self.aws_endpoint is None:
             emulator_port = self.emulator_port or free_port()
             emulator = Role(
-                "emulator", [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(emulator_port)]
+                "emulator", [python, "-m", "punctual.local.emulator", "--port", str(emulator_port)]
             )
             self.roles.append(emulator)
             self._spawn(emulator, {**os.environ, **LOCAL_CREDENTIALS})
