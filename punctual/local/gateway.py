@@ -26,8 +26,11 @@ class LambdaContext:
 
     function_name: str = "punctual-api-local"
     memory_limit_in_mb: int = 512
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:punctual-api-local"
     aws_request_id: str = ""
+
+    @property
+    def invoked_function_arn(self) -> str:
+        return f"arn:aws:lambda:us-east-1:123456789012:function:{self.function_name}"
 
 
 def build_event(

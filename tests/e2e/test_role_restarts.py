@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +50,9 @@ def test_jobs_survive_workers_and_dispatcher_being_killed(local_stack: Api) -> N
         assert after["dispatcher"] != before["dispatcher"], "the dispatcher was not restarted"
         assert all(after[name] != before[name] for name in before if name.startswith("worker"))
         assert after["emulator"] == before["emulator"] and after["api"] == before["api"]
+
+
+def test_the_stack_runs_the_serialising_emulator_not_stock_moto(local_stack: Api) -> None:
+    pid = role_pids(local_stack)["emulator"]
+    command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert b"punctual.local.emulator" in command, command

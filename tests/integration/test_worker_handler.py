@@ -1,0 +1,68 @@
+"""The worker Lambda handler with SQS events: partial batch responses and concurrent records."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from functions.core.model import RunStatus, iso
+from functions.worker import handler as worker
+from punctual.local.gateway import LambdaContext
+from punctual.local.roles import _to_event
+from tests.integration.conftest import Harness
+from tests.support.receiver import Receiver
+
+
+@pytest.fixture
+def wired(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Harness:
+    monkeypatch.setattr(worker, "run_executor", lambda: harness.executor)
+    return harness
+
+
+def invoke(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    event = _to_event(messages, "arn:aws:sqs:us-east-1:123456789012:work", "us-east-1")
+    return dict(worker.handler(event, LambdaContext()))  # type: ignore[arg-type]
+
+
+def test_a_message_not_due_yet_is_returned_as_a_batch_item_failure(
+    wired: Harness, receiver: Receiver
+) -> None:
+    due_soon = wired.create(
+        schedule={"at": iso(wired.clock() + timedelta(seconds=1))},
+        target={"type": "http", "url": receiver.url + "/a"},
+    )
+    due_later = wired.create(
+        schedule={"at": iso(wired.clock() + timedelta(seconds=90))},
+        target={"type": "http", "url": receiver.url + "/b"},
+    )
+    messages = wired.queue.receive()
+    assert len(messages) == 2
+    result = invoke(messages)
+    failed = {item["itemIdentifier"] for item in result["batchItemFailures"]}
+    later_message = next(m for m in messages if due_later["job_id"] in m["Body"])
+    assert failed == {later_message["MessageId"]}, "only the message that is not due may go back"
+    runs, _ = wired.store.list_runs(due_soon["job_id"], limit=5)
+    assert runs[0].status is RunStatus.SUCCEEDED
+    runs, _ = wired.store.list_runs(due_later["job_id"], limit=5)
+    assert runs[0].status is RunStatus.QUEUED
+
+
+def test_records_of_a_batch_run_concurrently(monkeypatch: pytest.MonkeyPatch) -> None:
+    barrier = threading.Barrier(3, timeout=5)
+    seen: list[str] = []
+
+    def handle(record: Any) -> None:
+        barrier.wait()  # would time out if the records were processed one after another
+        seen.append(record.body)
+
+    monkeypatch.setattr(worker, "record_handler", handle)
+    records = [
+        {"MessageId": str(n), "ReceiptHandle": f"r{n}", "Body": f'{{"job_id": "j", "run_id": "{n}"}}'}
+        for n in range(3)
+    ]
+    result = invoke(records)
+    assert result["batchItemFailures"] == []
+    assert len(seen) == 3
