@@ -871,15 +871,7 @@ class TargetExecutor:
         }
         if queue_url.endswith(".fifo"):
             params.update(_fifo_params(delivery))
-
-        def work() -> TargetOutcome:
-            try:
-                response = self._client("sqs").send_message(**params)
-            except Exception as exc:
-                return _aws_failure(exc)
-            return _success(json.dumps({"MessageId": response.get("MessageId")}))
-
-        return work
+        return self._message_work("sqs", "send_message", params)
 
     def _sns_work(
         self, target: Mapping[str, Any], delivery: Delivery, body_text: str
@@ -892,10 +884,16 @@ class TargetExecutor:
         }
         if topic_arn.endswith(".fifo"):
             params.update(_fifo_params(delivery))
+        return self._message_work("sns", "publish", params)
+
+    def _message_work(
+        self, service: str, operation: str, params: dict[str, Any]
+    ) -> Callable[[], TargetOutcome]:
+        """SQS SendMessage and SNS Publish: one call, success carries the MessageId."""
 
         def work() -> TargetOutcome:
             try:
-                response = self._client("sns").publish(**params)
+                response = getattr(self._client(service), operation)(**params)
             except Exception as exc:
                 return _aws_failure(exc)
             return _success(json.dumps({"MessageId": response.get("MessageId")}))
