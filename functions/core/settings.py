@@ -46,6 +46,9 @@ class Settings(BaseModel):
     # HTTP targets: loopback is allowed only locally; the allow-list names private hosts/CIDRs.
     http_allow_loopback: bool = False
     http_allow_list: tuple[str, ...] = ()
+    # AWS resources jobs may target (Lambda functions, SQS queues, SNS topics, EventBridge buses), as
+    # ARN patterns with `*` wildcards. The deployment grants the worker exactly these; "*" allows all.
+    allowed_target_arns: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -55,7 +58,7 @@ class Settings(BaseModel):
             raw = env.get(f"PUNCTUAL_{name.upper()}")
             if raw is None or raw == "":
                 continue
-            if name == "http_allow_list":
+            if name in ("http_allow_list", "allowed_target_arns"):
                 values[name] = tuple(part.strip() for part in raw.split(",") if part.strip())
             else:
                 values[name] = raw

@@ -44,6 +44,7 @@ def local_settings(
         "region": "us-east-1",
         "shard_count": 4,
         "http_allow_loopback": True,
+        "allowed_target_arns": ("*",),
     }
     values.update(overrides or {})
     return Settings.model_validate(values)
