@@ -8,19 +8,54 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Server
+from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.api.models import CreateJobIn
+from functions.api.models import (
+    CreateJobIn,
+    ErrorOut,
+    JobOut,
+    JobPage,
+    PatchJobIn,
+    RunOut,
+    RunPage,
+    StatsOut,
+)
 from functions.api.service import ApiError, JobService
-from functions.core.model import RunStatus
+from functions.core.model import JobStatus, RunStatus
 from functions.core.observability import logger
 from functions.core.settings import get_settings
 from functions.core.wiring import build_network_policy, build_store, default_dispatcher
 
 MAX_BODY_BYTES = 64 * 1024
+TITLE = "Punctual"
+DESCRIPTION = (
+    "Schedule one-off and recurring jobs that fire at their second. Authenticate with AWS SigV4 "
+    "(deployed) or `Authorization: Bearer <token>` (local stack)."
+)
 
 app = APIGatewayRestResolver(enable_validation=True)
+app.enable_swagger(
+    path="/docs",
+    title=TITLE,
+    version="0.1.0",
+    description=DESCRIPTION,
+    security_schemes={"bearer": HTTPBearer()},
+    security=[{"bearer": []}],
+)
+
+ERRORS: dict[int, Any] = {
+    status: {"description": text, "content": {"application/json": {"model": ErrorOut}}}
+    for status, text in {
+        400: "Malformed request",
+        401: "Missing or bad credentials",
+        404: "No such job or run (or not yours)",
+        409: "Conflicts with the job's state",
+        413: "Body larger than 64 KiB",
+        422: "Invalid input: the body names the field and the reason",
+    }.items()
+}
 
 
 class Unauthorized(ApiError):
@@ -45,7 +80,7 @@ def current_owner() -> str:
     return str(owner)
 
 
-def _json(status: int, body: dict[str, Any]) -> Response[str]:
+def _json(status: int, body: Any) -> Response[str]:
     return Response(status_code=status, content_type="application/json", body=json.dumps(body))
 
 
@@ -58,7 +93,11 @@ def handle_api_error(error: ApiError) -> Response[str]:
 def handle_validation_error(error: RequestValidationError) -> Response[str]:
     problems = []
     for problem in error.errors():
-        location = [str(part) for part in problem.get("loc", ()) if part not in ("body",)]
+        if problem.get("type") == "json_invalid":
+            return _json(
+                400, {"error": "bad_request", "field": "body", "reason": "the body is not valid JSON"}
+            )
+        location = [str(part) for part in problem.get("loc", ()) if part != "body"]
         if location and location[0] in ("query", "path", "header"):
             location = location[1:]
         problems.append({"field": ".".join(location) or "body", "reason": problem.get("msg", "invalid")})
@@ -66,34 +105,133 @@ def handle_validation_error(error: RequestValidationError) -> Response[str]:
     return _json(422, {"error": "invalid_input", **first, "problems": problems})
 
 
-@app.get("/v1/health")
-def health() -> dict[str, Any]:
+@app.exception_handler(Exception)
+def handle_unexpected(error: Exception) -> Response[str]:
+    # A bug must not leak details; it is logged with the request for whoever runs the service.
+    logger.exception("unhandled error", extra={"path": app.current_event.path})
+    return _json(
+        500, {"error": "internal_error", "reason": "an unexpected error occurred; it has been logged"}
+    )
+
+
+# --------------------------------------------------------------------------------------- routes
+
+
+@app.get("/v1/health", tags=["system"], security=[])
+def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@app.post("/v1/jobs")
-def create_job(job: CreateJobIn) -> Response[str]:
-    return _json(201, service().create_job(current_owner(), job))
+@app.get("/openapi.json", tags=["system"], include_in_schema=False)
+def openapi_document() -> Response[str]:
+    document = app.get_openapi_json_schema(
+        title=TITLE,
+        version="0.1.0",
+        description=DESCRIPTION,
+        security_schemes={"bearer": HTTPBearer()},
+        security=[{"bearer": []}],
+        servers=[Server(url="/")],
+    )
+    return Response(status_code=200, content_type="application/json", body=document)
 
 
-@app.get("/v1/jobs/<job_id>")
-def get_job(job_id: str) -> dict[str, Any]:
-    return service().get_job(current_owner(), job_id)
+@app.post(
+    "/v1/jobs",
+    tags=["jobs"],
+    responses={201: {"description": "Created", "content": {"application/json": {"model": JobOut}}}, **ERRORS},
+)
+def create_job(
+    job: CreateJobIn,
+    idempotency_key: Annotated[
+        str | None, Header(alias="Idempotency-Key", min_length=1, max_length=128)
+    ] = None,
+) -> Response[str]:
+    """Create a job; a retried create with the same Idempotency-Key returns the first result."""
+    return _json(201, service().create_job(current_owner(), job, idempotency_key))
 
 
-@app.get("/v1/jobs/<job_id>/runs")
+@app.get("/v1/jobs", tags=["jobs"], responses=ERRORS)
+def list_jobs(
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    status: Annotated[JobStatus | None, Query()] = None,
+    name: Annotated[str | None, Query(max_length=128)] = None,
+) -> JobPage:
+    """The caller's jobs, newest first."""
+    return JobPage.model_validate(
+        service().list_jobs(current_owner(), limit=limit, cursor=cursor, status=status, name=name)
+    )
+
+
+@app.get("/v1/jobs/<job_id>", tags=["jobs"], responses=ERRORS)
+def get_job(job_id: str) -> JobOut:
+    return JobOut.model_validate(service().get_job(current_owner(), job_id))
+
+
+@app.patch("/v1/jobs/<job_id>", tags=["jobs"], responses=ERRORS)
+def patch_job(job_id: str, changes: PatchJobIn) -> JobOut:
+    """Change schedule, target, payload, retry, timeout, tags or name; future triggers follow."""
+    return JobOut.model_validate(service().patch_job(current_owner(), job_id, changes))
+
+
+@app.delete("/v1/jobs/<job_id>", tags=["jobs"], responses=ERRORS)
+def cancel_job(job_id: str) -> JobOut:
+    """Cancel: no further runs; the history is kept."""
+    return JobOut.model_validate(service().cancel_job(current_owner(), job_id))
+
+
+@app.post("/v1/jobs/<job_id>/pause", tags=["jobs"], responses=ERRORS)
+def pause_job(job_id: str) -> JobOut:
+    return JobOut.model_validate(service().pause_job(current_owner(), job_id))
+
+
+@app.post("/v1/jobs/<job_id>/resume", tags=["jobs"], responses=ERRORS)
+def resume_job(job_id: str) -> JobOut:
+    """Resume at the next occurrence; the misfire policy decides about occurrences missed meanwhile."""
+    return JobOut.model_validate(service().resume_job(current_owner(), job_id))
+
+
+@app.post(
+    "/v1/jobs/<job_id>/run",
+    tags=["runs"],
+    responses={
+        202: {"description": "Accepted", "content": {"application/json": {"model": RunOut}}},
+        **ERRORS,
+    },
+)
+def run_job_now(job_id: str) -> Response[str]:
+    """Run the job once, now (also while paused)."""
+    return _json(202, service().run_now(current_owner(), job_id))
+
+
+@app.get("/v1/jobs/<job_id>/runs", tags=["runs"], responses=ERRORS)
 def list_runs(
     job_id: str,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
     status: Annotated[RunStatus | None, Query()] = None,
-) -> dict[str, Any]:
-    return service().list_runs(current_owner(), job_id, limit=limit, cursor=cursor, status=status)
+) -> RunPage:
+    """Execution history, newest first."""
+    return RunPage.model_validate(
+        service().list_runs(current_owner(), job_id, limit=limit, cursor=cursor, status=status)
+    )
 
 
-@app.get("/v1/jobs/<job_id>/runs/<run_id>")
-def get_run(job_id: str, run_id: str) -> dict[str, Any]:
-    return service().get_run(current_owner(), job_id, run_id)
+@app.get("/v1/jobs/<job_id>/runs/<run_id>", tags=["runs"], responses=ERRORS)
+def get_run(job_id: str, run_id: str) -> RunOut:
+    return RunOut.model_validate(service().get_run(current_owner(), job_id, run_id))
+
+
+@app.post("/v1/jobs/<job_id>/runs/<run_id>/cancel", tags=["runs"], responses=ERRORS)
+def cancel_run(job_id: str, run_id: str) -> RunOut:
+    """Cancel a run that has not finished: it never starts, or its HTTP call is aborted; no retries."""
+    return RunOut.model_validate(service().cancel_run(current_owner(), job_id, run_id))
+
+
+@app.get("/v1/stats", tags=["system"], responses=ERRORS)
+def stats() -> StatsOut:
+    """The caller's job and run counts, plus queue depth, in-flight messages, DLQ depth and lag."""
+    return StatsOut.model_validate(service().stats(current_owner()))
 
 
 @logger.inject_lambda_context

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import fnmatch
+import hashlib
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
-from functions.api.models import CreateJobIn
+from functions.api.models import CreateJobIn, PatchJobIn, ScheduleIn
 from functions.core.dispatching import Dispatcher
 from functions.core.model import (
     Job,
+    JobStatus,
     MisfirePolicy,
     OverlapPolicy,
     RetryPolicy,
     Run,
+    RunKind,
     RunStatus,
+    Trigger,
+    bucket_start,
     from_ms,
     iso,
     make_trigger,
@@ -22,9 +30,9 @@ from functions.core.model import (
     utcnow,
 )
 from functions.core.netguard import NetworkPolicy
-from functions.core.schedule import ScheduleError, parse_schedule
+from functions.core.schedule import Schedule, ScheduleError, parse_schedule
 from functions.core.settings import Settings
-from functions.core.store import ConflictError, Store
+from functions.core.store import BadCursorError, ConflictError, Store
 from functions.core.targets import TargetError, validate_target
 
 
@@ -74,11 +82,66 @@ class JobService:
         self.policy = policy
         self.clock = clock
 
-    def create_job(self, owner: str, request: CreateJobIn) -> dict[str, Any]:
+    # ------------------------------------------------------------------------------------ create
+
+    def create_job(
+        self, owner: str, request: CreateJobIn, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
         now = self.clock()
-        spec = request.schedule
+        fingerprint = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+        if idempotency_key is not None:
+            earlier = self._replay(owner, idempotency_key, fingerprint, now)
+            if earlier is not None:
+                return earlier
+        schedule = self._parse_schedule(request.schedule, now)
+        target = self._validate_target(request.target)
+        first = self._first_fire_time(schedule, now)
+        job = Job(
+            job_id=new_job_id(),
+            owner=owner,
+            name=request.name,
+            schedule=schedule,
+            target=target,
+            payload=request.payload,
+            retry=RetryPolicy(**request.retry.model_dump()),
+            timeout_seconds=request.timeout_seconds,
+            tags=request.tags,
+            secret=request.signing_secret,
+            misfire=MisfirePolicy(request.schedule.misfire),
+            catchup_seconds=request.schedule.catchup_seconds,
+            overlap=OverlapPolicy(request.schedule.overlap),
+            created_at=now,
+            updated_at=now,
+            next_run_at=first,
+        )
+        trigger = make_trigger(job, first, now=now, shard_count=self.settings.shard_count)
         try:
-            schedule = parse_schedule(
+            self.store.create_job(
+                job, trigger, (idempotency_key, fingerprint) if idempotency_key is not None else None
+            )
+        except ConflictError as error:
+            if str(error) == "idempotency" and idempotency_key is not None:
+                # A concurrent retry of the same create won: answer what it answered.
+                replay = self._replay(owner, idempotency_key, fingerprint, now)
+                if replay is not None:
+                    return replay
+            raise Conflict(f"a live job named {request.name!r} exists already", "name") from error
+        self._dispatch_if_due(trigger, now)
+        return self.job_view(job, now)
+
+    def _replay(self, owner: str, key: str, fingerprint: str, now: datetime) -> dict[str, Any] | None:
+        earlier = self.store.get_idempotent_create(owner, key, now)
+        if earlier is None:
+            return None
+        job_id, seen = earlier
+        if seen != fingerprint:
+            raise Conflict("this Idempotency-Key was used for a different request", "Idempotency-Key")
+        job = self.store.get_job(job_id)
+        return self.job_view(job, now) if job is not None else None
+
+    def _parse_schedule(self, spec: ScheduleIn, now: datetime) -> Schedule:
+        try:
+            return parse_schedule(
                 at=spec.at,
                 cron=spec.cron,
                 rate=spec.rate,
@@ -90,64 +153,230 @@ class JobService:
             )
         except ScheduleError as error:
             raise InvalidInput(error.reason, error.field) from error
+
+    def _validate_target(self, spec: dict[str, Any]) -> dict[str, Any]:
         try:
-            target = validate_target(request.target, self.policy)
+            target = validate_target(spec, self.policy)
         except TargetError as error:
             raise InvalidInput(error.reason, error.field) from error
+        if target["type"] != "http" and not target_allowed(target, self.settings):
+            field = {"lambda": "function", "sqs": "queue_url", "sns": "topic_arn", "eventbridge": "bus"}[
+                target["type"]
+            ]
+            raise InvalidInput(
+                "this deployment does not allow jobs to target this resource", f"target.{field}"
+            )
+        return target
+
+    @staticmethod
+    def _first_fire_time(schedule: Schedule, now: datetime) -> datetime:
         first = schedule.next_after(now) if schedule.is_recurring else schedule.first_fire_time()
         if first is None:
             raise InvalidInput("the schedule has no fire time in the future", "schedule")
-        job = Job(
-            job_id=new_job_id(),
-            owner=owner,
-            name=request.name,
-            schedule=schedule,
-            target=target,
-            payload=request.payload,
-            retry=RetryPolicy(
-                max_attempts=request.retry.max_attempts,
-                backoff_seconds=request.retry.backoff_seconds,
-                max_backoff_seconds=request.retry.max_backoff_seconds,
-            ),
-            timeout_seconds=request.timeout_seconds,
-            tags=request.tags,
-            secret=request.signing_secret,
-            misfire=MisfirePolicy(spec.misfire),
-            catchup_seconds=spec.catchup_seconds,
-            overlap=OverlapPolicy(spec.overlap),
-            created_at=now,
-            updated_at=now,
-            next_run_at=first,
-        )
-        trigger = make_trigger(job, first, now=now, shard_count=self.settings.shard_count)
-        try:
-            self.store.create_job(job, trigger)
-        except ConflictError as error:
-            raise Conflict(f"a live job named {request.name!r} exists already", "name") from error
-        if first - now <= timedelta(seconds=self.settings.lookahead_seconds):
+        return first
+
+    def _dispatch_if_due(self, trigger: Trigger, now: datetime) -> None:
+        if trigger.fire_at - now <= timedelta(seconds=self.settings.lookahead_seconds):
             # The sweep for this minute may have run already: dispatch now (the trigger is the safety
             # net if this process dies before the message is sent).
             self.dispatcher.dispatch([trigger], now)
-        return self.job_view(job, now)
+
+    # ------------------------------------------------------------------------------------- reads
 
     def get_job(self, owner: str, job_id: str) -> dict[str, Any]:
         return self.job_view(self._owned_job(owner, job_id), self.clock())
+
+    def list_jobs(
+        self, owner: str, *, limit: int, cursor: str | None, status: JobStatus | None, name: str | None
+    ) -> dict[str, Any]:
+        try:
+            jobs, next_cursor = self.store.list_jobs(
+                owner, limit=limit, cursor=cursor, status=status, name=name
+            )
+        except BadCursorError as error:
+            raise InvalidInput(str(error), "cursor") from error
+        now = self.clock()
+        return {"items": [self.job_view(job, now) for job in jobs], "next_cursor": next_cursor}
 
     def list_runs(
         self, owner: str, job_id: str, *, limit: int, cursor: str | None, status: RunStatus | None
     ) -> dict[str, Any]:
         self._owned_job(owner, job_id)
-        runs, next_cursor = self.store.list_runs(job_id, limit=limit, cursor=cursor, status=status)
+        try:
+            runs, next_cursor = self.store.list_runs(job_id, limit=limit, cursor=cursor, status=status)
+        except BadCursorError as error:
+            raise InvalidInput(str(error), "cursor") from error
         return {"items": [run_view(run) for run in runs], "next_cursor": next_cursor}
 
     def get_run(self, owner: str, job_id: str, run_id: str) -> dict[str, Any]:
+        return run_view(self._owned_run(owner, job_id, run_id), with_attempts=True)
+
+    def stats(self, owner: str) -> dict[str, Any]:
+        jobs, runs = self.store.owner_jobs_summary(owner)
+        oldest = self.store.oldest_cursor(self.settings.shard_count)
+        lag = (self.clock() - bucket_start(oldest)).total_seconds() if oldest else None
+        return {
+            "jobs": jobs,
+            "runs": runs,
+            "queue": self.dispatcher.queue.depth(),
+            "dispatcher_lag_seconds": max(0.0, lag) if lag is not None else None,
+        }
+
+    # ----------------------------------------------------------------------------------- changes
+
+    def patch_job(self, owner: str, job_id: str, request: PatchJobIn) -> dict[str, Any]:
+        now = self.clock()
+        job = self._owned_job(owner, job_id)
+        if not job.is_live:
+            raise Conflict(f"a {job.status.value} job cannot be changed", "status")
+        given = request.model_fields_set
+        changes: dict[str, Any] = {"updated_at": now}
+        if "name" in given:
+            changes["name"] = request.name
+        if "target" in given:
+            if request.target is None:
+                raise InvalidInput("a job needs a target", "target")
+            changes["target"] = self._validate_target(request.target)
+        if "payload" in given:
+            changes["payload"] = request.payload
+        if "retry" in given and request.retry is not None:
+            changes["retry"] = RetryPolicy(**request.retry.model_dump())
+        if "timeout_seconds" in given and request.timeout_seconds is not None:
+            changes["timeout_seconds"] = request.timeout_seconds
+        if "tags" in given and request.tags is not None:
+            changes["tags"] = request.tags
+        if "signing_secret" in given:
+            changes["secret"] = request.signing_secret
+        trigger = None
+        if "schedule" in given:
+            if request.schedule is None:
+                raise InvalidInput("a job needs a schedule", "schedule")
+            schedule = self._parse_schedule(request.schedule, now)
+            first = self._first_fire_time(schedule, now)
+            changes.update(
+                schedule=schedule,
+                misfire=MisfirePolicy(request.schedule.misfire),
+                catchup_seconds=request.schedule.catchup_seconds,
+                overlap=OverlapPolicy(request.schedule.overlap),
+                version=job.version + 1,
+                next_run_at=first if job.status is JobStatus.ACTIVE else None,
+            )
+            updated = replace(job, **changes)
+            if job.status is JobStatus.ACTIVE:
+                trigger = make_trigger(updated, first, now=now, shard_count=self.settings.shard_count)
+        updated = replace(job, **changes)
+        self._write(job, updated, trigger)
+        if trigger is not None:
+            self._dispatch_if_due(trigger, now)
+        return self.job_view(updated, now)
+
+    def pause_job(self, owner: str, job_id: str) -> dict[str, Any]:
+        now = self.clock()
+        job = self._owned_job(owner, job_id)
+        if job.status is JobStatus.PAUSED:
+            return self.job_view(job, now)
+        if job.status is not JobStatus.ACTIVE:
+            raise Conflict(f"a {job.status.value} job cannot be paused", "status")
+        paused = replace(
+            job,
+            status=JobStatus.PAUSED,
+            version=job.version + 1,
+            paused_at=now,
+            next_run_at=None,
+            updated_at=now,
+        )
+        self._write(job, paused, None)
+        return self.job_view(paused, now)
+
+    def resume_job(self, owner: str, job_id: str) -> dict[str, Any]:
+        """Continue from the first occurrence after the pause; the misfire policy decides about the
+        ones missed meanwhile (the dispatcher sees them as late)."""
+        now = self.clock()
+        job = self._owned_job(owner, job_id)
+        if job.status is JobStatus.ACTIVE:
+            return self.job_view(job, now)
+        if job.status is not JobStatus.PAUSED:
+            raise Conflict(f"a {job.status.value} job cannot be resumed", "status")
+        paused_at = job.paused_at or now
+        if job.schedule.is_recurring:
+            first = job.schedule.next_after(paused_at)
+        else:
+            first = job.schedule.first_fire_time()
+        resumed = replace(
+            job,
+            status=JobStatus.ACTIVE,
+            version=job.version + 1,
+            paused_at=None,
+            next_run_at=first,
+            updated_at=now,
+        )
+        if first is None:
+            resumed = replace(resumed, status=JobStatus.COMPLETED)
+        trigger = (
+            make_trigger(resumed, first, now=now, shard_count=self.settings.shard_count) if first else None
+        )
+        self._write(job, resumed, trigger)
+        if trigger is not None:
+            self._dispatch_if_due(trigger, now)
+        return self.job_view(resumed, now)
+
+    def run_now(self, owner: str, job_id: str) -> dict[str, Any]:
+        now = self.clock()
+        job = self._owned_job(owner, job_id)
+        if job.status is JobStatus.CANCELLED:
+            raise Conflict("a cancelled job cannot run", "status")
+        trigger = make_trigger(job, now, now=now, shard_count=self.settings.shard_count, kind=RunKind.MANUAL)
+        self.store.put_trigger(trigger)
+        self.dispatcher.dispatch([trigger], now)
+        run = self.store.get_run(job_id, trigger.run_id)
+        if run is None:  # the trigger is in the table: the next sweep dispatches it
+            return {"run_id": trigger.run_id, "status": RunStatus.SCHEDULED.value, "scheduled_for": iso(now)}
+        return run_view(run)
+
+    def cancel_job(self, owner: str, job_id: str) -> dict[str, Any]:
+        now = self.clock()
+        job = self._owned_job(owner, job_id)
+        if job.status is JobStatus.CANCELLED:
+            return self.job_view(job, now)
+        if not job.is_live:
+            raise Conflict(f"a {job.status.value} job has already ended", "status")
+        cancelled = replace(
+            job, status=JobStatus.CANCELLED, version=job.version + 1, next_run_at=None, updated_at=now
+        )
+        self._write(job, cancelled, None)
+        return self.job_view(cancelled, now)
+
+    def cancel_run(self, owner: str, job_id: str, run_id: str) -> dict[str, Any]:
+        """A queued run never starts; a running one loses its lease (its worker aborts the call at
+        the next heartbeat) and is not retried."""
+        now = self.clock()
+        for _ in range(3):
+            run = self._owned_run(owner, job_id, run_id)
+            if run.status.is_terminal:
+                raise Conflict(f"the run has already finished ({run.status.value})", "status")
+            if self.store.mark_run(run, RunStatus.CANCELLED, now=now, error="cancelled by request"):
+                cancelled = self.store.get_run(job_id, run_id)
+                assert cancelled is not None
+                return run_view(cancelled, with_attempts=True)
+        raise Conflict("the run kept changing; try again", "status")
+
+    def _write(self, before: Job, after: Job, trigger: Trigger | None) -> None:
+        try:
+            self.store.update_job(before, after, trigger=trigger)
+        except ConflictError as error:
+            if str(error) == "name":
+                raise Conflict(f"a live job named {after.name!r} exists already", "name") from error
+            raise Conflict("the job was changed concurrently; read it again and retry", "version") from error
+
+    def _owned_run(self, owner: str, job_id: str, run_id: str) -> Run:
         self._owned_job(owner, job_id)
         run = self.store.get_run(job_id, run_id)
         if run is None:
             raise NotFound(f"run {run_id} not found", "run_id")
-        return run_view(run, with_attempts=True)
+        return run
 
     def _owned_job(self, owner: str, job_id: str) -> Job:
+        """The caller's job; another owner's job is indistinguishable from a missing one."""
         job = self.store.get_job(job_id)
         # Another owner's job is indistinguishable from a missing one.
         if job is None or job.owner != owner:
@@ -216,3 +445,35 @@ def run_view(run: Run, *, with_attempts: bool = False) -> dict[str, Any]:
     if with_attempts:
         view["attempts"] = [attempt.to_dict() for attempt in run.attempts]
     return view
+
+
+def target_identifiers(target: dict[str, Any], region: str) -> list[str]:
+    """The names under which an AWS target may be allowed: as given, and as an ARN where derivable."""
+    kind = target["type"]
+    if kind == "lambda":
+        name = str(target["function"])
+        return [name] if name.startswith("arn:") else [name, f"arn:aws:lambda:{region}:*:function:{name}"]
+    if kind == "sqs":
+        url = str(target["queue_url"])
+        parts = urlsplit(url)
+        path = parts.path.strip("/").split("/")
+        host_region = (
+            parts.hostname.split(".")[1] if parts.hostname and parts.hostname.startswith("sqs.") else region
+        )
+        if len(path) == 2:
+            return [url, f"arn:aws:sqs:{host_region}:{path[0]}:{path[1]}"]
+        return [url]
+    if kind == "sns":
+        return [str(target["topic_arn"])]
+    bus = str(target.get("bus", "default"))
+    return [bus] if bus.startswith("arn:") else [bus, f"arn:aws:events:{region}:*:event-bus/{bus}"]
+
+
+def target_allowed(target: dict[str, Any], settings: Settings) -> bool:
+    """Whether the deployment lets jobs target this AWS resource (``allowed_target_arns``)."""
+    identifiers = target_identifiers(target, settings.region)
+    return any(
+        fnmatch.fnmatchcase(identifier, pattern)
+        for pattern in settings.allowed_target_arns
+        for identifier in identifiers
+    )

@@ -237,4 +237,5 @@ def _new_run(job: Job, scheduled_for: datetime, kind: RunKind, status: RunStatus
         kind=kind,
         queued_at=now,
         next_attempt_at=scheduled_for,
+        job_version=job.version,
     )

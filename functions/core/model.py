@@ -196,6 +196,7 @@ class Job:
     next_run_at: datetime | None = None
     last_run: dict[str, Any] | None = None
     run_counts: dict[str, int] = field(default_factory=dict)
+    paused_at: datetime | None = None
 
     @property
     def is_live(self) -> bool:
@@ -258,6 +259,7 @@ class Run:
     lease_until: datetime | None = None
     lease_token: str | None = None
     executions: int = 0  # attempt starts including takeovers: more than `attempt` only after a crash
+    job_version: int = 1  # the job version it was dispatched for: a later schedule change supersedes it
     error: str | None = None
     attempts: tuple[Attempt, ...] = ()
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from functions.core.definitions import GSI1_PK, GSI1_SK, PK, SK, TTL_ATTRIBUTE
+from functions.core.definitions import GSI1, GSI1_PK, GSI1_SK, PK, SK, TTL_ATTRIBUTE
 from functions.core.model import (
     Attempt,
     Job,
@@ -37,6 +37,9 @@ from functions.core.schedule import Schedule
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+T = TypeVar("T")
+IDEMPOTENCY_TTL = timedelta(hours=24)
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -85,6 +88,16 @@ def trigger_key(trigger: Trigger) -> dict[str, Any]:
     }
 
 
+def idempotency_key(owner: str, key: str) -> dict[str, Any]:
+    return {PK: {"S": f"IDEMPOTENCY#{owner}#{key}"}, SK: {"S": "IDEMPOTENCY"}}
+
+
+def _key_of(item: Mapping[str, Any], index: str | None) -> dict[str, Any]:
+    """The pagination key of an item (with the index keys when reading an index)."""
+    names = [PK, SK] + ([GSI1_PK, GSI1_SK] if index == GSI1 else [])
+    return {name: item[name] for name in names}
+
+
 def cursor_key(shard: int) -> dict[str, Any]:
     return {PK: {"S": f"CURSOR#{shard:03d}"}, SK: {"S": "CURSOR"}}
 
@@ -116,6 +129,7 @@ def job_to_item(job: Job) -> dict[str, Any]:
         "updated_at": to_ms(job.updated_at),
         "next_run_at": _ms(job.next_run_at),
         "last_run": json.dumps(job.last_run) if job.last_run is not None else None,
+        "paused_at": _ms(job.paused_at),
         GSI1_PK: f"OWNER#{job.owner}",
         GSI1_SK: f"{to_ms(job.created_at):013d}#{job.job_id}",
     }
@@ -146,6 +160,7 @@ def job_from_item(item: Mapping[str, Any]) -> Job:
         updated_at=from_ms(int(data["updated_at"])),
         next_run_at=_time(data.get("next_run_at")),
         last_run=json.loads(data["last_run"]) if data.get("last_run") else None,
+        paused_at=_time(data.get("paused_at")),
         run_counts={k: int(v) for k, v in (data.get("run_counts") or {}).items()},
     )
 
@@ -164,6 +179,7 @@ def run_to_item(run: Run, expires_at: datetime) -> dict[str, Any]:
             "kind": run.kind.value,
             "attempt": run.attempt,
             "executions": run.executions,
+            "job_version": run.job_version,
             "queued_at": _ms(run.queued_at),
             "started_at": _ms(run.started_at),
             "finished_at": _ms(run.finished_at),
@@ -188,6 +204,7 @@ def run_from_item(item: Mapping[str, Any]) -> Run:
         kind=RunKind(data.get("kind", RunKind.SCHEDULED.value)),
         attempt=int(data.get("attempt", 0)),
         executions=int(data.get("executions", 0)),
+        job_version=int(data.get("job_version", 1)),
         queued_at=_time(data.get("queued_at")),
         started_at=_time(data.get("started_at")),
         finished_at=_time(data.get("finished_at")),
@@ -265,10 +282,22 @@ def encode_cursor(key: Mapping[str, Any] | None) -> str | None:
     return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
 
 
+class BadCursorError(ValueError):
+    pass
+
+
 def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
     if not cursor:
         return None
-    decoded: dict[str, Any] = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, UnicodeError) as error:
+        raise BadCursorError("not a cursor this API returned") from error
+    if not isinstance(decoded, dict) or not all(
+        isinstance(value, dict) and set(value) == {"S"} and isinstance(value["S"], str)
+        for value in decoded.values()
+    ):
+        raise BadCursorError("not a cursor this API returned")
     return decoded
 
 
@@ -287,8 +316,14 @@ class Store:
 
     # -------------------------------------------------------------------------------------- jobs
 
-    def create_job(self, job: Job, first_trigger: Trigger | None) -> None:
-        """Job, name reservation and first trigger in one transaction: all or nothing."""
+    def create_job(
+        self, job: Job, first_trigger: Trigger | None, idempotency: tuple[str, str] | None = None
+    ) -> None:
+        """Job, name reservation, idempotency record and first trigger in one transaction.
+
+        ``idempotency`` is (key, request fingerprint). Raises ``ConflictError`` naming what collided:
+        ``"name"`` or ``"idempotency"``.
+        """
         items: list[TransactWriteItemTypeDef] = [
             {
                 "Put": {
@@ -298,24 +333,228 @@ class Store:
                 }
             }
         ]
+        parts = ["job"]
         if job.name:
+            items.append(self._put_name(job))
+            parts.append("name")
+        if idempotency is not None:
+            key, fingerprint = idempotency
+            expires = int((job.created_at + IDEMPOTENCY_TTL).timestamp())
             items.append(
                 {
                     "Put": {
                         "TableName": self.table,
-                        "Item": {**name_key(job.owner, job.name), "job_id": {"S": job.job_id}},
-                        "ConditionExpression": "attribute_not_exists(pk)",
+                        "Item": {
+                            **idempotency_key(job.owner, key),
+                            "job_id": {"S": job.job_id},
+                            "fingerprint": {"S": fingerprint},
+                            TTL_ATTRIBUTE: {"N": str(expires)},
+                        },
+                        "ConditionExpression": "attribute_not_exists(pk) OR #expires < :now",
+                        "ExpressionAttributeNames": {"#expires": TTL_ATTRIBUTE},
+                        "ExpressionAttributeValues": {":now": {"N": str(int(job.created_at.timestamp()))}},
                     }
                 }
             )
+            parts.append("idempotency")
         if first_trigger is not None:
             items.append({"Put": {"TableName": self.table, "Item": trigger_to_item(first_trigger)}})
         try:
             self.client.transact_write_items(TransactItems=items)
         except ClientError as error:
-            if error.response["Error"]["Code"] == "TransactionCanceledException":
-                raise ConflictError("job id or name already exists") from error
+            if error.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            codes = _cancellation_codes(error)
+            # Report the idempotency record first: a retried create also collides on its name.
+            for part in ("idempotency", "name", "job"):
+                position = parts.index(part) if part in parts else len(codes)
+                if position < len(codes) and codes[position] == "ConditionalCheckFailed":
+                    raise ConflictError(part) from error
             raise
+
+    def _put_name(self, job: Job) -> TransactWriteItemTypeDef:
+        assert job.name is not None
+        return {
+            "Put": {
+                "TableName": self.table,
+                "Item": {**name_key(job.owner, job.name), "job_id": {"S": job.job_id}},
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+
+    def _release_name(self, job: Job) -> TransactWriteItemTypeDef:
+        assert job.name is not None
+        return {
+            "Delete": {
+                "TableName": self.table,
+                "Key": name_key(job.owner, job.name),
+                "ConditionExpression": "attribute_not_exists(pk) OR job_id = :job_id",
+                "ExpressionAttributeValues": {":job_id": {"S": job.job_id}},
+            }
+        }
+
+    def get_idempotent_create(self, owner: str, key: str, now: datetime) -> tuple[str, str] | None:
+        """(job_id, fingerprint) of an earlier create with this ``Idempotency-Key``, if still valid."""
+        response = self.client.get_item(
+            TableName=self.table, Key=idempotency_key(owner, key), ConsistentRead=True
+        )
+        item = response.get("Item")
+        if not item or int(item[TTL_ATTRIBUTE]["N"]) < int(now.timestamp()):
+            return None
+        return item["job_id"]["S"], item["fingerprint"]["S"]
+
+    def update_job(
+        self,
+        before: Job,
+        after: Job,
+        *,
+        trigger: Trigger | None = None,
+        extra_sets: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Write a change made through the API, guarded by the version that was read.
+
+        Only the fields the API owns are written (the dispatcher and worker update ``next_run_at``,
+        ``last_run`` and counters concurrently). A changed name moves its reservation; a job that
+        stops being live releases it; ``trigger`` is the first trigger of a new schedule.
+        """
+        item = job_to_item(after)
+        owned = [
+            "name",
+            "status",
+            "version",
+            "schedule",
+            "target",
+            "payload",
+            "retry",
+            "timeout_seconds",
+            "tags",
+            "secret",
+            "misfire",
+            "catchup_seconds",
+            "overlap",
+            "updated_at",
+        ]
+        if after.version != before.version:
+            # The dispatcher maintains next_run_at for the current version; a new version resets it.
+            owned += ["next_run_at", "paused_at"]
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {":seen_version": {"N": str(before.version)}}
+        sets: list[str] = []
+        removes: list[str] = []
+        for index, attribute in enumerate(owned):
+            names[f"#a{index}"] = attribute
+            if attribute in item:
+                sets.append(f"#a{index} = :v{index}")
+                values[f":v{index}"] = item[attribute]
+            else:
+                removes.append(f"#a{index}")
+        for index, (attribute, value) in enumerate((extra_sets or {}).items()):
+            names[f"#x{index}"] = attribute
+            if value is None:
+                removes.append(f"#x{index}")
+            else:
+                sets.append(f"#x{index} = :x{index}")
+                values[f":x{index}"] = _serializer.serialize(value)
+        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        items: list[TransactWriteItemTypeDef] = [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": job_key(before.job_id),
+                    "UpdateExpression": expression,
+                    "ConditionExpression": "version = :seen_version",
+                    "ExpressionAttributeNames": names,
+                    "ExpressionAttributeValues": values,
+                }
+            }
+        ]
+        if before.name and before.is_live and (after.name != before.name or not after.is_live):
+            items.append(self._release_name(before))
+        if after.name and after.is_live and (after.name != before.name or not before.is_live):
+            items.append(self._put_name(after))
+        if trigger is not None:
+            items.append({"Put": {"TableName": self.table, "Item": trigger_to_item(trigger)}})
+        try:
+            self.client.transact_write_items(TransactItems=items)
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            codes = _cancellation_codes(error)
+            if codes and codes[0] == "ConditionalCheckFailed":
+                raise ConflictError("version") from error
+            raise ConflictError("name") from error
+
+    def list_jobs(
+        self, owner: str, *, limit: int, cursor: str | None, status: JobStatus | None, name: str | None
+    ) -> tuple[list[Job], str | None]:
+        """The owner's jobs, newest first, from the owner index (eventually consistent on AWS)."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": GSI1,
+            "KeyConditionExpression": "#gpk = :owner",
+            "ExpressionAttributeNames": {"#gpk": GSI1_PK},
+            "ExpressionAttributeValues": {":owner": {"S": f"OWNER#{owner}"}},
+            "ScanIndexForward": False,
+        }
+        filters = []
+        if status is not None:
+            filters.append("#status = :status")
+            kwargs["ExpressionAttributeNames"]["#status"] = "status"
+            kwargs["ExpressionAttributeValues"][":status"] = {"S": status.value}
+        if name is not None:
+            filters.append("#name = :name")
+            kwargs["ExpressionAttributeNames"]["#name"] = "name"
+            kwargs["ExpressionAttributeValues"][":name"] = {"S": name}
+        if filters:
+            kwargs["FilterExpression"] = " AND ".join(filters)
+        return self._filtered_page(kwargs, limit, cursor, job_from_item)
+
+    def _filtered_page(
+        self,
+        kwargs: dict[str, Any],
+        limit: int,
+        cursor: str | None,
+        convert: Callable[[Mapping[str, Any]], T],
+    ) -> tuple[list[T], str | None]:
+        """Read until ``limit`` matching items (a filter may drop items from a page) or the end."""
+        start = decode_cursor(cursor)
+        found: list[T] = []
+        while True:
+            if start:
+                kwargs["ExclusiveStartKey"] = start
+            kwargs["Limit"] = limit - len(found) if "FilterExpression" not in kwargs else max(limit, 25)
+            response = self.client.query(**kwargs)
+            for item in response.get("Items", []):
+                found.append(convert(item))
+                if len(found) == limit:
+                    return found, encode_cursor(_key_of(item, kwargs.get("IndexName")))
+            start = response.get("LastEvaluatedKey")
+            if not start:
+                return found, None
+
+    def owner_jobs_summary(self, owner: str) -> tuple[dict[str, int], dict[str, int]]:
+        """(jobs by status, runs by outcome) over all of an owner's jobs."""
+        jobs: dict[str, int] = {}
+        runs: dict[str, int] = {}
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": GSI1,
+            "KeyConditionExpression": "#gpk = :owner",
+            "ExpressionAttributeNames": {"#gpk": GSI1_PK, "#status": "status", "#counts": "run_counts"},
+            "ExpressionAttributeValues": {":owner": {"S": f"OWNER#{owner}"}},
+            "ProjectionExpression": "#status, #counts",
+        }
+        while True:
+            response = self.client.query(**kwargs)
+            for item in response.get("Items", []):
+                status = item["status"]["S"]
+                jobs[status] = jobs.get(status, 0) + 1
+                for outcome, count in item.get("run_counts", {}).get("M", {}).items():
+                    runs[outcome] = runs.get(outcome, 0) + int(count["N"])
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return jobs, runs
+            kwargs["ExclusiveStartKey"] = last
 
     def get_job(self, job_id: str) -> Job | None:
         response = self.client.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=True)
@@ -357,18 +596,12 @@ class Store:
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
             "ExpressionAttributeValues": {":pk": {"S": f"JOB#{job_id}"}, ":prefix": {"S": "RUN#"}},
             "ScanIndexForward": False,
-            "Limit": limit,
         }
         if status is not None:
             kwargs["FilterExpression"] = "#status = :status"
             kwargs["ExpressionAttributeNames"] = {"#status": "status"}
             kwargs["ExpressionAttributeValues"][":status"] = {"S": status.value}
-        start = decode_cursor(cursor)
-        if start:
-            kwargs["ExclusiveStartKey"] = start
-        response = self.client.query(**kwargs)
-        runs = [run_from_item(item) for item in response.get("Items", [])]
-        return runs, encode_cursor(response.get("LastEvaluatedKey"))
+        return self._filtered_page(kwargs, limit, cursor, run_from_item)
 
     def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]:
         """The runs scheduled just before ``run_id``, newest first (for the overlap policy)."""
@@ -449,12 +682,23 @@ class Store:
                     "Put": {
                         "TableName": self.table,
                         "Item": run_to_item(run, self._expiry(run.scheduled_for)),
-                        "ConditionExpression": "attribute_not_exists(pk)",
+                        # An occurrence runs once; it may run again only if a pause or schedule change
+                        # skipped it before it started (resuming brings it back).
+                        "ConditionExpression": (
+                            "attribute_not_exists(pk) OR (#run_status = :skipped AND job_version < :version)"
+                        ),
+                        "ExpressionAttributeNames": {"#run_status": "status"},
+                        "ExpressionAttributeValues": {
+                            ":skipped": {"S": RunStatus.SKIPPED.value},
+                            ":version": {"N": str(run.job_version)},
+                        },
                     }
                 }
             )
         if next_trigger is not None:
             items.append({"Put": {"TableName": self.table, "Item": trigger_to_item(next_trigger)}})
+        if job_status is not None and job.name:
+            items.append(self._release_name(job))
         try:
             self.client.transact_write_items(TransactItems=items)
         except ClientError as error:
@@ -673,8 +917,12 @@ class Store:
         next_attempt_at: datetime | None = None,
         retry_trigger: Trigger | None = None,
         job_status: JobStatus | None = None,
+        job: Job | None = None,
     ) -> None:
-        """Record an attempt's outcome, guarded by our lease token, with the job's summary."""
+        """Record an attempt's outcome, guarded by our lease token, with the job's summary.
+
+        ``job_status`` ends a one-off job with its run (and frees its name: ``job`` is then required).
+        """
         terminal = status.is_terminal
         values: dict[str, Any] = {
             ":status": {"S": status.value},
@@ -713,6 +961,8 @@ class Store:
         ]
         if terminal:
             items.append(self._job_outcome_update(run, status, now, attempt, job_status))
+        if job_status is not None and job is not None and job.name:
+            items.append(self._release_name(job))
         if retry_trigger is not None:
             items.append({"Put": {"TableName": self.table, "Item": trigger_to_item(retry_trigger)}})
         try:

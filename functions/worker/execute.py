@@ -115,6 +115,12 @@ class RunExecutor:
             raise ReturnLater(
                 "attempt in progress elsewhere", math.ceil((run.lease_until - now).total_seconds())
             )
+        if run.status is RunStatus.QUEUED and run.kind is RunKind.SCHEDULED:
+            reason = self._superseded(run, job)
+            if reason is not None:
+                if self.store.mark_run(run, RunStatus.SKIPPED, now=self.clock(), error=reason):
+                    logger.info("run skipped", extra={**log, "reason": reason})
+                return
         self._wait_until_due(run)
         if (
             job.overlap.value == "skip"
@@ -165,6 +171,15 @@ class RunExecutor:
         # Sleep most of the way, then spin the last milliseconds: never early, rarely a ms late.
         while (remaining := (due - self.clock()).total_seconds()) > 0:
             self.sleep(remaining if remaining > 0.002 else 0)
+
+    @staticmethod
+    def _superseded(run: Run, job: Job) -> str | None:
+        """Why a queued occurrence must not start: the job was paused or rescheduled after dispatch."""
+        if job.status is JobStatus.PAUSED:
+            return "job paused"
+        if job.version != run.job_version:
+            return "superseded by a change to the job"
+        return None
 
     def _previous_still_running(self, run: Run) -> bool:
         earlier = self.store.runs_before(run.job_id, run.run_id, limit=3)
@@ -232,7 +247,9 @@ class RunExecutor:
                 job_status = JobStatus.COMPLETED
             elif one_off and status is RunStatus.FAILED:
                 job_status = JobStatus.FAILED
-            self.store.finish_attempt(run, attempt, status=status, now=finished_at, job_status=job_status)
+            self.store.finish_attempt(
+                run, attempt, status=status, now=finished_at, job_status=job_status, job=job
+            )
         except ConflictError:
             logger.warning("outcome not recorded: the run was cancelled or taken over", extra=log)
             return
