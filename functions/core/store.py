@@ -682,13 +682,16 @@ class Store:
                     "Put": {
                         "TableName": self.table,
                         "Item": run_to_item(run, self._expiry(run.scheduled_for)),
-                        # An occurrence runs once; it may run again only if a pause or schedule change
-                        # skipped it before it started (resuming brings it back).
+                        # An occurrence runs once. A run of an older job version that never started
+                        # (queued before a pause or a schedule change, or skipped for it) is replaced:
+                        # resuming or rescheduling onto the same occurrence brings it back.
                         "ConditionExpression": (
-                            "attribute_not_exists(pk) OR (#run_status = :skipped AND job_version < :version)"
+                            "attribute_not_exists(pk)"
+                            " OR (job_version < :version AND #run_status IN (:queued, :skipped))"
                         ),
                         "ExpressionAttributeNames": {"#run_status": "status"},
                         "ExpressionAttributeValues": {
+                            ":queued": {"S": RunStatus.QUEUED.value},
                             ":skipped": {"S": RunStatus.SKIPPED.value},
                             ":version": {"N": str(run.job_version)},
                         },
@@ -1016,6 +1019,7 @@ class Store:
         values: dict[str, Any] = {
             ":status": {"S": status.value},
             ":seen": {"S": run.status.value},
+            ":seen_version": {"N": str(run.job_version)},
             ":now": {"N": str(to_ms(now))},
             ":expires": {"N": str(int(self._expiry(now).timestamp()))},
         }
@@ -1028,7 +1032,8 @@ class Store:
                 TableName=self.table,
                 Key=run_key(run.job_id, run.run_id),
                 UpdateExpression="SET " + ", ".join(sets),
-                ConditionExpression="#status = :seen",
+                # The version pins the run we read: a resume may have replaced it with a newer one.
+                ConditionExpression="#status = :seen AND job_version = :seen_version",
                 ExpressionAttributeNames={"#status": "status", **({"#error": "error"} if error else {})},
                 ExpressionAttributeValues=values,
             )
