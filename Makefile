@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup run test test-fast test-slow lint format clean
+.PHONY: setup run test test-fast test-slow lint format clean infra-setup synth deploy cfn-lint
 
 setup: $(STAMP)
 
@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml
 run: setup
 	$(BIN)/punctual local $(ARGS)
 
-## Lint, type-check, then every test (unit, integration, end-to-end).
-test: lint
+## Lint, type-check, then every test (unit, integration, end-to-end, infrastructure).
+test: lint infra-setup
+	$(MAKE) --no-print-directory cfn-lint
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 ## Unit and integration tests only (no local stack): the quick loop while developing.
@@ -41,3 +42,39 @@ format: setup
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+## ---- Infrastructure (the CDK app in infra/): the pinned CDK CLI, cdk-nag, cfn-lint, the Lambda layer.
+INFRA_STAMP := $(VENV)/.infra-stamp
+NODE_STAMP := node_modules/.installed-stamp
+CDK := node_modules/.bin/cdk
+# Rule W3005 (a DependsOn that a GetAtt already implies) is how CDK writes every function's role.
+CFN_LINT_IGNORE := W3005
+# jsii prints a banner on every synth for a Node release past its end of life; it still works.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 18,20
+
+$(INFRA_STAMP): $(STAMP) infra/requirements.txt
+	$(BIN)/python -m pip install --quiet -r infra/requirements.txt
+	touch $@
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+## CDK CLI, CDK libraries and the Lambda dependency layer (arm64 wheels, no Docker); cached.
+infra-setup: $(INFRA_STAMP) $(NODE_STAMP)
+	$(BIN)/python -m infra.assets
+
+# mypy follows tests/infrastructure into infra/ and aws_cdk, so type-checking needs them installed.
+lint: infra-setup
+
+## Synthesize the CloudFormation template into cdk.out/ (offline, no credentials, no Docker).
+synth: infra-setup
+	$(CDK) synth --quiet
+
+## cfn-lint over the synthesized template.
+cfn-lint: synth
+	$(BIN)/cfn-lint --ignore-checks $(CFN_LINT_IGNORE) -- cdk.out/*.template.json
+
+## Deploy to the AWS account of the current credentials (see docs/deploy.md); ARGS="-c stage=prod" etc.
+deploy: infra-setup
+	$(CDK) deploy $(ARGS)

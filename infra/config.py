@@ -1,0 +1,151 @@
+"""The deployment's configuration, read once from CDK context (``cdk.json`` or ``cdk synth -c key=value``).
+
+Runtime settings (shards, look-ahead, minimum interval, HTTP allow-list, retention, allowed targets) are
+validated by the functions' own :class:`~functions.core.settings.Settings`, so a value the functions
+would refuse at start-up fails the synth instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from functions.core.settings import Settings
+
+# The services whose resources jobs may target, and the one action the worker needs on each.
+TARGET_ACTIONS: Final = {
+    "lambda": "lambda:InvokeFunction",
+    "sqs": "sqs:SendMessage",
+    "sns": "sns:Publish",
+    "events": "events:PutEvents",
+}
+ALLOW_ALL_TARGETS: Final = "*"
+
+_LIST_FIELDS: Final = ("http_allow_list", "allowed_target_arns", "api_key_names")
+
+
+class DeploymentConfig(BaseModel):
+    """Everything the stack reads from context; each field is the context key of the same name."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stage: Literal["dev", "prod"] = "dev"
+    # Pin the stack to an account/region; by default the template is environment-agnostic.
+    account: str | None = None
+    region: str | None = None
+
+    # Runtime settings of the functions (PUNCTUAL_* environment variables).
+    shard_count: int = 8
+    lookahead_seconds: int = 120
+    min_interval_seconds: int = 10
+    run_retention_days: int = 30
+    http_allow_list: tuple[str, ...] = ()
+    allowed_target_arns: tuple[str, ...] = ()
+
+    # The API: who may call it, and how fast.
+    api_auth: Literal["iam", "api_key"] = "iam"
+    api_key_names: tuple[str, ...] = ("default",)
+    api_throttle_rate_limit: float = Field(default=50, gt=0)
+    api_throttle_burst_limit: int = Field(default=100, ge=1)
+    api_quota_per_day: int | None = Field(default=None, ge=1)
+    # API Gateway needs an account-wide role to write access logs; create it unless the account has one.
+    api_gateway_cloudwatch_role: bool = True
+
+    # The worker's SQS event source.
+    worker_batch_size: int = Field(default=10, ge=1, le=10_000)
+    worker_batching_window_seconds: int = Field(default=1, ge=0, le=300)
+    worker_max_concurrency: int = Field(default=50, ge=2, le=1000)
+
+    # Operations.
+    log_retention_days: int = Field(default=30, ge=1)
+    oldest_message_alarm_seconds: int = Field(default=1800, ge=60)
+    dispatcher_lag_alarm_seconds: int = Field(default=180, ge=60)
+    alarm_topic_arn: str | None = None
+
+    @field_validator(*_LIST_FIELDS, mode="before")
+    @classmethod
+    def _split_lists(cls, value: Any) -> Any:
+        # From the command line every context value is a string: "a,b" or a JSON list.
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return tuple(json.loads(text))
+            return tuple(part.strip() for part in text.split(",") if part.strip())
+        return value
+
+    @field_validator("allowed_target_arns")
+    @classmethod
+    def _check_target_patterns(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in patterns:
+            if pattern == ALLOW_ALL_TARGETS:
+                continue
+            service = target_service(pattern)
+            if service not in TARGET_ACTIONS:
+                raise ValueError(
+                    f"allowed_target_arns: {pattern!r} is not an ARN of a Lambda function, SQS queue, "
+                    "SNS topic or EventBridge bus (or '*' for all of them)"
+                )
+            if "[" in pattern or "]" in pattern:
+                raise ValueError(f"allowed_target_arns: {pattern!r}: IAM patterns know only '*' and '?'")
+        return patterns
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> DeploymentConfig:
+        # Fails with the functions' own message if a runtime setting is out of range.
+        self.runtime_settings()
+        if self.worker_batch_size > 10 and self.worker_batching_window_seconds < 1:
+            raise ValueError("worker_batch_size above 10 needs worker_batching_window_seconds >= 1")
+        if self.api_auth == "api_key" and not self.api_key_names:
+            raise ValueError("api_auth=api_key needs at least one name in api_key_names")
+        return self
+
+    @property
+    def is_production(self) -> bool:
+        return self.stage == "prod"
+
+    @property
+    def name_prefix(self) -> str:
+        return f"punctual-{self.stage}"
+
+    def runtime_settings(
+        self,
+        *,
+        table_name: str = "punctual",
+        queue_url: str = "",
+        dlq_url: str = "",
+        region: str = "us-east-1",
+    ) -> Settings:
+        """The functions' settings for this deployment, given the names of its table, queues and region."""
+        return Settings(
+            table_name=table_name,
+            queue_url=queue_url,
+            dlq_url=dlq_url,
+            region=region,
+            shard_count=self.shard_count,
+            lookahead_seconds=self.lookahead_seconds,
+            min_interval_seconds=self.min_interval_seconds,
+            run_retention_days=self.run_retention_days,
+            http_allow_list=self.http_allow_list,
+            allowed_target_arns=self.allowed_target_arns,
+        )
+
+    @classmethod
+    def from_context(cls, get: Callable[[str], Any]) -> DeploymentConfig:
+        """Read every field from a context getter (``node.try_get_context``); unset keys keep defaults."""
+        values = {name: get(name) for name in cls.model_fields}
+        return cls.model_validate({name: value for name, value in values.items() if value is not None})
+
+    @classmethod
+    def from_mapping(cls, context: Mapping[str, Any]) -> DeploymentConfig:
+        return cls.from_context(context.get)
+
+
+def target_service(arn_pattern: str) -> str | None:
+    """The service of an ARN pattern (``arn:aws:sqs:...`` → ``sqs``), or None if it is not an ARN."""
+    parts = arn_pattern.split(":")
+    if len(parts) < 6 or parts[0] != "arn":
+        return None
+    return parts[2]

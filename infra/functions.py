@@ -1,0 +1,223 @@
+"""The three Lambda functions (api, dispatcher, worker): one role each, with only what it uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from cdk_nag import NagPackSuppression, NagSuppressions
+from constructs import Construct
+
+from infra import permissions
+from infra.assets import LAMBDA_PYTHON_VERSION
+from infra.config import ALLOW_ALL_TARGETS, DeploymentConfig
+from infra.queues import WorkQueues
+
+RUNTIME: Final = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURE: Final = lambda_.Architecture.ARM_64
+if RUNTIME.name != f"python{LAMBDA_PYTHON_VERSION}":
+    raise RuntimeError("the layer's wheels and the functions' runtime must be the same Python version")
+
+# A job may run for up to 900 s (SPEC's longest timeout), which is also Lambda's ceiling.
+WORKER_TIMEOUT: Final = Duration.minutes(15)
+# Ticks come every minute; a slow sweep may overlap the next one (dispatchers are safe to run twice).
+DISPATCHER_TIMEOUT: Final = Duration.minutes(3)
+# API Gateway gives up on an integration after 29 s.
+API_TIMEOUT: Final = Duration.seconds(29)
+
+_XRAY_REASON: Final = (
+    "Active X-Ray tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level "
+    "permissions, so CDK grants them on '*'. They write traces only and read no data."
+)
+
+
+@dataclass(frozen=True)
+class _FunctionSpec:
+    construct_id: str
+    role_name: str
+    handler: str
+    memory_mb: int
+    timeout: Duration
+    description: str
+
+
+class Functions(Construct):
+    """Code from ``functions/``, dependencies from a layer built without Docker, arm64, X-Ray, JSON logs."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        table: dynamodb.ITable,
+        index_names: list[str],
+        queues: WorkQueues,
+        code_dir: Path,
+        layer_dir: Path,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        self.log_groups: dict[str, logs.LogGroup] = {}
+        settings = config.runtime_settings(
+            table_name=table.table_name,
+            queue_url=queues.work_queue.queue_url,
+            dlq_url=queues.dead_letter_queue.queue_url,
+            region=Aws.REGION,
+        )
+        self._environment = {**settings.to_env(), "POWERTOOLS_SERVICE_NAME": "punctual"}
+        self._code = lambda_.Code.from_asset(str(code_dir))
+        self._layer = lambda_.LayerVersion(
+            self,
+            "Dependencies",
+            code=lambda_.Code.from_asset(str(layer_dir)),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            description="Punctual's Python dependencies: Powertools, pydantic, croniter, tzdata (arm64)",
+        )
+
+        self.api = self._function(
+            _FunctionSpec(
+                "Api", "api", "functions.api.handler.handler", 1024, API_TIMEOUT, "Punctual HTTP API"
+            )
+        )
+        self.dispatcher = self._function(
+            _FunctionSpec(
+                "Dispatcher",
+                "dispatcher",
+                "functions.dispatcher.handler.handler",
+                1024,
+                DISPATCHER_TIMEOUT,
+                "Punctual dispatcher: claims due triggers and queues them, every minute",
+            ),
+            # A failed tick is not retried: the next one, a minute later, sweeps the same buckets.
+            retry_attempts=0,
+            max_event_age=Duration.minutes(1),
+        )
+        self.worker = self._function(
+            _FunctionSpec(
+                "Worker",
+                "worker",
+                "functions.worker.handler.handler",
+                512,
+                WORKER_TIMEOUT,
+                "Punctual worker: executes runs from the work queue against their targets",
+            )
+        )
+
+        self._grant_api(table, index_names, queues)
+        self._grant_dispatcher(table, queues)
+        self._grant_worker(table, queues)
+
+    # -------------------------------------------------------------------------------------------
+
+    def _function(
+        self,
+        spec: _FunctionSpec,
+        *,
+        retry_attempts: int | None = None,
+        max_event_age: Duration | None = None,
+    ) -> lambda_.Function:
+        removal = RemovalPolicy.RETAIN if self._config.is_production else RemovalPolicy.DESTROY
+        log_group = logs.LogGroup(self, f"{spec.construct_id}Logs", removal_policy=removal)
+        # Any retention CloudWatch accepts, not only the ones the RetentionDays enum names.
+        log_group_resource = log_group.node.default_child
+        assert isinstance(log_group_resource, logs.CfnLogGroup)
+        log_group_resource.retention_in_days = self._config.log_retention_days
+        self.log_groups[spec.role_name] = log_group
+
+        role = iam.Role(
+            self,
+            f"{spec.construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"Punctual {spec.role_name} function: only the resources it uses",
+        )
+        function = lambda_.Function(
+            self,
+            spec.construct_id,
+            function_name=f"{self._config.name_prefix}-{spec.role_name}",
+            description=spec.description,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=spec.handler,
+            code=self._code,
+            layers=[self._layer],
+            memory_size=spec.memory_mb,
+            timeout=spec.timeout,
+            role=role,
+            environment=self._environment,
+            tracing=lambda_.Tracing.ACTIVE,
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+            system_log_level_v2=lambda_.SystemLogLevel.INFO,
+            log_group=log_group,
+            retry_attempts=retry_attempts,
+            max_event_age=max_event_age,
+        )
+        log_group.grant_write(role)
+        NagSuppressions.add_resource_suppressions(
+            role,
+            [NagPackSuppression(id="AwsSolutions-IAM5", reason=_XRAY_REASON, applies_to=["Resource::*"])],
+            apply_to_children=True,
+        )
+        return function
+
+    @staticmethod
+    def _role(function: lambda_.Function) -> iam.IRole:
+        role = function.role
+        assert role is not None
+        return role
+
+    def _grant_api(self, table: dynamodb.ITable, index_names: list[str], queues: WorkQueues) -> None:
+        role = self._role(self.api)
+        role.add_to_principal_policy(permissions.table_items(table))
+        for index_name in index_names:  # "list my jobs"
+            role.add_to_principal_policy(permissions.index_query(table, index_name))
+        # Jobs due within the look-ahead are queued at once; /v1/stats reads both queues' depth.
+        role.add_to_principal_policy(permissions.queue_actions(["sqs:SendMessage"], queues.work_queue))
+        role.add_to_principal_policy(
+            permissions.queue_actions(["sqs:GetQueueAttributes"], queues.work_queue, queues.dead_letter_queue)
+        )
+
+    def _grant_dispatcher(self, table: dynamodb.ITable, queues: WorkQueues) -> None:
+        role = self._role(self.dispatcher)
+        role.add_to_principal_policy(permissions.table_items(table))
+        role.add_to_principal_policy(permissions.queue_actions(["sqs:SendMessage"], queues.work_queue))
+
+    def _grant_worker(self, table: dynamodb.ITable, queues: WorkQueues) -> None:
+        role = self._role(self.worker)
+        role.add_to_principal_policy(permissions.table_items(table))
+        # Receive and delete come with the event source; the heartbeat and retries set visibility.
+        role.add_to_principal_policy(
+            permissions.queue_actions(["sqs:ChangeMessageVisibility"], queues.work_queue)
+        )
+        # After the last attempt the worker copies the message to the DLQ itself.
+        role.add_to_principal_policy(permissions.queue_actions(["sqs:SendMessage"], queues.dead_letter_queue))
+        patterns = self._config.allowed_target_arns
+        for statement in permissions.target_statements(patterns):
+            role.add_to_principal_policy(statement)
+        if ALLOW_ALL_TARGETS in patterns:
+            reason = (
+                "The deployment's allowed_target_arns is '*': the operator chose to let jobs target any "
+                "Lambda function, SQS queue, SNS topic or EventBridge bus, so the worker may invoke, send, "
+                "publish and put events on any resource (and X-Ray, as for every function)."
+            )
+            wildcard_resources = ["Resource::*"]
+        else:
+            reason = (
+                "The worker may deliver to exactly the job targets the operator allowed in the "
+                "allowed_target_arns context; these ARN patterns are that configuration."
+            )
+            wildcard_resources = [f"Resource::{pattern}" for pattern in patterns if "*" in pattern]
+        if wildcard_resources:
+            NagSuppressions.add_resource_suppressions(
+                role,
+                [NagPackSuppression(id="AwsSolutions-IAM5", reason=reason, applies_to=wildcard_resources)],
+                apply_to_children=True,
+            )

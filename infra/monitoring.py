@@ -1,0 +1,233 @@
+"""Alarms and a dashboard: what an operator looks at when jobs fire late or fail."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from aws_cdk import Duration
+from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from infra.config import DeploymentConfig
+from infra.queues import WorkQueues
+
+# The dispatcher logs one "sweep finished" line per tick with the lag in seconds (now minus the
+# oldest unswept bucket); a metric filter turns it into a metric without an SDK call.
+SWEEP_FINISHED_MESSAGE: Final = "sweep finished"
+LAG_METRIC_NAME: Final = "DispatcherLagSeconds"
+
+_ONE_MINUTE: Final = Duration.minutes(1)
+_FIVE_MINUTES: Final = Duration.minutes(5)
+
+
+class Monitoring(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        api: apigateway.RestApi,
+        dispatcher: lambda_.Function,
+        dispatcher_logs: logs.ILogGroup,
+        worker: lambda_.Function,
+        api_function: lambda_.Function,
+        queues: WorkQueues,
+        table: dynamodb.ITable,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        prefix = config.name_prefix
+        self.lag_metric = self._lag_metric(config, dispatcher_logs)
+        self.alarms: dict[str, cloudwatch.Alarm] = {
+            "DlqNotEmpty": cloudwatch.Alarm(
+                self,
+                "DlqNotEmpty",
+                alarm_name=f"{prefix}-dlq-not-empty",
+                alarm_description="Runs failed for good and their messages are in the dead-letter queue.",
+                metric=queues.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=_ONE_MINUTE, statistic="Maximum"
+                ),
+                threshold=0,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            "DispatcherErrors": cloudwatch.Alarm(
+                self,
+                "DispatcherErrors",
+                alarm_name=f"{prefix}-dispatcher-errors",
+                alarm_description="Dispatcher ticks fail (two of the last three minutes).",
+                metric=dispatcher.metric_errors(period=_ONE_MINUTE, statistic="Sum"),
+                threshold=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                evaluation_periods=3,
+                datapoints_to_alarm=2,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            "WorkerErrors": cloudwatch.Alarm(
+                self,
+                "WorkerErrors",
+                alarm_name=f"{prefix}-worker-errors",
+                alarm_description="Worker invocations fail as a whole (crash or timeout), not single runs.",
+                metric=worker.metric_errors(period=_FIVE_MINUTES, statistic="Sum"),
+                threshold=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            "WorkerThrottles": cloudwatch.Alarm(
+                self,
+                "WorkerThrottles",
+                alarm_name=f"{prefix}-worker-throttles",
+                alarm_description="The worker is throttled: runs start late. Raise the account's "
+                "concurrency or the event source's maximum concurrency.",
+                metric=worker.metric_throttles(period=_FIVE_MINUTES, statistic="Sum"),
+                threshold=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            "OldestMessageAge": cloudwatch.Alarm(
+                self,
+                "OldestMessageAge",
+                alarm_name=f"{prefix}-oldest-message-age",
+                alarm_description="A work message has waited longer than any retry through the queue "
+                "should take: the workers are not keeping up or a message is stuck.",
+                metric=queues.work_queue.metric_approximate_age_of_oldest_message(
+                    period=_ONE_MINUTE, statistic="Maximum"
+                ),
+                threshold=config.oldest_message_alarm_seconds,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=5,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            "DispatcherLag": cloudwatch.Alarm(
+                self,
+                "DispatcherLag",
+                alarm_name=f"{prefix}-dispatcher-lag",
+                alarm_description="The oldest unswept minute bucket is falling behind, or the dispatcher "
+                "has stopped reporting (missing data counts as lag).",
+                metric=self.lag_metric,
+                threshold=config.dispatcher_lag_alarm_seconds,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=3,
+                treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+            ),
+        }
+        if config.alarm_topic_arn:
+            topic = sns.Topic.from_topic_arn(self, "AlarmTopic", config.alarm_topic_arn)
+            for alarm in self.alarms.values():
+                alarm.add_alarm_action(actions.SnsAction(topic))
+                alarm.add_ok_action(actions.SnsAction(topic))
+
+        self.dashboard = self._dashboard(config, api, api_function, dispatcher, worker, queues, table)
+
+    def _lag_metric(self, config: DeploymentConfig, dispatcher_logs: logs.ILogGroup) -> cloudwatch.Metric:
+        namespace = f"Punctual/{config.stage}"
+        logs.MetricFilter(
+            self,
+            "DispatcherLagFilter",
+            log_group=dispatcher_logs,
+            filter_pattern=logs.FilterPattern.all(
+                logs.FilterPattern.string_value("$.message", "=", SWEEP_FINISHED_MESSAGE),
+                logs.FilterPattern.exists("$.lag_seconds"),
+            ),
+            metric_namespace=namespace,
+            metric_name=LAG_METRIC_NAME,
+            metric_value="$.lag_seconds",
+            unit=cloudwatch.Unit.SECONDS,
+        )
+        return cloudwatch.Metric(
+            namespace=namespace,
+            metric_name=LAG_METRIC_NAME,
+            period=_ONE_MINUTE,
+            statistic="Maximum",
+            unit=cloudwatch.Unit.SECONDS,
+        )
+
+    def _dashboard(
+        self,
+        config: DeploymentConfig,
+        api: apigateway.RestApi,
+        api_function: lambda_.Function,
+        dispatcher: lambda_.Function,
+        worker: lambda_.Function,
+        queues: WorkQueues,
+        table: dynamodb.ITable,
+    ) -> cloudwatch.Dashboard:
+        dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=config.name_prefix)
+        work, dlq = queues.work_queue, queues.dead_letter_queue
+        dashboard.add_widgets(
+            cloudwatch.AlarmStatusWidget(
+                title="Alarms", alarms=list(self.alarms.values()), width=24, height=3
+            )
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="API requests and errors",
+                left=[api.metric_count(), api.metric_client_error(), api.metric_server_error()],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="API latency (p50, p99)",
+                left=[api.metric_latency(statistic="p50"), api.metric_latency(statistic="p99")],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="api function errors and duration",
+                left=[api_function.metric_errors()],
+                right=[api_function.metric_duration(statistic="p99")],
+                width=8,
+            ),
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Dispatcher lag (s)", left=[self.lag_metric], width=8),
+            cloudwatch.GraphWidget(
+                title="Dispatcher invocations, errors, duration",
+                left=[dispatcher.metric_invocations(), dispatcher.metric_errors()],
+                right=[dispatcher.metric_duration(statistic="Maximum")],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Worker invocations, errors, throttles, concurrency",
+                left=[worker.metric_invocations(), worker.metric_errors(), worker.metric_throttles()],
+                right=[worker.metric("ConcurrentExecutions", statistic="Maximum", period=_ONE_MINUTE)],
+                width=8,
+            ),
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Work queue: visible, in flight, delayed",
+                left=[
+                    work.metric_approximate_number_of_messages_visible(),
+                    work.metric_approximate_number_of_messages_not_visible(),
+                    work.metric("ApproximateNumberOfMessagesDelayed"),
+                ],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Oldest message age (s) and DLQ depth",
+                left=[work.metric_approximate_age_of_oldest_message(statistic="Maximum")],
+                right=[dlq.metric_approximate_number_of_messages_visible(statistic="Maximum")],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Table: consumed capacity and throttle events",
+                left=[
+                    table.metric_consumed_read_capacity_units(),
+                    table.metric_consumed_write_capacity_units(),
+                ],
+                right=[
+                    table.metric("ReadThrottleEvents", statistic="Sum"),
+                    table.metric("WriteThrottleEvents", statistic="Sum"),
+                ],
+                width=8,
+            ),
+        )
+        return dashboard

@@ -1,0 +1,60 @@
+"""Least-privilege IAM statements: named actions only, on the resources each function uses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sqs as sqs
+
+from infra.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, target_service
+
+# Item-level reads and writes; TransactWriteItems is authorised per item through these. No Scan, no
+# table administration, no streams.
+TABLE_ITEM_ACTIONS: Final = (
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:ConditionCheckItem",
+)
+
+
+def table_items(table: dynamodb.ITable) -> iam.PolicyStatement:
+    return iam.PolicyStatement(actions=list(TABLE_ITEM_ACTIONS), resources=[table.table_arn])
+
+
+def index_query(table: dynamodb.ITable, index_name: str) -> iam.PolicyStatement:
+    return iam.PolicyStatement(
+        actions=["dynamodb:Query"], resources=[f"{table.table_arn}/index/{index_name}"]
+    )
+
+
+def queue_actions(actions: Iterable[str], *queues: sqs.IQueue) -> iam.PolicyStatement:
+    return iam.PolicyStatement(actions=sorted(actions), resources=[queue.queue_arn for queue in queues])
+
+
+def target_statements(patterns: Iterable[str]) -> list[iam.PolicyStatement]:
+    """What the worker may do to job targets: one statement per service, on exactly these ARN patterns.
+
+    ``*`` (allow every target) grants the four delivery actions on every resource; nothing else ever
+    does.
+    """
+    patterns = list(dict.fromkeys(patterns))
+    if ALLOW_ALL_TARGETS in patterns:
+        return [iam.PolicyStatement(actions=sorted(TARGET_ACTIONS.values()), resources=["*"])]
+    by_service: dict[str, list[str]] = {}
+    for pattern in patterns:
+        service = target_service(pattern)
+        if service is None or service not in TARGET_ACTIONS:
+            raise ValueError(f"not a supported target ARN: {pattern!r}")
+        by_service.setdefault(service, []).append(pattern)
+    return [
+        iam.PolicyStatement(actions=[TARGET_ACTIONS[service]], resources=resources)
+        for service, resources in sorted(by_service.items())
+    ]

@@ -1,0 +1,69 @@
+"""The SQS work queue and its dead-letter queue."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from functions.core.definitions import DLQ_RETENTION_SECONDS, WORK_QUEUE_MAX_RECEIVE_COUNT, queue_names
+from infra.config import DeploymentConfig
+
+# AWS guidance for an SQS event source: the queue's visibility timeout is at least six times the
+# function's timeout plus the batching window, so Lambda can retry a throttled batch before the
+# messages reappear. The worker does not depend on it while it runs: its heartbeat sets each held
+# message's visibility to the run lease (seconds) and keeps extending it.
+VISIBILITY_TIMEOUT_FACTOR = 6
+# A message is redriven to the DLQ after WORK_QUEUE_MAX_RECEIVE_COUNT receives; it must get there
+# before the work queue's retention would silently delete it.
+WORK_QUEUE_RETENTION = Duration.days(4)
+
+
+def work_queue_visibility(worker_timeout: Duration, batching_window_seconds: int) -> Duration:
+    return Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * worker_timeout.to_seconds() + batching_window_seconds)
+
+
+class WorkQueues(Construct):
+    """Encrypted (SSE-SQS), TLS-only queues; a message received too often moves to the DLQ."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        visibility_timeout: Duration,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if (
+            WORK_QUEUE_MAX_RECEIVE_COUNT * visibility_timeout.to_seconds()
+            >= WORK_QUEUE_RETENTION.to_seconds()
+        ):
+            raise ValueError(
+                "the work queue would delete a failing message before redriving it to the DLQ: "
+                "max receive count x visibility timeout must stay below its retention period"
+            )
+        work_name, dlq_name = queue_names(config.name_prefix)
+        removal = RemovalPolicy.RETAIN if config.is_production else RemovalPolicy.DESTROY
+        self.dead_letter_queue = sqs.Queue(
+            self,
+            "DeadLetterQueue",
+            queue_name=dlq_name,
+            retention_period=Duration.seconds(DLQ_RETENTION_SECONDS),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            removal_policy=removal,
+        )
+        self.work_queue = sqs.Queue(
+            self,
+            "WorkQueue",
+            queue_name=work_name,
+            visibility_timeout=visibility_timeout,
+            retention_period=WORK_QUEUE_RETENTION,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.dead_letter_queue, max_receive_count=WORK_QUEUE_MAX_RECEIVE_COUNT
+            ),
+            removal_policy=removal,
+        )

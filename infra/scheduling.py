@@ -1,0 +1,51 @@
+"""What makes the functions run: the dispatcher's minute tick and the worker's SQS event source."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.config import DeploymentConfig
+
+
+class Scheduling(Construct):
+    """An EventBridge rule every minute, and batches of work messages with partial-failure reports.
+
+    Nothing here makes the dispatcher a singleton: a late tick may overlap the next one, and the
+    dispatcher's conditional claims make that safe.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        dispatcher: lambda_.IFunction,
+        worker: lambda_.IFunction,
+        work_queue: sqs.IQueue,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.tick = events.Rule(
+            self,
+            "DispatcherTick",
+            description="Punctual: sweep due triggers every minute",
+            schedule=events.Schedule.rate(Duration.minutes(1)),
+            # Delivery retries are pointless after a minute: the next tick covers the same buckets.
+            targets=[targets.LambdaFunction(dispatcher, retry_attempts=2, max_event_age=Duration.minutes(1))],
+        )
+        # Messages arrive about two seconds before their second and the worker waits out the rest,
+        # so a batching window of a second costs no precision.
+        self.work_source = event_sources.SqsEventSource(
+            work_queue,
+            batch_size=config.worker_batch_size,
+            max_batching_window=Duration.seconds(config.worker_batching_window_seconds),
+            report_batch_item_failures=True,
+            max_concurrency=config.worker_max_concurrency,
+        )
+        worker.add_event_source(self.work_source)

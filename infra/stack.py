@@ -1,0 +1,81 @@
+"""The Punctual stack: composes one construct per capability and exports what a client needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from infra.api import Api
+from infra.config import DeploymentConfig
+from infra.functions import WORKER_TIMEOUT, Functions
+from infra.monitoring import Monitoring
+from infra.queues import WorkQueues, work_queue_visibility
+from infra.scheduling import Scheduling
+from infra.storage import Storage
+
+
+class PunctualStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        code_dir: Path,
+        layer_dir: Path,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        storage = Storage(self, "Storage", config=config)
+        queues = WorkQueues(
+            self,
+            "Queues",
+            config=config,
+            visibility_timeout=work_queue_visibility(WORKER_TIMEOUT, config.worker_batching_window_seconds),
+        )
+        functions = Functions(
+            self,
+            "Functions",
+            config=config,
+            table=storage.table,
+            index_names=storage.index_names,
+            queues=queues,
+            code_dir=code_dir,
+            layer_dir=layer_dir,
+        )
+        Scheduling(
+            self,
+            "Scheduling",
+            config=config,
+            dispatcher=functions.dispatcher,
+            worker=functions.worker,
+            work_queue=queues.work_queue,
+        )
+        api = Api(self, "Api", config=config, handler=functions.api)
+        Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            api=api.rest_api,
+            api_function=functions.api,
+            dispatcher=functions.dispatcher,
+            dispatcher_logs=functions.log_groups["dispatcher"],
+            worker=functions.worker,
+            queues=queues,
+            table=storage.table,
+        )
+
+        CfnOutput(self, "ApiUrl", value=api.rest_api.url, description="Base URL of the API (append v1/...)")
+        CfnOutput(self, "TableName", value=storage.table.table_name)
+        CfnOutput(self, "WorkQueueUrl", value=queues.work_queue.queue_url)
+        CfnOutput(self, "DeadLetterQueueUrl", value=queues.dead_letter_queue.queue_url)
+        for index, key in enumerate(api.api_keys):
+            CfnOutput(
+                self,
+                f"ApiKeyId{index}",
+                value=key.key_id,
+                description="aws apigateway get-api-key --include-value --api-key <id> shows the key",
+            )
