@@ -112,7 +112,7 @@ class JobService:
             overlap=OverlapPolicy(request.schedule.overlap),
             created_at=now,
             updated_at=now,
-            next_run_at=first,
+            next_trigger_at=first,
         )
         trigger = make_trigger(job, first, now=now, shard_count=self.settings.shard_count)
         try:
@@ -259,7 +259,7 @@ class JobService:
                 catchup_seconds=request.schedule.catchup_seconds,
                 overlap=OverlapPolicy(request.schedule.overlap),
                 version=job.version + 1,
-                next_run_at=first if job.status is JobStatus.ACTIVE else None,
+                next_trigger_at=first if job.status is JobStatus.ACTIVE else None,
             )
             updated = replace(job, **changes)
             if job.status is JobStatus.ACTIVE:
@@ -282,7 +282,7 @@ class JobService:
             status=JobStatus.PAUSED,
             version=job.version + 1,
             paused_at=now,
-            next_run_at=None,
+            next_trigger_at=None,
             updated_at=now,
         )
         self._write(job, paused, None)
@@ -307,7 +307,7 @@ class JobService:
             status=JobStatus.ACTIVE,
             version=job.version + 1,
             paused_at=None,
-            next_run_at=first,
+            next_trigger_at=first,
             updated_at=now,
         )
         if first is None:
@@ -341,7 +341,7 @@ class JobService:
         if not job.is_live:
             raise Conflict(f"a {job.status.value} job has already ended", "status")
         cancelled = replace(
-            job, status=JobStatus.CANCELLED, version=job.version + 1, next_run_at=None, updated_at=now
+            job, status=JobStatus.CANCELLED, version=job.version + 1, next_trigger_at=None, updated_at=now
         )
         self._write(job, cancelled, None)
         return self.job_view(cancelled, now)
@@ -384,13 +384,15 @@ class JobService:
         return job
 
     def job_view(self, job: Job, now: datetime) -> dict[str, Any]:
+        # What will fire next, from the schedule: the dispatcher claims occurrences ahead of time, so
+        # its own frontier (next_trigger_at) is often one occurrence further than the next firing.
         upcoming: list[datetime] = []
-        if job.status.value == "ACTIVE":
+        if job.status is JobStatus.ACTIVE:
             if job.schedule.is_recurring:
-                after = min(job.next_run_at, now) if job.next_run_at else now
-                upcoming = job.schedule.upcoming(after - timedelta(microseconds=1), 5)
-            elif job.next_run_at is not None:
-                upcoming = [job.next_run_at]
+                upcoming = job.schedule.upcoming(now, 5)
+            else:
+                at = job.schedule.first_fire_time()
+                upcoming = [at] if at is not None else []
         schedule: dict[str, Any] = dict(job.schedule.to_dict())
         schedule.pop("anchor", None)
         schedule.update(
@@ -416,7 +418,7 @@ class JobService:
             "timeout_seconds": job.timeout_seconds,
             "tags": job.tags,
             "has_signing_secret": job.secret is not None,
-            "next_run_at": iso(job.next_run_at),
+            "next_run_at": iso(upcoming[0]) if upcoming else None,
             "upcoming": [iso(moment) for moment in upcoming],
             "last_run": last_run,
             "run_counts": job.run_counts,

@@ -193,7 +193,7 @@ class Job:
     misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
     catchup_seconds: int | None = None
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
-    next_run_at: datetime | None = None
+    next_trigger_at: datetime | None = None  # the chain's frontier: the latest occurrence with a trigger
     last_run: dict[str, Any] | None = None
     run_counts: dict[str, int] = field(default_factory=dict)
     paused_at: datetime | None = None

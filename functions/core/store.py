@@ -127,7 +127,7 @@ def job_to_item(job: Job) -> dict[str, Any]:
         "overlap": job.overlap.value,
         "created_at": to_ms(job.created_at),
         "updated_at": to_ms(job.updated_at),
-        "next_run_at": _ms(job.next_run_at),
+        "next_trigger_at": _ms(job.next_trigger_at),
         "last_run": json.dumps(job.last_run) if job.last_run is not None else None,
         "paused_at": _ms(job.paused_at),
         GSI1_PK: f"OWNER#{job.owner}",
@@ -158,7 +158,7 @@ def job_from_item(item: Mapping[str, Any]) -> Job:
         overlap=OverlapPolicy(data["overlap"]),
         created_at=from_ms(int(data["created_at"])),
         updated_at=from_ms(int(data["updated_at"])),
-        next_run_at=_time(data.get("next_run_at")),
+        next_trigger_at=_time(data.get("next_trigger_at")),
         last_run=json.loads(data["last_run"]) if data.get("last_run") else None,
         paused_at=_time(data.get("paused_at")),
         run_counts={k: int(v) for k, v in (data.get("run_counts") or {}).items()},
@@ -413,7 +413,7 @@ class Store:
     ) -> None:
         """Write a change made through the API, guarded by the version that was read.
 
-        Only the fields the API owns are written (the dispatcher and worker update ``next_run_at``,
+        Only the fields the API owns are written (the dispatcher and worker update ``next_trigger_at``,
         ``last_run`` and counters concurrently). A changed name moves its reservation; a job that
         stops being live releases it; ``trigger`` is the first trigger of a new schedule.
         """
@@ -435,8 +435,8 @@ class Store:
             "updated_at",
         ]
         if after.version != before.version:
-            # The dispatcher maintains next_run_at for the current version; a new version resets it.
-            owned += ["next_run_at", "paused_at"]
+            # The dispatcher maintains next_trigger_at for the current version; a new version resets it.
+            owned += ["next_trigger_at", "paused_at"]
         names: dict[str, str] = {}
         values: dict[str, Any] = {":seen_version": {"N": str(before.version)}}
         sets: list[str] = []
@@ -740,10 +740,10 @@ class Store:
         sets = []
         removes = []
         if next_trigger is not None:
-            sets.append("next_run_at = :next")
+            sets.append("next_trigger_at = :next")
             values[":next"] = {"N": str(to_ms(next_trigger.scheduled_for))}
         else:
-            removes.append("next_run_at")
+            removes.append("next_trigger_at")
         if job_status is not None:
             sets.append("#status = :new_status")
             values[":new_status"] = {"S": job_status.value}

@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from functions.core.observability import logger
+
 PUBLIC_PATHS = ("/v1/health", "/openapi.json", "/docs")
 MAX_BODY_BYTES = 64 * 1024
 
@@ -117,6 +119,7 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
                     return
             headers = dict(self.headers.items())
             event = build_event(self.command, self.path, headers, body, principal)
+            started = time.perf_counter()
             try:
                 result = api_handler(
                     event, LambdaContext(aws_request_id=event["requestContext"]["requestId"])
@@ -129,7 +132,12 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
                 out_headers[key] = ", ".join(values)
             raw = result.get("body") or ""
             payload = base64.b64decode(raw) if result.get("isBase64Encoded") else raw.encode()
-            self._reply(int(result.get("statusCode", 200)), out_headers, payload)
+            status = int(result.get("statusCode", 200))
+            self._reply(status, out_headers, payload)
+            logger.info(
+                f"{self.command} {path} {status}",
+                extra={"owner": principal, "ms": round((time.perf_counter() - started) * 1000, 1)},
+            )
 
         do_GET = _handle
         do_POST = _handle

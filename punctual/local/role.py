@@ -33,7 +33,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--tick-seconds", type=float, default=60.0)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--name", default=None, help="How this process is named in the logs.")
     args = parser.parse_args(argv)
+    if os.environ.get("PUNCTUAL_LOG_FORMAT", "text") != "json":
+        from punctual.local.logs import use_readable_logs
+
+        use_readable_logs(args.name or args.role)
     # SIGTERM from the supervisor: leave at once; in-flight work is safe in the emulator.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     exit_with_parent()

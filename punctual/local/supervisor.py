@@ -89,7 +89,17 @@ class LocalStack:
         self.roles.append(Role("dispatcher", [*role, "dispatcher", "--tick-seconds", str(self.tick_seconds)]))
         for index in range(self.workers):
             self.roles.append(
-                Role(f"worker-{index + 1}", [*role, "worker", "--concurrency", str(self.worker_concurrency)])
+                Role(
+                    f"worker-{index + 1}",
+                    [
+                        *role,
+                        "worker",
+                        "--concurrency",
+                        str(self.worker_concurrency),
+                        "--name",
+                        f"worker-{index + 1}",
+                    ],
+                )
             )
         env = self.environment()
         for proc_role in self.roles:

@@ -69,7 +69,7 @@ def test_recurring_chain_sends_each_occurrence_once(harness: Harness) -> None:
     start = harness.clock.now - timedelta(seconds=300)
     expected = {start + timedelta(seconds=10 * k) for k in range(1, 43)}
     assert expected <= slots, f"missing slots: {sorted(expected - slots)[:3]}"
-    assert harness.job(job["job_id"]).next_run_at is not None
+    assert harness.job(job["job_id"]).next_trigger_at is not None
 
 
 def test_two_dispatchers_at_once_send_each_trigger_once(harness: Harness) -> None:
@@ -179,6 +179,6 @@ def test_outage_follows_the_misfire_policy(
     skipped = [r for r in missed if r.status is RunStatus.SKIPPED]
     assert len(queued_missed) == expected_runs, [(iso(r.scheduled_for), r.status) for r in missed]
     assert len(skipped) == expected_skipped
-    future = harness.job(job["job_id"]).next_run_at
+    future = harness.job(job["job_id"]).next_trigger_at
     assert future is not None and future > harness.clock.now
     assert len(new) >= expected_runs

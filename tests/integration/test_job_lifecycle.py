@@ -100,7 +100,7 @@ def test_pause_stops_firing_and_resume_runs_once_for_what_was_missed(
         pass
     fired = [parse_iso(d.headers["Punctual-Scheduled-For"]) for d in receiver.for_path("/m")]
     assert fired == [harness.clock.now.replace(second=0)], "only the latest missed occurrence runs"
-    assert harness.job(job["job_id"]).next_run_at == harness.clock.now.replace(second=0) + timedelta(
+    assert harness.job(job["job_id"]).next_trigger_at == harness.clock.now.replace(second=0) + timedelta(
         minutes=1
     )
 
@@ -116,7 +116,7 @@ def test_resume_with_skip_policy_runs_nothing_missed(harness: Harness, receiver:
     while harness.work():
         pass
     assert receiver.for_path("/s") == []
-    assert harness.job(job["job_id"]).next_run_at == (harness.clock.now + timedelta(minutes=1)).replace(
+    assert harness.job(job["job_id"]).next_trigger_at == (harness.clock.now + timedelta(minutes=1)).replace(
         second=0
     )
 

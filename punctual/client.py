@@ -1,0 +1,180 @@
+"""A small client for the Punctual HTTP API: bearer tokens locally, SigV4 for a deployed API."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+import urllib3
+
+DEFAULT_ENDPOINT = "http://127.0.0.1:8000"
+CONFIG_PATH = Path(os.environ.get("PUNCTUAL_CONFIG", Path.home() / ".config" / "punctual" / "config.json"))
+
+
+class ApiError(Exception):
+    """The API answered with an error (4xx/5xx); ``reason`` and ``field`` come from its JSON body."""
+
+    def __init__(self, status: int, body: Any) -> None:
+        self.status = status
+        self.body = body if isinstance(body, dict) else {"reason": str(body)}
+        self.reason = str(self.body.get("reason") or self.body.get("message") or f"HTTP {status}")
+        self.field = self.body.get("field")
+        super().__init__(f"{self.field}: {self.reason}" if self.field else self.reason)
+
+
+class ConnectionFailed(Exception):
+    pass
+
+
+@dataclass
+class Config:
+    """Where the API is and how to authenticate; from flags, environment, or the config file."""
+
+    endpoint: str = DEFAULT_ENDPOINT
+    token: str | None = None
+    auth: str = "bearer"  # bearer | sigv4
+    region: str | None = None
+
+    @classmethod
+    def load(cls, endpoint: str | None, token: str | None, auth: str | None = None) -> Config:
+        saved: dict[str, Any] = {}
+        if CONFIG_PATH.exists():
+            saved = json.loads(CONFIG_PATH.read_text())
+        resolved_endpoint = (
+            endpoint or os.environ.get("PUNCTUAL_ENDPOINT") or saved.get("endpoint") or DEFAULT_ENDPOINT
+        )
+        resolved_token = token or os.environ.get("PUNCTUAL_TOKEN") or saved.get("token")
+        resolved_auth = (
+            auth
+            or saved.get("auth")
+            or ("bearer" if resolved_token or _is_local(resolved_endpoint) else "sigv4")
+        )
+        return cls(
+            endpoint=resolved_endpoint.rstrip("/"),
+            token=resolved_token or ("local-dev-token" if resolved_auth == "bearer" else None),
+            auth=resolved_auth,
+            region=saved.get("region")
+            or os.environ.get("AWS_REGION")
+            or os.environ.get("AWS_DEFAULT_REGION"),
+        )
+
+    def save(self) -> Path:
+        CONFIG_PATH.parent.mkdir(parents=True, exist_ok=True)
+        data = {"endpoint": self.endpoint, "auth": self.auth, "region": self.region}
+        CONFIG_PATH.write_text(json.dumps(data, indent=2) + "\n")
+        return CONFIG_PATH
+
+
+def _is_local(endpoint: str) -> bool:
+    host = urlsplit(endpoint).hostname or ""
+    return host in ("localhost", "127.0.0.1", "::1")
+
+
+class Client:
+    def __init__(self, config: Config, timeout: float = 30.0) -> None:
+        self.config = config
+        self.http = urllib3.PoolManager(timeout=urllib3.Timeout(total=timeout), retries=False)
+
+    # ------------------------------------------------------------------------------------ transport
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        params = {key: value for key, value in (query or {}).items() if value is not None}
+        url = self.config.endpoint + path + (("?" + urlencode(params)) if params else "")
+        data = json.dumps(body).encode() if body is not None else None
+        all_headers = {"Accept": "application/json", **(headers or {})}
+        if data is not None:
+            all_headers["Content-Type"] = "application/json"
+        if self.config.auth == "sigv4":
+            all_headers = self._sign(method, url, data, all_headers)
+        elif self.config.token:
+            all_headers["Authorization"] = f"Bearer {self.config.token}"
+        try:
+            response = self.http.request(method, url, body=data, headers=all_headers)
+        except urllib3.exceptions.HTTPError as error:
+            raise ConnectionFailed(f"cannot reach {self.config.endpoint}: {error}") from error
+        try:
+            payload = json.loads(response.data) if response.data else None
+        except ValueError:
+            payload = {"reason": response.data[:200].decode(errors="replace")}
+        if response.status >= 400:
+            raise ApiError(response.status, payload)
+        return payload
+
+    def _sign(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
+        """SigV4 with the standard AWS credential chain, for an API Gateway with IAM auth."""
+        import boto3
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
+        session = boto3.session.Session()
+        credentials = session.get_credentials()
+        if credentials is None:
+            raise ConnectionFailed(
+                "no AWS credentials found for SigV4 signing (aws configure, or AWS_PROFILE)"
+            )
+        region = self.config.region or session.region_name or "us-east-1"
+        request = AWSRequest(method=method, url=url, data=data, headers=headers)
+        SigV4Auth(credentials.get_frozen_credentials(), "execute-api", region).add_auth(request)
+        return dict(request.headers.items())
+
+    # ------------------------------------------------------------------------------------- the API
+
+    def health(self) -> Any:
+        return self.request("GET", "/v1/health")
+
+    def create_job(self, body: dict[str, Any], idempotency_key: str | None = None) -> Any:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return self.request("POST", "/v1/jobs", body, headers=headers)
+
+    def list_jobs(
+        self,
+        *,
+        limit: int = 20,
+        cursor: str | None = None,
+        status: str | None = None,
+        name: str | None = None,
+    ) -> Any:
+        return self.request(
+            "GET", "/v1/jobs", query={"limit": limit, "cursor": cursor, "status": status, "name": name}
+        )
+
+    def get_job(self, job_id: str) -> Any:
+        return self.request("GET", f"/v1/jobs/{quote(job_id, safe='')}")
+
+    def patch_job(self, job_id: str, changes: dict[str, Any]) -> Any:
+        return self.request("PATCH", f"/v1/jobs/{quote(job_id, safe='')}", changes)
+
+    def cancel_job(self, job_id: str) -> Any:
+        return self.request("DELETE", f"/v1/jobs/{quote(job_id, safe='')}")
+
+    def job_action(self, job_id: str, action: str) -> Any:
+        return self.request("POST", f"/v1/jobs/{quote(job_id, safe='')}/{action}")
+
+    def list_runs(
+        self, job_id: str, *, limit: int = 20, cursor: str | None = None, status: str | None = None
+    ) -> Any:
+        return self.request(
+            "GET",
+            f"/v1/jobs/{quote(job_id, safe='')}/runs",
+            query={"limit": limit, "cursor": cursor, "status": status},
+        )
+
+    def get_run(self, job_id: str, run_id: str) -> Any:
+        return self.request("GET", f"/v1/jobs/{quote(job_id, safe='')}/runs/{quote(run_id, safe='')}")
+
+    def cancel_run(self, job_id: str, run_id: str) -> Any:
+        return self.request("POST", f"/v1/jobs/{quote(job_id, safe='')}/runs/{quote(run_id, safe='')}/cancel")
+
+    def stats(self) -> Any:
+        return self.request("GET", "/v1/stats")
