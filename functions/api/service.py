@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -34,6 +35,9 @@ from functions.core.schedule import Schedule, ScheduleError, parse_schedule
 from functions.core.settings import Settings
 from functions.core.store import BadCursorError, ConflictError, Store
 from functions.core.targets import TargetError, validate_target
+
+# Ids this API hands out; anything else cannot exist (and must not reach DynamoDB's key limits).
+_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 
 
 class ApiError(Exception):
@@ -370,13 +374,15 @@ class JobService:
 
     def _owned_run(self, owner: str, job_id: str, run_id: str) -> Run:
         self._owned_job(owner, job_id)
-        run = self.store.get_run(job_id, run_id)
+        run = self.store.get_run(job_id, run_id) if _ID.fullmatch(run_id) else None
         if run is None:
             raise NotFound(f"run {run_id} not found", "run_id")
         return run
 
     def _owned_job(self, owner: str, job_id: str) -> Job:
         """The caller's job; another owner's job is indistinguishable from a missing one."""
+        if not _ID.fullmatch(job_id):
+            raise NotFound(f"job {job_id[:64]} not found", "job_id")
         job = self.store.get_job(job_id)
         # Another owner's job is indistinguishable from a missing one.
         if job is None or job.owner != owner:

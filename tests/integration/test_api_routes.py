@@ -101,3 +101,13 @@ def test_unknown_run_is_404_and_runs_list_is_paginated(call, harness: Harness) -
     assert status == 200 and rest["items"][0]["scheduled_for"] < times[-1]
     status, _ = call("GET", f"/v1/jobs/{job['job_id']}/runs/20260101T000000.000Z-00000000")
     assert status == 404
+
+
+def test_ids_the_api_never_hands_out_are_404_not_a_server_error(call) -> None:
+    long_id = "j" * 3000  # beyond DynamoDB's key size: must never reach the table
+    for path in (f"/v1/jobs/{long_id}", f"/v1/jobs/{long_id}/runs", "/v1/jobs/job%00x"):
+        status, body = call("GET", path)
+        assert status == 404, (path, body)
+    _, job = call("POST", "/v1/jobs", GOOD)
+    status, _ = call("GET", f"/v1/jobs/{job['job_id']}/runs/{'r' * 3000}")
+    assert status == 404
