@@ -1,0 +1,110 @@
+"""Synthesizes the CDK app once per configuration and session, the way ``cdk synth`` does.
+
+The default configuration is exactly the context in ``cdk.json``; the production one adds what an
+operator would set for a real account (prod stage, API keys, allowed targets, an alarm topic).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Before aws_cdk starts its Node process: Node 20 works, but jsii prints an end-of-life banner.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+PRODUCTION_TARGETS = (
+    "arn:aws:lambda:eu-west-1:123456789012:function:reports-*",
+    "arn:aws:sqs:eu-west-1:123456789012:orders",
+    "arn:aws:sns:eu-west-1:123456789012:alerts",
+    "arn:aws:events:eu-west-1:123456789012:event-bus/default",
+)
+PRODUCTION_CONTEXT: dict[str, Any] = {
+    "stage": "prod",
+    "shard_count": 32,
+    "lookahead_seconds": 180,
+    "min_interval_seconds": 30,
+    "run_retention_days": 90,
+    "http_allow_list": ["10.20.0.0/16", "hooks.internal.example"],
+    "allowed_target_arns": list(PRODUCTION_TARGETS),
+    "api_auth": "api_key",
+    "api_key_names": ["team-a", "team-b"],
+    "api_quota_per_day": 100000,
+    "alarm_topic_arn": "arn:aws:sns:eu-west-1:123456789012:oncall",
+}
+
+
+@dataclass(frozen=True)
+class Synthesized:
+    """One synthesized stack: the assertions view, the raw template and the cloud assembly on disk."""
+
+    stack: Any  # infra.stack.PunctualStack
+    template: Any  # aws_cdk.assertions.Template
+    raw: dict[str, Any]
+    assembly_dir: Path
+
+    @property
+    def template_path(self) -> Path:
+        return self.assembly_dir / str(self.stack.template_file)
+
+    def resources(self, resource_type: str) -> dict[str, dict[str, Any]]:
+        return {
+            logical_id: resource
+            for logical_id, resource in self.raw["Resources"].items()
+            if resource["Type"] == resource_type
+        }
+
+    def logical_id(self, resource_type: str) -> str:
+        found = self.resources(resource_type)
+        assert len(found) == 1, f"expected one {resource_type}, found {sorted(found)}"
+        return next(iter(found))
+
+    def only(self, resource_type: str) -> dict[str, Any]:
+        resource: dict[str, Any] = self.raw["Resources"][self.logical_id(resource_type)]
+        return resource
+
+    def function(self, role: str) -> dict[str, Any]:
+        """The Lambda function of a role (api, dispatcher, worker), found by its name."""
+        name = f"{self.stack.stack_name}-{role}"
+        for resource in self.resources("AWS::Lambda::Function").values():
+            if resource["Properties"].get("FunctionName") == name:
+                return resource
+        raise AssertionError(f"no function named {name}")
+
+    def logical_id_of_function(self, role: str) -> str:
+        wanted = self.function(role)
+        return next(str(key) for key, value in self.raw["Resources"].items() if value is wanted)
+
+
+def cdk_json_context() -> dict[str, Any]:
+    context: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+    return context
+
+
+def synthesize(overrides: dict[str, Any] | None = None) -> Synthesized:
+    from aws_cdk.assertions import Template
+
+    from infra.app import build_app
+    from infra.assets import build_dependency_layer
+
+    build_dependency_layer()  # cached: a no-op when `make infra-setup` already built it
+    app, stack = build_app({**cdk_json_context(), **(overrides or {})})
+    assembly = app.synth()
+    template = Template.from_stack(stack)
+    return Synthesized(stack, template, dict(template.to_json()), Path(assembly.directory))
+
+
+@pytest.fixture(scope="session")
+def default_stack() -> Synthesized:
+    return synthesize()
+
+
+@pytest.fixture(scope="session")
+def production_stack() -> Synthesized:
+    return synthesize(PRODUCTION_CONTEXT)

@@ -1,0 +1,188 @@
+"""The three functions, their assets, their settings, and what triggers them."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from typing import Any
+
+import pytest
+from packaging.requirements import Requirement
+
+from functions.core.settings import Settings
+from infra.assets import CODE_DIR, LAMBDA_PYTHON_VERSION, LAYER_DIR, LAYER_REQUIREMENTS
+from tests.infrastructure.conftest import PRODUCTION_CONTEXT, REPO_ROOT, Synthesized
+
+pytestmark = pytest.mark.xdist_group("infrastructure")
+
+ROLES = ("api", "dispatcher", "worker")
+HANDLERS = {
+    "api": "functions.api.handler.handler",
+    "dispatcher": "functions.dispatcher.handler.handler",
+    "worker": "functions.worker.handler.handler",
+}
+
+
+def _settings_of(function: dict[str, Any]) -> Settings:
+    """The settings the function will read at start-up (resource references stand in as names)."""
+    variables = function["Properties"]["Environment"]["Variables"]
+    environ = {name: value if isinstance(value, str) else f"<{name}>" for name, value in variables.items()}
+    return Settings.from_env(environ)
+
+
+def test_given_each_role_when_synthesized_then_its_function_runs_python_3_12_or_newer_on_arm64(
+    default_stack: Synthesized,
+) -> None:
+    for role in ROLES:
+        properties = default_stack.function(role)["Properties"]
+        runtime = properties["Runtime"]
+        assert re.fullmatch(r"python3\.(\d+)", runtime), runtime
+        assert int(runtime.split(".")[1]) >= 12
+        assert runtime == f"python{LAMBDA_PYTHON_VERSION}", "layer wheels and runtime must match"
+        assert properties["Architectures"] == ["arm64"]
+        assert properties["Handler"] == HANDLERS[role]
+
+
+def test_given_each_role_when_synthesized_then_it_traces_with_xray_and_logs_json_to_its_own_group(
+    default_stack: Synthesized,
+) -> None:
+    log_groups = set()
+    for role in ROLES:
+        properties = default_stack.function(role)["Properties"]
+        assert properties["TracingConfig"] == {"Mode": "Active"}
+        assert properties["LoggingConfig"]["LogFormat"] == "JSON"
+        log_groups.add(properties["LoggingConfig"]["LogGroup"]["Ref"])
+    assert len(log_groups) == 3
+    for logical_id in log_groups:
+        assert default_stack.raw["Resources"][logical_id]["Properties"]["RetentionInDays"] == 30
+
+
+def test_given_each_role_when_synthesized_then_it_has_a_role_of_its_own(default_stack: Synthesized) -> None:
+    roles = {role: default_stack.function(role)["Properties"]["Role"]["Fn::GetAtt"][0] for role in ROLES}
+    assert len(set(roles.values())) == 3, roles
+    for logical_id in roles.values():
+        role = default_stack.raw["Resources"][logical_id]["Properties"]
+        assert "ManagedPolicyArns" not in role, "no AWS managed policies on the function roles"
+        assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
+            "Service": "lambda.amazonaws.com"
+        }
+
+
+def test_given_each_role_when_synthesized_then_powertools_and_dependencies_come_from_the_built_layer(
+    default_stack: Synthesized,
+) -> None:
+    (layer_id,) = default_stack.resources("AWS::Lambda::LayerVersion")
+    layer = default_stack.raw["Resources"][layer_id]["Properties"]
+    assert layer["CompatibleArchitectures"] == ["arm64"]
+    assert layer["CompatibleRuntimes"] == [f"python{LAMBDA_PYTHON_VERSION}"]
+    for role in ROLES:
+        assert default_stack.function(role)["Properties"]["Layers"] == [{"Ref": layer_id}]
+
+
+def test_given_the_layer_when_built_without_docker_then_it_holds_arm64_wheels_for_the_runtime(
+    default_stack: Synthesized,
+) -> None:
+    packages = LAYER_DIR / "python"
+    for package in ("aws_lambda_powertools", "pydantic", "pydantic_core", "croniter", "dateutil", "tzdata"):
+        assert (packages / package).is_dir(), f"{package} missing from the layer"
+    version = LAMBDA_PYTHON_VERSION.replace(".", "")
+    extensions = [path.name for path in (packages / "pydantic_core").glob("*.so")]
+    assert extensions == [f"_pydantic_core.cpython-{version}-aarch64-linux-gnu.so"], extensions
+    assert not (packages / "boto3").exists(), "boto3 comes with the Lambda runtime"
+    assert not list(packages.rglob("__pycache__")), "bytecode compiled here would be for the wrong Python"
+
+
+def test_given_the_code_asset_when_staged_then_it_holds_the_functions_package_and_nothing_else(
+    default_stack: Synthesized,
+) -> None:
+    assert sorted(path.name for path in CODE_DIR.iterdir()) == ["functions"]
+    for role in ROLES:
+        assert (CODE_DIR / "functions" / role / "handler.py").is_file()
+    assert not list(CODE_DIR.rglob("__pycache__"))
+
+
+def test_given_pyproject_dependencies_when_the_layer_is_pinned_then_every_pin_satisfies_them() -> None:
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    wanted = {
+        Requirement(text).name.lower(): Requirement(text) for text in pyproject["project"]["dependencies"]
+    }
+    pins = {
+        Requirement(line).name.lower().replace("_", "-"): Requirement(line)
+        for line in LAYER_REQUIREMENTS.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    # boto3 ships with the Lambda runtime; click is the CLI's alone.
+    for name in set(wanted) - {"boto3", "click"}:
+        assert name in pins, f"{name} is a runtime dependency but not in {LAYER_REQUIREMENTS.name}"
+        (version,) = [spec.version for spec in pins[name].specifier]
+        assert wanted[name].specifier.contains(version, prereleases=True), (
+            f"{name}=={version} does not satisfy pyproject's {wanted[name]}"
+        )
+
+
+def test_given_the_default_context_when_synthesized_then_every_function_reads_the_same_settings(
+    default_stack: Synthesized,
+) -> None:
+    for role in ROLES:
+        settings = _settings_of(default_stack.function(role))
+        assert settings.table_name == "<PUNCTUAL_TABLE_NAME>"
+        assert settings.queue_url == "<PUNCTUAL_QUEUE_URL>"
+        assert settings.dlq_url == "<PUNCTUAL_DLQ_URL>"
+        assert settings.shard_count == 8
+        assert settings.lookahead_seconds == 120
+        assert settings.http_allow_loopback is False
+        assert settings.allowed_target_arns == ()
+    variables = default_stack.function("api")["Properties"]["Environment"]["Variables"]
+    assert variables["PUNCTUAL_TABLE_NAME"] == {"Ref": default_stack.logical_id("AWS::DynamoDB::Table")}
+
+
+def test_given_operator_context_when_synthesized_then_the_functions_get_those_settings(
+    production_stack: Synthesized,
+) -> None:
+    for role in ROLES:
+        settings = _settings_of(production_stack.function(role))
+        assert settings.shard_count == PRODUCTION_CONTEXT["shard_count"]
+        assert settings.lookahead_seconds == PRODUCTION_CONTEXT["lookahead_seconds"]
+        assert settings.min_interval_seconds == PRODUCTION_CONTEXT["min_interval_seconds"]
+        assert settings.run_retention_days == PRODUCTION_CONTEXT["run_retention_days"]
+        assert settings.http_allow_list == tuple(PRODUCTION_CONTEXT["http_allow_list"])
+        assert settings.allowed_target_arns == tuple(PRODUCTION_CONTEXT["allowed_target_arns"])
+
+
+def test_given_the_worker_when_synthesized_then_its_sqs_source_batches_and_reports_partial_failures(
+    default_stack: Synthesized,
+) -> None:
+    work_queue = next(
+        logical_id
+        for logical_id, resource in default_stack.resources("AWS::SQS::Queue").items()
+        if "RedrivePolicy" in resource["Properties"]
+    )
+    default_stack.template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "EventSourceArn": {"Fn::GetAtt": [work_queue, "Arn"]},
+            "FunctionName": {"Ref": default_stack.logical_id_of_function("worker")},
+            "BatchSize": 10,
+            "MaximumBatchingWindowInSeconds": 1,
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "ScalingConfig": {"MaximumConcurrency": 50},
+        },
+    )
+
+
+def test_given_the_dispatcher_when_synthesized_then_a_rule_invokes_it_every_minute_without_a_singleton(
+    default_stack: Synthesized,
+) -> None:
+    dispatcher_id = default_stack.logical_id_of_function("dispatcher")
+    rule = default_stack.only("AWS::Events::Rule")["Properties"]
+    assert rule["ScheduleExpression"] == "rate(1 minute)"
+    assert rule["State"] == "ENABLED"
+    assert [target["Arn"] for target in rule["Targets"]] == [{"Fn::GetAtt": [dispatcher_id, "Arn"]}]
+    dispatcher = default_stack.function("dispatcher")["Properties"]
+    # Correctness never assumes a single dispatcher, so concurrency is not pinned to one.
+    assert "ReservedConcurrentExecutions" not in dispatcher
+    assert dispatcher["Timeout"] >= 60
+    default_stack.template.has_resource_properties(
+        "AWS::Lambda::EventInvokeConfig",
+        {"FunctionName": {"Ref": dispatcher_id}, "MaximumRetryAttempts": 0},
+    )

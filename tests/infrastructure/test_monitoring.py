@@ -1,0 +1,82 @@
+"""Alarms an operator needs and the dashboard that shows them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra.monitoring import LAG_METRIC_NAME, SWEEP_FINISHED_MESSAGE
+from tests.infrastructure.conftest import PRODUCTION_CONTEXT, Synthesized
+
+pytestmark = pytest.mark.xdist_group("infrastructure")
+
+
+def _alarms(synthesized: Synthesized) -> dict[str, dict[str, Any]]:
+    return {
+        alarm["Properties"]["AlarmName"]: alarm["Properties"]
+        for alarm in synthesized.resources("AWS::CloudWatch::Alarm").values()
+    }
+
+
+def test_given_the_stack_when_synthesized_then_it_alarms_on_every_failure_mode_of_the_scheduler(
+    default_stack: Synthesized,
+) -> None:
+    alarms = _alarms(default_stack)
+    assert set(alarms) == {
+        "punctual-dev-dlq-not-empty",
+        "punctual-dev-dispatcher-errors",
+        "punctual-dev-worker-errors",
+        "punctual-dev-worker-throttles",
+        "punctual-dev-oldest-message-age",
+        "punctual-dev-dispatcher-lag",
+    }
+    expected = {
+        "punctual-dev-dlq-not-empty": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "DeadLetterQueue"),
+        "punctual-dev-dispatcher-errors": ("AWS/Lambda", "Errors", "Dispatcher"),
+        "punctual-dev-worker-errors": ("AWS/Lambda", "Errors", "Worker"),
+        "punctual-dev-worker-throttles": ("AWS/Lambda", "Throttles", "Worker"),
+        "punctual-dev-oldest-message-age": ("AWS/SQS", "ApproximateAgeOfOldestMessage", "WorkQueue"),
+    }
+    for name, (namespace, metric, resource) in expected.items():
+        alarm = alarms[name]
+        assert (alarm["Namespace"], alarm["MetricName"]) == (namespace, metric), name
+        assert resource in str(alarm["Dimensions"]), f"{name} watches the wrong resource"
+    assert alarms["punctual-dev-dlq-not-empty"]["Threshold"] == 0
+    assert alarms["punctual-dev-dlq-not-empty"]["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+def test_given_the_dispatcher_logs_when_synthesized_then_its_lag_is_a_metric_and_silence_is_an_alarm(
+    default_stack: Synthesized,
+) -> None:
+    dispatcher_logs = default_stack.function("dispatcher")["Properties"]["LoggingConfig"]["LogGroup"]
+    metric_filter = default_stack.only("AWS::Logs::MetricFilter")["Properties"]
+    assert metric_filter["LogGroupName"] == dispatcher_logs
+    assert SWEEP_FINISHED_MESSAGE in metric_filter["FilterPattern"]
+    (transformation,) = metric_filter["MetricTransformations"]
+    assert transformation["MetricValue"] == "$.lag_seconds"
+    assert transformation["MetricName"] == LAG_METRIC_NAME
+
+    lag = _alarms(default_stack)["punctual-dev-dispatcher-lag"]
+    assert (lag["Namespace"], lag["MetricName"]) == (transformation["MetricNamespace"], LAG_METRIC_NAME)
+    assert lag["Threshold"] == 180
+    assert lag["TreatMissingData"] == "breaching", "a dispatcher that stopped ticking must alarm too"
+
+
+def test_given_an_alarm_topic_when_synthesized_then_every_alarm_notifies_it(
+    default_stack: Synthesized, production_stack: Synthesized
+) -> None:
+    for alarm in _alarms(production_stack).values():
+        assert alarm["AlarmActions"] == [PRODUCTION_CONTEXT["alarm_topic_arn"]]
+        assert alarm["OKActions"] == [PRODUCTION_CONTEXT["alarm_topic_arn"]]
+    for alarm in _alarms(default_stack).values():
+        assert "AlarmActions" not in alarm
+
+
+def test_given_the_stack_when_synthesized_then_a_dashboard_shows_api_dispatcher_worker_queues_and_table(
+    default_stack: Synthesized,
+) -> None:
+    dashboard = default_stack.only("AWS::CloudWatch::Dashboard")["Properties"]
+    body = str(dashboard["DashboardBody"])
+    for title in ("API requests", "Dispatcher lag", "Worker invocations", "Work queue", "DLQ depth", "Table"):
+        assert title in body, f"dashboard lacks the {title!r} widget"

@@ -1,0 +1,230 @@
+"""Least privilege: named actions only, each role on the resources it uses, targets from configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from infra.config import DeploymentConfig
+from infra.permissions import TABLE_ITEM_ACTIONS
+from tests.infrastructure.conftest import PRODUCTION_TARGETS, Synthesized
+
+pytestmark = pytest.mark.xdist_group("infrastructure")
+
+# Services whose actions read or change data; a wildcard action on any of them is never granted.
+DATA_SERVICES = {"dynamodb", "sqs", "sns", "lambda", "events", "s3", "kms", "logs", "secretsmanager", "ssm"}
+# Actions that support no resource-level permissions and touch no data.
+RESOURCE_STAR_ALLOWED = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def policy_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every statement that grants something: identity policies, inline role policies, resource policies."""
+    for logical_id, resource in template["Resources"].items():
+        properties = resource.get("Properties", {})
+        documents = []
+        if resource["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+            documents.append(properties["PolicyDocument"])
+        elif resource["Type"] == "AWS::IAM::Role":
+            documents.extend(policy["PolicyDocument"] for policy in properties.get("Policies", []))
+        elif "PolicyDocument" in properties:  # queue, topic, bucket policies
+            documents.append(properties["PolicyDocument"])
+        elif resource["Type"] == "AWS::KMS::Key":
+            documents.append(properties["KeyPolicy"])
+        elif resource["Type"] == "AWS::Lambda::Permission":
+            documents.append({"Statement": [{"Effect": "Allow", "Action": properties["Action"]}]})
+        for document in documents:
+            for statement in _as_list(document["Statement"]):
+                if statement["Effect"] == "Allow":
+                    yield logical_id, statement
+
+
+def wildcard_data_grants(template: dict[str, Any]) -> list[str]:
+    """'<resource>: <action>' for each Allow of a wildcard (or NotAction) on a data service."""
+    found = []
+    for logical_id, statement in policy_statements(template):
+        if "NotAction" in statement:
+            found.append(f"{logical_id}: NotAction {statement['NotAction']}")
+        for action in _as_list(statement.get("Action", [])):
+            service = action.split(":")[0] if ":" in action else "*"
+            if "*" in action and (
+                service == "*" or service.replace("*", "") in DATA_SERVICES or "*" in service
+            ):
+                found.append(f"{logical_id}: {action}")
+    return found
+
+
+def _statements_of(synthesized: Synthesized, role: str) -> list[dict[str, Any]]:
+    function = synthesized.function(role)
+    role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = []
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        if {"Ref": role_id} in policy["Properties"]["Roles"]:
+            statements.extend(_as_list(policy["Properties"]["PolicyDocument"]["Statement"]))
+    return statements
+
+
+def _actions_on(statements: list[dict[str, Any]], resource_fragment: str) -> set[str]:
+    return {
+        action
+        for statement in statements
+        if resource_fragment in str(statement["Resource"])
+        for action in _as_list(statement["Action"])
+    }
+
+
+def test_given_a_policy_granting_a_wildcard_data_action_when_checked_then_it_is_reported() -> None:
+    template = {
+        "Resources": {
+            "Bad": {
+                "Type": "AWS::IAM::Policy",
+                "Properties": {
+                    "PolicyDocument": {
+                        "Statement": [
+                            {"Effect": "Allow", "Action": ["dynamodb:*"], "Resource": "*"},
+                            {"Effect": "Allow", "Action": "s3:Get*", "Resource": "*"},
+                            {"Effect": "Deny", "Action": "sqs:*", "Resource": "*"},
+                            {"Effect": "Allow", "Action": "xray:PutTraceSegments", "Resource": "*"},
+                        ]
+                    }
+                },
+            }
+        }
+    }
+    assert wildcard_data_grants(template) == ["Bad: dynamodb:*", "Bad: s3:Get*"]
+
+
+def test_given_any_configuration_when_synthesized_then_no_statement_grants_a_wildcard_data_action(
+    default_stack: Synthesized, production_stack: Synthesized
+) -> None:
+    for synthesized in (default_stack, production_stack):
+        offenders = wildcard_data_grants(synthesized.raw)
+        assert offenders == [], (
+            f"wildcard data actions granted in {synthesized.stack.stack_name}: {offenders}"
+        )
+
+
+def test_given_no_allow_all_targets_when_synthesized_then_only_xray_is_granted_on_every_resource(
+    default_stack: Synthesized, production_stack: Synthesized
+) -> None:
+    for synthesized in (default_stack, production_stack):
+        for logical_id, statement in policy_statements(synthesized.raw):
+            if "*" in _as_list(statement.get("Resource", [])):
+                assert set(_as_list(statement["Action"])) <= RESOURCE_STAR_ALLOWED, (logical_id, statement)
+
+
+def test_given_the_api_role_when_synthesized_then_it_reads_writes_items_queries_the_owner_index_and_queues(
+    default_stack: Synthesized,
+) -> None:
+    statements = _statements_of(default_stack, "api")
+    table = default_stack.logical_id("AWS::DynamoDB::Table")
+
+    table_statements = [s for s in statements if s["Resource"] == {"Fn::GetAtt": [table, "Arn"]}]
+    assert {a for s in table_statements for a in _as_list(s["Action"])} == set(TABLE_ITEM_ACTIONS)
+    index_statements = [s for s in statements if "/index/gsi1" in str(s["Resource"])]
+    assert [_as_list(s["Action"]) for s in index_statements] == [["dynamodb:Query"]]
+    assert not any("dynamodb:Scan" in _as_list(s["Action"]) for s in statements)
+    assert _actions_on(statements, "WorkQueue") == {"sqs:SendMessage", "sqs:GetQueueAttributes"}
+    assert _actions_on(statements, "DeadLetterQueue") == {"sqs:GetQueueAttributes"}
+
+
+def test_given_the_dispatcher_role_when_synthesized_then_it_writes_items_and_sends_to_the_work_queue_only(
+    default_stack: Synthesized,
+) -> None:
+    statements = _statements_of(default_stack, "dispatcher")
+    assert _actions_on(statements, "WorkQueue") == {"sqs:SendMessage"}
+    assert _actions_on(statements, "DeadLetterQueue") == set()
+    assert not any("/index/" in str(s["Resource"]) for s in statements), "the dispatcher never lists jobs"
+    assert not any(
+        a.startswith(("lambda:", "sns:", "events:")) for s in statements for a in _as_list(s["Action"])
+    )
+
+
+def test_given_the_worker_role_when_synthesized_then_it_consumes_the_work_queue_and_feeds_the_dlq(
+    default_stack: Synthesized,
+) -> None:
+    statements = _statements_of(default_stack, "worker")
+    assert _actions_on(statements, "WorkQueue") >= {
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:ChangeMessageVisibility",
+    }
+    assert "sqs:SendMessage" not in _actions_on(statements, "WorkQueue")
+    assert _actions_on(statements, "DeadLetterQueue") == {"sqs:SendMessage"}
+    assert not any(
+        a.startswith(("lambda:", "sns:", "events:")) for s in statements for a in _as_list(s["Action"])
+    ), "with no allowed_target_arns the worker may reach no AWS target"
+
+
+def test_given_allowed_target_arns_when_synthesized_then_the_worker_may_deliver_to_exactly_those(
+    production_stack: Synthesized,
+) -> None:
+    statements = _statements_of(production_stack, "worker")
+    granted = {
+        (action, resource)
+        for statement in statements
+        for action in _as_list(statement["Action"])
+        if action.split(":")[0] in ("lambda", "sns", "events") or action == "sqs:SendMessage"
+        for resource in _as_list(statement["Resource"])
+        if isinstance(resource, str)
+    }
+    lambda_arn, queue_arn, topic_arn, bus_arn = PRODUCTION_TARGETS
+    assert granted == {
+        ("lambda:InvokeFunction", lambda_arn),
+        ("sqs:SendMessage", queue_arn),
+        ("sns:Publish", topic_arn),
+        ("events:PutEvents", bus_arn),
+    }
+    for role in ("api", "dispatcher"):
+        assert not any(
+            resource in PRODUCTION_TARGETS
+            for statement in _statements_of(production_stack, role)
+            for resource in _as_list(statement["Resource"])
+        ), f"only the worker delivers to targets, not the {role}"
+
+
+@pytest.mark.parametrize(
+    "patterns",
+    [
+        "my-function",  # a name, not an ARN: IAM needs ARNs
+        "arn:aws:s3:::bucket",  # not a kind of target
+        "arn:aws:lambda:us-east-1:123456789012:function:job-[ab]",  # IAM has no character classes
+    ],
+)
+def test_given_a_target_pattern_iam_cannot_express_when_configured_then_synth_refuses_it(
+    patterns: str,
+) -> None:
+    with pytest.raises(ValidationError, match="allowed_target_arns"):
+        DeploymentConfig.from_mapping({"allowed_target_arns": patterns})
+
+
+def test_given_context_from_the_command_line_when_read_then_strings_become_lists_and_numbers() -> None:
+    config = DeploymentConfig.from_mapping(
+        {
+            "shard_count": "16",
+            "allowed_target_arns": "arn:aws:sns:us-east-1:123456789012:a, "
+            "arn:aws:sqs:us-east-1:123456789012:b",
+            "http_allow_list": '["10.0.0.0/8"]',
+            "api_gateway_cloudwatch_role": "false",
+        }
+    )
+    assert config.shard_count == 16
+    assert config.allowed_target_arns == (
+        "arn:aws:sns:us-east-1:123456789012:a",
+        "arn:aws:sqs:us-east-1:123456789012:b",
+    )
+    assert config.http_allow_list == ("10.0.0.0/8",)
+    assert config.api_gateway_cloudwatch_role is False
+
+
+def test_given_a_setting_the_functions_would_refuse_when_configured_then_synth_refuses_it() -> None:
+    with pytest.raises(ValidationError, match="shard_count"):
+        DeploymentConfig.from_mapping({"shard_count": 0})
+    with pytest.raises(ValidationError, match="lookahead_seconds"):
+        DeploymentConfig.from_mapping({"lookahead_seconds": 5})
