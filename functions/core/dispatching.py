@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from functions.core import faults
 from functions.core.model import (
     Job,
     JobStatus,
@@ -80,7 +81,7 @@ class Dispatcher:
         self.settings = settings
         self.clock = clock
         # Tests make the dispatcher "die" at named points to prove nothing is lost.
-        self.crash_point = crash_point or (lambda _name: None)
+        self.crash_point = crash_point or faults.crash_point
 
     # ---------------------------------------------------------------------------------- dispatch
 
@@ -223,6 +224,7 @@ class Dispatcher:
                 can_advance = False
             bucket = next_bucket(bucket)
         if advance_to != cursor and (cursor is None or advance_to > cursor):
+            self.crash_point("before_cursor_advance")
             report.cursors_advanced += int(self.store.advance_cursor(shard, cursor, advance_to))
         return report
 

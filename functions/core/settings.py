@@ -36,8 +36,9 @@ class Settings(BaseModel):
     bucket_safety_seconds: int = Field(default=5, ge=0)
     # How far back a shard's cursor starts on its first tick.
     initial_catchup_seconds: int = Field(default=3600, ge=60)
-    # Worker: lease on a RUNNING run and on its SQS message, renewed by a heartbeat.
-    lease_seconds: int = Field(default=20, ge=3)
+    # Worker: lease on a RUNNING run and on its SQS message, renewed by a heartbeat every third of it.
+    # Short, so a crashed worker's run is taken over within seconds (precision under faults).
+    lease_seconds: int = Field(default=6, ge=3)
     # Worker: a message that arrives up to this early is held in-process; later ones go back to SQS.
     max_early_wait_seconds: int = Field(default=20, ge=0)
     run_retention_days: int = Field(default=30, ge=1)

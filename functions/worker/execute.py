@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from functions.core import faults
 from functions.core.definitions import SQS_MAX_DELAY_SECONDS
 from functions.core.model import (
     Attempt,
@@ -96,7 +97,7 @@ class RunExecutor:
         self.settings = settings
         self.clock = clock
         self.sleep = sleep
-        self.crash_point = crash_point or (lambda _name: None)
+        self.crash_point = crash_point or faults.crash_point
         self.rng = random.Random()
 
     def handle(self, message: WorkMessage, receipt_handle: str | None = None, body: str = "") -> None:
@@ -121,7 +122,7 @@ class RunExecutor:
                 if self.store.mark_run(run, RunStatus.SKIPPED, now=self.clock(), error=reason):
                     logger.info("run skipped", extra={**log, "reason": reason})
                 return
-        self._wait_until_due(run)
+        self._wait_until_due(run, receipt_handle)
         if (
             job.overlap.value == "skip"
             and run.status is RunStatus.QUEUED
@@ -161,13 +162,20 @@ class RunExecutor:
 
     # -------------------------------------------------------------------------------------------
 
-    def _wait_until_due(self, run: Run) -> None:
+    def _wait_until_due(self, run: Run, receipt_handle: str | None) -> None:
+        """Hold the message until the attempt is due, or give it back if that is too far off.
+
+        While holding, the message is hidden for the wait plus one lease only: if this worker dies,
+        the message comes back seconds after the run was due, not after the queue's long timeout.
+        """
         due = run.next_attempt_at or run.scheduled_for
         remaining = (due - self.clock()).total_seconds()
-        if remaining <= 0:
-            return
         if remaining > self.settings.max_early_wait_seconds:
             raise ReturnLater("not due yet", max(1, math.floor(remaining) - EARLY_ARRIVAL_SECONDS))
+        if receipt_handle is not None:
+            self.queue.change_visibility(
+                receipt_handle, math.ceil(max(0.0, remaining)) + self.settings.lease_seconds
+            )
         # Sleep most of the way, then spin the last milliseconds: never early, rarely a ms late.
         while (remaining := (due - self.clock()).total_seconds()) > 0:
             self.sleep(remaining if remaining > 0.002 else 0)
