@@ -27,7 +27,7 @@ test: lint infra-setup
 test-fast: setup
 	$(BIN)/pytest -m 'not e2e and not slow' -q
 
-## Long-running tests (chaos); CI runs them too once they exist.
+## Long-running tests (process chaos); CI runs them too.
 test-slow: setup
 	$(BIN)/pytest -m slow
 
