@@ -48,6 +48,7 @@ def _layer_inputs_digest(requirements: Path) -> str:
     digest = hashlib.sha256()
     digest.update(requirements.read_bytes())
     digest.update(f"{LAMBDA_PYTHON_VERSION}|{WHEEL_PLATFORM}".encode())
+    digest.update(Path(__file__).read_bytes())  # how the layer is built is an input too
     return digest.hexdigest()
 
 
@@ -101,14 +102,23 @@ def build_dependency_layer(
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise AssetError(f"building the dependency layer failed:\n{result.stdout}\n{result.stderr}")
-    # pip leaves a bin/ for console scripts; a layer needs only the packages.
-    shutil.rmtree(staging / "python" / "bin", ignore_errors=True)
+    _drop_console_scripts(staging / "python")
     _stamp(layer_dir).unlink(missing_ok=True)
     if layer_dir.exists():
         shutil.rmtree(layer_dir)
     staging.rename(layer_dir)
     _stamp(layer_dir).write_text(_layer_inputs_digest(requirements) + "\n")
     return layer_dir
+
+
+def _drop_console_scripts(packages: Path) -> None:
+    """Remove pip's bin/ and its RECORD lines: a layer needs only the packages, and the scripts'
+    shebangs name this machine's interpreter, which would make the asset differ from one machine to
+    the next."""
+    shutil.rmtree(packages / "bin", ignore_errors=True)
+    for record in packages.glob("*.dist-info/RECORD"):
+        lines = record.read_text().splitlines(keepends=True)
+        record.write_text("".join(line for line in lines if not line.startswith("../../bin/")))
 
 
 def require_dependency_layer(layer_dir: Path = LAYER_DIR) -> Path:

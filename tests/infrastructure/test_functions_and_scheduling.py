@@ -90,6 +90,8 @@ def test_given_the_layer_when_built_without_docker_then_it_holds_arm64_wheels_fo
     assert extensions == [f"_pydantic_core.cpython-{version}-aarch64-linux-gnu.so"], extensions
     assert not (packages / "boto3").exists(), "boto3 comes with the Lambda runtime"
     assert not list(packages.rglob("__pycache__")), "bytecode compiled here would be for the wrong Python"
+    for record in packages.glob("*.dist-info/RECORD"):
+        assert "../../bin/" not in record.read_text(), f"{record}: console scripts are machine-specific"
 
 
 def test_given_the_code_asset_when_staged_then_it_holds_the_functions_package_and_nothing_else(
