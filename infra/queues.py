@@ -11,8 +11,8 @@ from infra.config import DeploymentConfig
 
 # AWS guidance for an SQS event source: the queue's visibility timeout is at least six times the
 # function's timeout plus the batching window, so Lambda can retry a throttled batch before the
-# messages reappear. The worker does not depend on it while it runs: its heartbeat sets each held
-# message's visibility to the run lease (seconds) and keeps extending it.
+# messages reappear. Crash recovery does not wait for it: the worker hides each message it holds only
+# for the wait until its second plus the run lease, and its heartbeat keeps extending that.
 VISIBILITY_TIMEOUT_FACTOR = 6
 # A message is redriven to the DLQ after WORK_QUEUE_MAX_RECEIVE_COUNT receives; it must get there
 # before the work queue's retention would silently delete it.
