@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from infra.config import DeploymentConfig
-from infra.permissions import TABLE_ITEM_ACTIONS
+from infra.permissions import TABLE_ITEM_ACTIONS, target_statements
 from tests.infrastructure.conftest import PRODUCTION_TARGETS, Synthesized
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
@@ -228,3 +228,17 @@ def test_given_a_setting_the_functions_would_refuse_when_configured_then_synth_r
         DeploymentConfig.from_mapping({"shard_count": 0})
     with pytest.raises(ValidationError, match="lookahead_seconds"):
         DeploymentConfig.from_mapping({"lookahead_seconds": 5})
+
+
+def test_given_allow_all_targets_when_granted_then_the_worker_gets_the_four_delivery_actions_by_name() -> (
+    None
+):
+    (statement,) = target_statements(["*", "arn:aws:sns:us-east-1:123456789012:ignored"])
+    document = statement.to_statement_json()
+    assert document["Resource"] == "*"
+    assert sorted(document["Action"]) == [
+        "events:PutEvents",
+        "lambda:InvokeFunction",
+        "sns:Publish",
+        "sqs:SendMessage",
+    ]
