@@ -8,6 +8,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -548,6 +549,54 @@ def test_a_role_alone_needs_the_emulator_endpoint(tmp_path: Path) -> None:
     assert process.returncode == 2
     assert "--role needs --aws-endpoint" in process.stderr
     assert "Traceback" not in process.stderr
+
+
+@pytest.mark.xfail(
+    reason="BUG: an --aws-endpoint nobody listens on ends in a botocore EndpointConnectionError "
+    "traceback (exit 1) instead of one line naming the endpoint (exit 5)",
+    strict=True,
+)
+@pytest.mark.parametrize("role", [[], ["--role", "worker"]], ids=["stack", "role"])
+def test_an_unreachable_aws_endpoint_is_one_line(tmp_path: Path, role: list[str]) -> None:
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    process = subprocess.run(
+        [*PUNCTUAL, "local", *role, "--aws-endpoint", endpoint, "--port", str(free_port())],
+        check=False,
+        env=clean_env(tmp_path),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert process.returncode == 5, process.stderr[-2000:]
+    assert "Traceback" not in process.stderr and endpoint in process.stderr
+
+
+@pytest.mark.xfail(
+    reason="BUG: `punctual local --port P` with P taken prints the 'running' banner, then the api role "
+    "dies with an 'Address already in use' traceback and is restarted over and over",
+    strict=True,
+)
+def test_local_on_a_port_in_use_says_so_and_exits(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = _start([*PUNCTUAL, "local", "--port", str(port)], tmp_path)
+        try:
+            started.process.wait(timeout=8)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            running = started.process.poll() is None
+            if running:
+                _stop(started.process)
+        started.lines.until(lambda _seen: False, timeout=0.5)
+    output = "\n".join(started.lines.seen)
+    assert not running, "still running 8 s later:\n" + output[-1500:]
+    assert started.process.returncode != 0
+    assert "Traceback" not in output and "Punctual is running" not in output
+    assert str(port) in output
 
 
 class Lines:
