@@ -364,6 +364,8 @@ class Store:
         except ClientError as error:
             if error.response["Error"]["Code"] != "TransactionCanceledException":
                 raise
+            if self._already_written(job):
+                return
             codes = _cancellation_codes(error)
             # Report the idempotency record first: a retried create also collides on its name.
             for part in ("idempotency", "name", "job"):
@@ -371,6 +373,12 @@ class Store:
                 if position < len(codes) and codes[position] == "ConditionalCheckFailed":
                     raise ConflictError(part) from error
             raise
+
+    def _already_written(self, job: Job) -> bool:
+        """True when this very write is in the table: the SDK retried a transaction whose answer was
+        lost after it took effect (job ids are random, so nobody else writes this job)."""
+        stored = self.get_job(job.job_id)
+        return stored is not None and stored.owner == job.owner and stored.created_at == job.created_at
 
     def _put_name(self, job: Job) -> TransactWriteItemTypeDef:
         assert job.name is not None
@@ -479,6 +487,13 @@ class Store:
         except ClientError as error:
             if error.response["Error"]["Code"] != "TransactionCanceledException":
                 raise
+            stored = self.get_job(after.job_id)
+            if (
+                stored is not None
+                and stored.version == after.version
+                and stored.updated_at == after.updated_at
+            ):
+                return  # our own write, whose answer was lost and retried
             codes = _cancellation_codes(error)
             if codes and codes[0] == "ConditionalCheckFailed":
                 raise ConflictError("version") from error
@@ -709,7 +724,8 @@ class Store:
                 raise
             codes = _cancellation_codes(error)
             if codes and codes[0] == "ConditionalCheckFailed":
-                return ClaimResult(claimed=False, stale=False)
+                # Lost to another dispatcher, or our own claim took effect and only its answer was lost.
+                return ClaimResult(claimed=self._claimed_by(trigger, token), stale=False)
             if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
                 return ClaimResult(claimed=False, stale=True)
             if len(codes) > 2 and codes[2] == "ConditionalCheckFailed":
@@ -718,6 +734,11 @@ class Store:
                 return ClaimResult(claimed=False, stale=True)
             raise
         return ClaimResult(claimed=True, stale=False)
+
+    def _claimed_by(self, trigger: Trigger, token: str) -> bool:
+        response = self.client.get_item(TableName=self.table, Key=trigger_key(trigger), ConsistentRead=True)
+        item = response.get("Item")
+        return item is not None and item.get("claim_token", {}).get("S") == token
 
     def _job_claim_update(
         self, trigger: Trigger, job: Job, next_trigger: Trigger | None, job_status: JobStatus | None
@@ -972,6 +993,14 @@ class Store:
             self.client.transact_write_items(TransactItems=items)
         except ClientError as error:
             if error.response["Error"]["Code"] == "TransactionCanceledException":
+                stored = self.get_run(run.job_id, run.run_id)
+                if (
+                    stored is not None
+                    and stored.status is status
+                    and stored.attempts
+                    and stored.attempts[-1] == attempt
+                ):
+                    return  # our own write, whose answer was lost and retried
                 raise ConflictError(f"run {run.run_id} is no longer ours to finish") from error
             raise
 

@@ -143,8 +143,13 @@ class RunExecutor:
                 lease_until=started_at + timedelta(seconds=self.settings.lease_seconds),
             )
         except ConflictError:
-            logger.info("duplicate delivery ignored", extra=log)
-            return
+            # Either another delivery started it, or our own write took effect and only its answer
+            # was lost (the SDK retried it): the lease token tells which.
+            current = self.store.get_run(run.job_id, run.run_id)
+            if current is None or current.status is not RunStatus.RUNNING or current.lease_token != token:
+                logger.info("duplicate delivery ignored", extra=log)
+                return
+            run = current
         logger.info(
             "attempt started",
             extra={

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
+import os
+import random
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -45,6 +48,55 @@ class SerializedDynamoDB:
                 if close is not None:
                     close()
         return [body]
+
+
+class FaultInjector:
+    """Makes AWS misbehave, for fault tests: ``PUNCTUAL_EMULATOR_FAULTS="throttle=0.03,lost=0.02"``.
+
+    ``throttle``: the request is refused with a throttling error (nothing happened; the SDK retries).
+    ``lost``: the request is carried out but its answer is replaced by a 500 (the SDK retries a request
+    that already took effect, like a response lost to a network timeout).
+    """
+
+    def __init__(self, app: WsgiApp, throttle: float, lost: float, rng: random.Random | None = None) -> None:
+        self.app = app
+        self.throttle = throttle
+        self.lost = lost
+        self.rng = rng or random.Random()
+        self.injected = {"throttle": 0, "lost": 0}
+
+    @classmethod
+    def from_env(cls, app: WsgiApp, spec: str) -> WsgiApp:
+        rates = {"throttle": 0.0, "lost": 0.0}
+        for part in spec.split(","):
+            key, _, value = part.strip().partition("=")
+            if key in rates:
+                rates[key] = float(value)
+        return cls(app, rates["throttle"], rates["lost"]) if any(rates.values()) else app
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if not environ.get("HTTP_X_AMZ_TARGET"):
+            return self.app(environ, start_response)
+        roll = self.rng.random()
+        if roll < self.throttle:
+            self.injected["throttle"] += 1
+            return _error(start_response, "400 Bad Request", "ThrottlingException", "injected throttling")
+        if roll < self.throttle + self.lost:
+            self.injected["lost"] += 1
+            result = self.app(environ, lambda *_args, **_kwargs: None)
+            b"".join(result)
+            return _error(
+                start_response, "500 Internal Server Error", "InternalFailure", "injected: answer lost"
+            )
+        return self.app(environ, start_response)
+
+
+def _error(start_response: Callable[..., Any], status: str, code: str, message: str) -> list[bytes]:
+    body = json.dumps({"__type": code, "message": message}).encode()
+    start_response(
+        status, [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(body)))]
+    )
+    return [body]
 
 
 _original_transact_write_items = DynamoDBBackend.transact_write_items
@@ -103,7 +155,8 @@ def _transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, 
 def make_emulator(host: str, port: int) -> BaseWSGIServer:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
-    app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
+    app: WsgiApp = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
+    app = FaultInjector.from_env(app, os.environ.get("PUNCTUAL_EMULATOR_FAULTS", ""))
     return make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
 
 

@@ -182,3 +182,17 @@ def test_outage_follows_the_misfire_policy(
     future = harness.job(job["job_id"]).next_trigger_at
     assert future is not None and future > harness.clock.now
     assert len(new) >= expected_runs
+
+
+def test_dispatcher_dying_before_the_cursor_moves_loses_nothing(harness: Harness) -> None:
+    job = at_job(harness, 150)
+    harness.crash_at.add("before_cursor_advance")
+    harness.clock.advance(60)
+    with pytest.raises(SimulatedCrash):
+        harness.dispatcher.sweep()
+    harness.crash_at.clear()
+    sent_before_restart = list(harness.queue.sent)
+    harness.clock.advance(60)
+    harness.dispatcher.sweep()
+    ids = sent_run_ids(harness)
+    assert [m.job_id for m, _ in harness.queue.sent] == [job["job_id"]], (sent_before_restart, ids)

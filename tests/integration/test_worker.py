@@ -207,3 +207,29 @@ def test_a_job_with_a_signing_secret_delivers_a_verifiable_signature(
     assert not verify_signature(
         "another-secret-entirely", delivery.headers["Punctual-Signature"], delivery.body, now
     )
+
+
+def test_one_message_handled_by_two_workers_at_once_starts_once(harness: Harness, receiver: Receiver) -> None:
+    import threading
+
+    job = one_off(harness, receiver, "/both", seconds=0)
+    message = harness.queue.sent[0][0]
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        barrier.wait()
+        try:
+            harness.executor.handle(message, None)
+        except BaseException as error:  # a ReturnLater would also be acceptable: never a second start
+            errors.append(error)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(isinstance(error, ReturnLater) for error in errors), errors
+    run = only_run(harness, job["job_id"])
+    assert run.status is RunStatus.SUCCEEDED and run.executions == 1
+    assert len(receiver.for_path("/both")) == 1
