@@ -490,8 +490,8 @@ class Store:
             stored = self.get_job(after.job_id)
             if (
                 stored is not None
-                and stored.version == after.version
-                and stored.updated_at == after.updated_at
+                and _api_view(stored) != _api_view(before)
+                and _api_view(stored) == _api_view(after)
             ):
                 return  # our own write, whose answer was lost and retried
             codes = _cancellation_codes(error)
@@ -1074,6 +1074,11 @@ class Store:
 
     def _expiry(self, moment: datetime) -> datetime:
         return moment + self.run_retention
+
+
+def _api_view(job: Job) -> Job:
+    """A job without the fields the dispatcher and worker maintain (compare what the API writes)."""
+    return replace(job, next_trigger_at=None, last_run=None, run_counts={})
 
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
