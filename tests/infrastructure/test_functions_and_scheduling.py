@@ -10,7 +10,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from functions.core.settings import Settings
-from infra.assets import CODE_DIR, LAMBDA_PYTHON_VERSION, LAYER_DIR, LAYER_REQUIREMENTS
+from infra.assets import LAMBDA_PYTHON_VERSION, LAYER_REQUIREMENTS
 from tests.infrastructure.conftest import PRODUCTION_CONTEXT, REPO_ROOT, Synthesized
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
@@ -82,7 +82,9 @@ def test_given_each_role_when_synthesized_then_powertools_and_dependencies_come_
 def test_given_the_layer_when_built_without_docker_then_it_holds_arm64_wheels_for_the_runtime(
     default_stack: Synthesized,
 ) -> None:
-    packages = LAYER_DIR / "python"
+    layer_key = default_stack.only("AWS::Lambda::LayerVersion")["Properties"]["Content"]["S3Key"]
+    packages = default_stack.assembly_dir / f"asset.{layer_key.removesuffix('.zip')}" / "python"
+    assert packages.is_dir(), "the uploaded layer must hold its packages under python/"
     for package in ("aws_lambda_powertools", "pydantic", "pydantic_core", "croniter", "dateutil", "tzdata"):
         assert (packages / package).is_dir(), f"{package} missing from the layer"
     version = LAMBDA_PYTHON_VERSION.replace(".", "")
@@ -97,10 +99,12 @@ def test_given_the_layer_when_built_without_docker_then_it_holds_arm64_wheels_fo
 def test_given_the_code_asset_when_staged_then_it_holds_the_functions_package_and_nothing_else(
     default_stack: Synthesized,
 ) -> None:
-    assert sorted(path.name for path in CODE_DIR.iterdir()) == ["functions"]
+    (code_key,) = {default_stack.function(role)["Properties"]["Code"]["S3Key"] for role in ROLES}
+    asset = default_stack.assembly_dir / f"asset.{code_key.removesuffix('.zip')}"
+    assert sorted(path.name for path in asset.iterdir()) == ["functions"], "only functions/ is uploaded"
     for role in ROLES:
-        assert (CODE_DIR / "functions" / role / "handler.py").is_file()
-    assert not list(CODE_DIR.rglob("__pycache__"))
+        assert (asset / "functions" / role / "handler.py").is_file()
+    assert not list(asset.rglob("__pycache__"))
 
 
 def test_given_pyproject_dependencies_when_the_layer_is_pinned_then_every_pin_satisfies_them() -> None:
