@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import click
 
-from punctual.client import ApiError, Client, Config, ConnectionFailed
+from punctual.client import ApiError, Client, Config, ConfigError, ConnectionFailed
 from punctual.local.env import DEFAULT_TOKEN, parse_tokens
 from punctual.output import emit_json, fields, relative, schedule_text, table, target_text
 
@@ -61,7 +61,11 @@ def api_command(function: F) -> F:
     @click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
     @functools.wraps(function)
     def wrapper(endpoint: str | None, token: str | None, as_json: bool, **kwargs: Any) -> Any:
-        ctx = Context(endpoint, token, as_json)
+        try:
+            ctx = Context(endpoint, token, as_json)
+        except ConfigError as error:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(EXIT_USAGE)
         try:
             return function(ctx, **kwargs)
         except ApiError as error:
@@ -106,7 +110,12 @@ def _key_values(pairs: tuple[str, ...], separator: str, option: str) -> dict[str
 def _payload(raw: str | None) -> Any:
     if raw is None:
         return None
-    text = Path(raw[1:]).read_text() if raw.startswith("@") else raw
+    try:
+        text = Path(raw[1:]).read_text() if raw.startswith("@") else raw
+    except OSError as error:
+        raise click.BadParameter(
+            f"cannot read {raw[1:]}: {error.strerror}", param_hint="--payload"
+        ) from error
     try:
         return json.loads(text)
     except ValueError as error:
@@ -336,7 +345,9 @@ RUN_HEADERS = ["run id", "status", "scheduled for", "lateness ms", "attempts", "
 @click.argument("job_id")
 @click.option(
     "--status",
-    type=click.Choice(["QUEUED", "RUNNING", "SUCCEEDED", "RETRYING", "FAILED", "CANCELLED", "SKIPPED"]),
+    type=click.Choice(
+        ["SCHEDULED", "QUEUED", "RUNNING", "SUCCEEDED", "RETRYING", "FAILED", "CANCELLED", "SKIPPED"]
+    ),
 )
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
 @click.option("--cursor")
@@ -492,29 +503,56 @@ def config() -> None:
 
 
 @config.command("from-stack")
-@click.option("--stack-name", default="Punctual", show_default=True)
+@click.option("--stack-name", default=None, help="Default: the one deployed stack named punctual-<stage>.")
 @click.option("--region", default=None)
 @click.option("--output-key", default="ApiUrl", show_default=True)
-def config_from_stack(stack_name: str, region: str | None, output_key: str) -> None:
+def config_from_stack(stack_name: str | None, region: str | None, output_key: str) -> None:
     """Read the deployed API URL from the CloudFormation stack outputs and save it."""
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
+    session = boto3.session.Session(region_name=region)
+    client = session.client("cloudformation")
     try:
-        session = boto3.session.Session(region_name=region)
-        stacks = session.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"]
-    except (BotoCoreError, ClientError) as error:
+        if stack_name is not None:
+            stacks = client.describe_stacks(StackName=stack_name)["Stacks"]
+        else:
+            stacks = [
+                stack
+                for page in client.get_paginator("describe_stacks").paginate()
+                for stack in page["Stacks"]
+                if stack["StackName"].lower().startswith("punctual")
+                and any(o["OutputKey"].startswith(output_key) for o in stack.get("Outputs", []))
+            ]
+    except ClientError as error:
+        missing = "does not exist" in str(error)
         click.echo(f"error: cannot read stack {stack_name}: {error}", err=True)
+        sys.exit(EXIT_NOT_FOUND if missing else EXIT_UNAVAILABLE)
+    except BotoCoreError as error:
+        click.echo(f"error: cannot read CloudFormation stacks: {error}", err=True)
         sys.exit(EXIT_UNAVAILABLE)
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+    if not stacks:
+        click.echo(
+            "error: no Punctual stack found here; deploy one (make deploy) or pass --stack-name", err=True
+        )
+        sys.exit(EXIT_NOT_FOUND)
+    if len(stacks) > 1:
+        names = ", ".join(stack["StackName"] for stack in stacks)
+        click.echo(f"error: several Punctual stacks ({names}); choose one with --stack-name", err=True)
+        sys.exit(EXIT_USAGE)
+    stack = stacks[0]
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
     url = outputs.get(output_key) or next((v for k, v in outputs.items() if k.startswith(output_key)), None)
     if not url:
         click.echo(
-            f"error: stack {stack_name} has no output {output_key} (outputs: {', '.join(outputs)})", err=True
+            f"error: stack {stack['StackName']} has no output {output_key} (outputs: {', '.join(outputs)})",
+            err=True,
         )
         sys.exit(EXIT_NOT_FOUND)
     saved = Config(endpoint=url.rstrip("/"), auth="sigv4", region=session.region_name).save()
-    click.echo(f"endpoint {url} (SigV4, region {session.region_name}) saved to {saved}")
+    click.echo(
+        f"endpoint {url} of {stack['StackName']} (SigV4, region {session.region_name}) saved to {saved}"
+    )
 
 
 @config.command("show")
@@ -522,7 +560,11 @@ def config_from_stack(stack_name: str, region: str | None, output_key: str) -> N
 @click.option("--token", envvar="PUNCTUAL_TOKEN")
 def config_show(endpoint: str | None, token: str | None) -> None:
     """The endpoint and authentication the other commands would use."""
-    resolved = Config.load(endpoint, token)
+    try:
+        resolved = Config.load(endpoint, token)
+    except ConfigError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(EXIT_USAGE)
     click.echo(
         fields([("endpoint", resolved.endpoint), ("auth", resolved.auth), ("region", resolved.region)])
     )

@@ -20,10 +20,17 @@ class ApiError(Exception):
 
     def __init__(self, status: int, body: Any) -> None:
         self.status = status
-        self.body = body if isinstance(body, dict) else {"reason": str(body)}
-        self.reason = str(self.body.get("reason") or self.body.get("message") or f"HTTP {status}")
+        self.body = body if isinstance(body, dict) else {"reason": body}
+        reason = self.body.get("reason") or self.body.get("message")
+        # One line, whatever answered (a proxy's HTML page, an empty 503).
+        text = " ".join(str(reason).split())[:200] if reason else ""
+        self.reason = text or f"HTTP {status}"
         self.field = self.body.get("field")
         super().__init__(f"{self.field}: {self.reason}" if self.field else self.reason)
+
+
+class ConfigError(Exception):
+    pass
 
 
 class ConnectionFailed(Exception):
@@ -41,23 +48,38 @@ class Config:
 
     @classmethod
     def load(cls, endpoint: str | None, token: str | None, auth: str | None = None) -> Config:
+        """Flags, then environment, then the saved file, then the local stack.
+
+        The saved authentication belongs to the saved endpoint: another endpoint given by flag or
+        environment decides its own (bearer for a token or a local address, SigV4 otherwise).
+        """
         saved: dict[str, Any] = {}
         if CONFIG_PATH.exists():
-            saved = json.loads(CONFIG_PATH.read_text())
-        resolved_endpoint = (
-            endpoint or os.environ.get("PUNCTUAL_ENDPOINT") or saved.get("endpoint") or DEFAULT_ENDPOINT
+            try:
+                saved = json.loads(CONFIG_PATH.read_text())
+            except ValueError as error:
+                raise ConfigError(f"{CONFIG_PATH} is not valid JSON ({error}); fix or delete it") from error
+            if not isinstance(saved, dict):
+                raise ConfigError(f"{CONFIG_PATH} must hold a JSON object; fix or delete it")
+        given_endpoint = endpoint or os.environ.get("PUNCTUAL_ENDPOINT")
+        use_saved = given_endpoint is None or given_endpoint.rstrip("/") == str(
+            saved.get("endpoint", "")
+        ).rstrip("/")
+        resolved_endpoint = given_endpoint or saved.get("endpoint") or DEFAULT_ENDPOINT
+        resolved_token = (
+            token or os.environ.get("PUNCTUAL_TOKEN") or (saved.get("token") if use_saved else None)
         )
-        resolved_token = token or os.environ.get("PUNCTUAL_TOKEN") or saved.get("token")
         resolved_auth = (
             auth
-            or saved.get("auth")
-            or ("bearer" if resolved_token or _is_local(resolved_endpoint) else "sigv4")
+            or ("bearer" if resolved_token else None)
+            or (saved.get("auth") if use_saved else None)
+            or ("bearer" if _is_local(resolved_endpoint) else "sigv4")
         )
         return cls(
-            endpoint=resolved_endpoint.rstrip("/"),
+            endpoint=str(resolved_endpoint).rstrip("/"),
             token=resolved_token or ("local-dev-token" if resolved_auth == "bearer" else None),
             auth=resolved_auth,
-            region=saved.get("region")
+            region=(saved.get("region") if use_saved else None)
             or os.environ.get("AWS_REGION")
             or os.environ.get("AWS_DEFAULT_REGION"),
         )

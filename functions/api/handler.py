@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from functools import lru_cache
 from typing import Annotated, Any
@@ -29,6 +30,8 @@ from functions.core.settings import get_settings
 from functions.core.wiring import build_network_policy, build_store, default_dispatcher
 
 MAX_BODY_BYTES = 64 * 1024
+# Powertools reports header names in lower case; errors name them as the caller wrote them.
+HEADER_NAMES = {"idempotency-key": "Idempotency-Key"}
 TITLE = "Punctual"
 DESCRIPTION = (
     "Schedule one-off and recurring jobs that fire at their second. Authenticate with AWS SigV4 "
@@ -98,11 +101,18 @@ def handle_validation_error(error: RequestValidationError) -> Response[str]:
                 400, {"error": "bad_request", "field": "body", "reason": "the body is not valid JSON"}
             )
         location = [str(part) for part in problem.get("loc", ()) if part != "body"]
-        if location and location[0] in ("query", "path", "header"):
+        if location and location[0] == "header":
+            location = [HEADER_NAMES.get(name, name) for name in location[1:]]
+        elif location and location[0] in ("query", "path"):
             location = location[1:]
         problems.append({"field": ".".join(location) or "body", "reason": problem.get("msg", "invalid")})
     first = problems[0] if problems else {"field": "body", "reason": "invalid request"}
     return _json(422, {"error": "invalid_input", **first, "problems": problems})
+
+
+@app.not_found
+def handle_unknown_route(_error: Exception) -> Response[str]:
+    return _json(404, {"error": "not_found", "field": "path", "reason": "no such route"})
 
 
 @app.exception_handler(Exception)
@@ -234,15 +244,60 @@ def stats() -> StatsOut:
     return StatsOut.model_validate(service().stats(current_owner()))
 
 
+def _problem(status: int, error: str, field: str, reason: str) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps({"error": error, "field": field, "reason": reason}),
+    }
+
+
+def _reject_body(event: dict[str, Any]) -> dict[str, Any] | None:
+    """Checks Powertools leaves to us, answered before routing: size, media type, strict JSON.
+
+    JSON bodies must be one object of standard JSON (no NaN/Infinity, no unpaired surrogates) in
+    UTF-8. curl's default form content type is accepted, since curl -d users send JSON that way.
+    """
+    raw = event.get("body")
+    if not raw:
+        return None
+    data = (
+        base64.b64decode(raw) if event.get("isBase64Encoded") else str(raw).encode("utf-8", "surrogatepass")
+    )
+    if len(data) > MAX_BODY_BYTES:
+        return _problem(413, "payload_too_large", "body", "the body exceeds 64 KiB")
+    headers = {key.lower(): value for key, value in (event.get("headers") or {}).items()}
+    media_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    if media_type not in ("application/json", "application/x-www-form-urlencoded", ""):
+        return _problem(415, "unsupported_media_type", "Content-Type", "send the body as application/json")
+    try:
+        text = data.decode("utf-8")
+        value = json.loads(text, parse_constant=_refuse_constant)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeError, ValueError) as error:
+        return _problem(400, "bad_request", "body", f"the body is not valid JSON: {error}")
+    if not isinstance(value, dict):
+        return _problem(422, "invalid_input", "body", "the body must be a JSON object")
+    # Powertools parses only an exact application/json type.
+    event["headers"] = {
+        **{k: v for k, v in (event.get("headers") or {}).items() if k.lower() != "content-type"},
+        "Content-Type": "application/json",
+    }
+    event["multiValueHeaders"] = {
+        **{k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"},
+        "Content-Type": ["application/json"],
+    }
+    event["body"], event["isBase64Encoded"] = text, False
+    return None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    body = event.get("body") or ""
-    if len(body.encode() if isinstance(body, str) else body) > MAX_BODY_BYTES:
-        return {
-            "statusCode": 413,
-            "headers": {"Content-Type": "application/json"},
-            "body": json.dumps(
-                {"error": "payload_too_large", "field": "body", "reason": "the body exceeds 64 KiB"}
-            ),
-        }
+    rejected = _reject_body(event)
+    if rejected is not None:
+        return rejected
     return app.resolve(event, context)

@@ -31,14 +31,14 @@ class ScheduleIn(BaseModel):
     start_at: str | None = Field(default=None, max_length=64)
     end_at: str | None = Field(default=None, max_length=64)
     misfire: Literal["run_once", "skip", "run_all"] = "run_once"
-    catchup_seconds: int | None = Field(default=None, ge=0, le=31 * 24 * 3600)
+    catchup_seconds: int | None = Field(default=None, ge=0, le=31 * 24 * 3600, strict=True)
     overlap: Literal["allow", "skip"] = "allow"
 
 
 class RetryIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_attempts: int = Field(default=3, ge=1, le=10)
+    max_attempts: int = Field(default=3, ge=1, le=10, strict=True)
     backoff_seconds: float = Field(default=5.0, ge=0, le=3600)
     max_backoff_seconds: float = Field(default=600.0, ge=0, le=12 * 3600)
 
@@ -53,7 +53,7 @@ class CreateJobIn(BaseModel):
     )
     payload: Any = None
     retry: RetryIn = Field(default_factory=RetryIn)
-    timeout_seconds: int = Field(default=30, ge=1, le=900)
+    timeout_seconds: int = Field(default=30, ge=1, le=900, strict=True)
     tags: dict[str, str] = Field(default_factory=dict, max_length=50)
     signing_secret: str | None = Field(default=None, min_length=16, max_length=256)
 
@@ -68,7 +68,7 @@ class PatchJobIn(BaseModel):
     target: dict[str, Any] | None = None
     payload: Any = None
     retry: RetryIn | None = None
-    timeout_seconds: int | None = Field(default=None, ge=1, le=900)
+    timeout_seconds: int | None = Field(default=None, ge=1, le=900, strict=True)
     tags: dict[str, str] | None = Field(default=None, max_length=50)
     signing_secret: str | None = Field(default=None, min_length=16, max_length=256)
 

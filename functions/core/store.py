@@ -522,7 +522,18 @@ class Store:
             kwargs["ExpressionAttributeValues"][":name"] = {"S": name}
         if filters:
             kwargs["FilterExpression"] = " AND ".join(filters)
-        return self._filtered_page(kwargs, limit, cursor, job_from_item)
+        owner_key = f"OWNER#{owner}"
+        return self._filtered_page(
+            kwargs,
+            limit,
+            cursor,
+            job_from_item,
+            lambda key: (
+                set(key) == {PK, SK, GSI1_PK, GSI1_SK}
+                and key[GSI1_PK]["S"] == owner_key
+                and key[PK]["S"].startswith("JOB#")
+            ),
+        )
 
     def _filtered_page(
         self,
@@ -530,9 +541,16 @@ class Store:
         limit: int,
         cursor: str | None,
         convert: Callable[[Mapping[str, Any]], T],
+        belongs: Callable[[dict[str, Any]], bool],
     ) -> tuple[list[T], str | None]:
-        """Read until ``limit`` matching items (a filter may drop items from a page) or the end."""
+        """Read until ``limit`` matching items (a filter may drop items from a page) or the end.
+
+        ``belongs`` checks that a cursor points into this very listing: DynamoDB refuses a start key
+        from elsewhere, and a forged one must not read another owner's items.
+        """
         start = decode_cursor(cursor)
+        if start is not None and not belongs(start):
+            raise BadCursorError("not a cursor of this listing")
         found: list[T] = []
         while True:
             if start:
@@ -616,7 +634,15 @@ class Store:
             kwargs["FilterExpression"] = "#status = :status"
             kwargs["ExpressionAttributeNames"] = {"#status": "status"}
             kwargs["ExpressionAttributeValues"][":status"] = {"S": status.value}
-        return self._filtered_page(kwargs, limit, cursor, run_from_item)
+        return self._filtered_page(
+            kwargs,
+            limit,
+            cursor,
+            run_from_item,
+            lambda key: (
+                set(key) == {PK, SK} and key[PK]["S"] == f"JOB#{job_id}" and key[SK]["S"].startswith("RUN#")
+            ),
+        )
 
     def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]:
         """The runs scheduled just before ``run_id``, newest first (for the overlap policy)."""
