@@ -42,6 +42,29 @@ def parse_when(text: str, now: datetime | None = None) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+def _require_free_port(port: int) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            click.echo(f"error: port {port} is in use; choose another with --port or PUNCTUAL_PORT", err=True)
+            sys.exit(EXIT_USAGE)
+
+
+def _provision_or_exit(provision: Callable[[Any], Any], settings: Any) -> Any:
+    """Create the table and queues in the emulator, or say in one line why it cannot be reached."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return provision(settings)
+    except (BotoCoreError, ClientError) as error:
+        click.echo(f"error: cannot use the AWS endpoint {settings.aws_endpoint_url}: {error}", err=True)
+        sys.exit(EXIT_UNAVAILABLE)
+
+
 def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -383,7 +406,13 @@ def jobs_watch(ctx: Context, job_id: str, interval: float, iterations: int) -> N
     try:
         while True:
             job = ctx.client.get_job(job_id)
-            runs = ctx.client.list_runs(job_id, limit=10)["items"]
+            # The history also holds runs queued ahead of time (the look-ahead): "recent" means due.
+            now = datetime.now(UTC)
+            runs = [
+                run
+                for run in ctx.client.list_runs(job_id, limit=40)["items"]
+                if datetime.fromisoformat(run["scheduled_for"].replace("Z", "+00:00")) <= now
+            ][:10]
             if not ctx.as_json and sys.stdout.isatty():
                 click.clear()
             if ctx.as_json:
@@ -615,14 +644,29 @@ def local(
 
         for key, value in LOCAL_CREDENTIALS.items():
             os.environ.setdefault(key, value)
-        settings = provision(local_settings(aws_endpoint, overrides=overrides))
+        if role == "api":
+            _require_free_port(port)
+        settings = _provision_or_exit(provision, local_settings(aws_endpoint, overrides=overrides))
         os.environ.update(settings.to_env())
+        where = f" on http://127.0.0.1:{port}" if role == "api" else ""
+        detail = f", every {tick_seconds:g}s" if role == "dispatcher" else ""
+        click.echo(
+            f"  punctual {role}{where}{detail}, against {aws_endpoint}"
+            f" (table {settings.table_name}); Ctrl-C stops it",
+            err=True,
+        )
         role_main([role, "--port", str(port), "--tick-seconds", str(tick_seconds)])
         return
     try:
         tokens = parse_tokens(os.environ.get("PUNCTUAL_TOKENS"))
     except ValueError as error:
         raise click.UsageError(str(error)) from error
+    _require_free_port(port)
+    if aws_endpoint is not None:
+        from punctual.local.env import local_settings
+        from punctual.local.provision import provision
+
+        _provision_or_exit(provision, local_settings(aws_endpoint, overrides=overrides))
     # `kill` and service managers stop with SIGTERM: shut down as cleanly as on Ctrl-C.
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)  # even when started in the background with SIGINT ignored

@@ -73,7 +73,6 @@ __all__ = [
 TARGET_TYPES: Final = ("http", "lambda", "sqs", "sns", "eventbridge")
 HTTP_METHODS: Final = ("GET", "POST", "PUT", "PATCH", "DELETE")
 DEFAULT_HTTP_METHOD: Final = "POST"
-DEFAULT_HTTP_TIMEOUT_SECONDS: Final = 10
 MAX_TIMEOUT_SECONDS: Final = 900  # Lambda's own ceiling; a worker could not wait longer anyway
 DEFAULT_EVENT_BUS: Final = "default"
 DEFAULT_EVENT_SOURCE: Final = "punctual"
@@ -323,10 +322,9 @@ def _normalize_http(spec: Mapping[str, Any], policy: NetworkPolicy, *, strict: b
     if not isinstance(method, str) or method.upper() not in HTTP_METHODS:
         raise TargetError("target.method", f"must be one of {', '.join(HTTP_METHODS)}")
 
+    # Without its own timeout, an HTTP call may take the whole attempt (the job's timeout_seconds).
     timeout = spec.get("timeout_seconds")
-    if timeout is None:
-        timeout = DEFAULT_HTTP_TIMEOUT_SECONDS
-    if (
+    if timeout is not None and (
         isinstance(timeout, bool)
         or not isinstance(timeout, int | float)
         or not math.isfinite(timeout)
@@ -339,7 +337,7 @@ def _normalize_http(spec: Mapping[str, Any], policy: NetworkPolicy, *, strict: b
         "url": url,
         "method": method.upper(),
         "headers": _normalize_headers(spec.get("headers"), strict=strict),
-        "timeout_seconds": timeout,
+        **({"timeout_seconds": timeout} if timeout is not None else {}),
     }
 
 
@@ -603,7 +601,7 @@ class TargetExecutor:
             return self._finish(_failure(f"payload is not valid JSON: {exc}", retriable=False), started)
 
         budget = float(timeout_seconds)
-        if target["type"] == "http":
+        if target["type"] == "http" and target.get("timeout_seconds") is not None:
             budget = min(budget, float(target["timeout_seconds"]))
         if cancel is not None and cancel.is_set():
             return self._finish(_failure("cancelled", retriable=False), started)

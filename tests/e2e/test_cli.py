@@ -172,12 +172,6 @@ def test_create_stores_every_option_group(cli: Cli, fired: Fired, receiver: Rece
     assert 0 < (parse(job["schedule"]["at"]) - parse(job["created_at"])).total_seconds() <= 3.5
 
 
-@pytest.mark.xfail(
-    reason="BUG: `--timeout 60 --url ...` stores timeout_seconds 60 but the HTTP target keeps its default "
-    "timeout_seconds 10, and an attempt gets the smaller of the two: the CLI cannot give an HTTP call more "
-    "than 10 s",
-    strict=True,
-)
 def test_timeout_is_the_time_an_http_attempt_may_take(cli: Cli, receiver: Receiver) -> None:
     job = cli.ok(
         "jobs", "create", "--rate", "1 hour", "--url", receiver.url + "/slow", "--timeout", "60", "--json"
@@ -565,11 +559,6 @@ def test_a_role_alone_needs_the_emulator_endpoint(tmp_path: Path) -> None:
     assert "Traceback" not in process.stderr
 
 
-@pytest.mark.xfail(
-    reason="BUG: an --aws-endpoint nobody listens on ends in a botocore EndpointConnectionError "
-    "traceback (exit 1) instead of one line naming the endpoint (exit 5)",
-    strict=True,
-)
 @pytest.mark.parametrize("role", [[], ["--role", "worker"]], ids=["stack", "role"])
 def test_an_unreachable_aws_endpoint_is_one_line(tmp_path: Path, role: list[str]) -> None:
     endpoint = f"http://127.0.0.1:{free_port()}"
@@ -586,11 +575,6 @@ def test_an_unreachable_aws_endpoint_is_one_line(tmp_path: Path, role: list[str]
     assert "Traceback" not in process.stderr and endpoint in process.stderr
 
 
-@pytest.mark.xfail(
-    reason="BUG: `punctual local --port P` with P taken prints the 'running' banner, then the api role "
-    "dies with an 'Address already in use' traceback and is restarted over and over",
-    strict=True,
-)
 def test_local_on_a_port_in_use_says_so_and_exits(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -734,11 +718,6 @@ def test_a_worker_alone_runs_against_an_emulator_and_stops_cleanly_on_ctrl_c(wor
     assert not any("Traceback" in line for line in worker_alone.output), worker_alone.output
 
 
-@pytest.mark.xfail(
-    reason="BUG: `punctual local --role worker|api|dispatcher --aws-endpoint URL` prints no start-up "
-    "banner (no role, emulator or address): the terminal stays blank until the first log line",
-    strict=True,
-)
 def test_a_role_alone_prints_a_start_up_banner(worker_alone: RoleRun) -> None:
     assert any("worker" in line for line in worker_alone.output), worker_alone.output
 

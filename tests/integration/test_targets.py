@@ -311,6 +311,14 @@ def test_answer_whose_body_trickles_past_the_timeout_keeps_its_status(server: Ta
     assert outcome.response_excerpt == "0123456789"
 
 
+def test_without_a_target_timeout_the_job_timeout_bounds_the_call(server: TargetServer) -> None:
+    spec = validate_target({"type": "http", "url": server.url("/slow")}, LOCAL)
+    started = time.monotonic()
+    outcome = TargetExecutor(no_clients, LOCAL).execute(spec, make_delivery(), 0.4)
+    assert time.monotonic() - started < 1.5
+    assert outcome.retriable and outcome.error == "timeout after 0.4s"
+
+
 def test_job_timeout_smaller_than_the_target_timeout_wins(server: TargetServer) -> None:
     started = time.monotonic()
     outcome = TargetExecutor(no_clients, LOCAL).execute(
@@ -499,13 +507,12 @@ def test_payload_that_is_not_json_is_a_fatal_outcome(server: TargetServer) -> No
 # ------------------------------------------------------------------------------------------ validation
 
 
-def test_validate_http_fills_defaults() -> None:
+def test_validate_http_fills_defaults_and_leaves_the_timeout_to_the_job() -> None:
     assert validate_target({"type": "http", "url": "https://example.com/hook"}, STRICT) == {
         "type": "http",
         "url": "https://example.com/hook",
         "method": "POST",
         "headers": {},
-        "timeout_seconds": 10,
     }
     assert (
         validate_target({"type": "http", "url": "https://example.com/", "method": "put"}, STRICT)["method"]

@@ -237,11 +237,6 @@ def test_a_saved_deployed_config_is_used_when_nothing_overrides_it(config_file: 
     assert Config.load(None, None) == Config(endpoint=DEPLOYED, token=None, auth="sigv4", region="eu-west-1")
 
 
-@pytest.mark.xfail(
-    reason="BUG: the saved auth (sigv4, from `config from-stack`) wins over an endpoint given by env/flag: "
-    "PUNCTUAL_ENDPOINT=http://127.0.0.1:8000 then signs with SigV4 and fails with 'no AWS credentials'",
-    strict=True,
-)
 def test_a_local_endpoint_from_env_uses_the_dev_token_even_after_from_stack(
     config_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -255,11 +250,6 @@ def test_a_local_endpoint_from_env_uses_the_dev_token_even_after_from_stack(
     )
 
 
-@pytest.mark.xfail(
-    reason="BUG: --token is ignored once `config from-stack` saved auth sigv4 "
-    "(the saved auth beats the flag)",
-    strict=True,
-)
 def test_a_token_flag_means_bearer_even_after_from_stack(config_file: Path) -> None:
     save(config_file, endpoint=DEPLOYED, auth="sigv4", region="eu-west-1")
     config = Config.load("http://127.0.0.1:8100", "flag-token")
@@ -281,11 +271,6 @@ def test_config_show_prints_what_the_other_commands_would_use(
     assert "auth      sigv4" in result.stdout
 
 
-@pytest.mark.xfail(
-    reason="BUG: a malformed config file crashes every command with a JSONDecodeError traceback "
-    "(Config.load runs outside api_command's error handling) instead of a one-line error",
-    strict=True,
-)
 def test_a_malformed_config_file_is_a_one_line_error(config_file: Path) -> None:
     config_file.parent.mkdir(parents=True)
     config_file.write_text("{not json")
@@ -389,19 +374,11 @@ def test_a_non_json_5xx_exits_5(fake_api: FakeApi) -> None:
     assert result.stderr.startswith("error: <html>")
 
 
-@pytest.mark.xfail(
-    reason="BUG: a non-JSON error body (a proxy's HTML 502) is printed as is, over several lines",
-    strict=True,
-)
 def test_a_non_json_error_body_is_still_one_line(fake_api: FakeApi) -> None:
     result = CliRunner().invoke(main, ["jobs", "get", "html", "--endpoint", fake_api.url])
     assert len(result.stderr.splitlines()) == 1, result.stderr
 
 
-@pytest.mark.xfail(
-    reason="BUG: an error answer with an empty body (a load balancer's bare 503) prints 'error: None'",
-    strict=True,
-)
 def test_an_error_without_a_body_names_the_status(fake_api: FakeApi) -> None:
     result = CliRunner().invoke(main, ["jobs", "get", "empty", "--endpoint", fake_api.url])
     assert result.exit_code == 5
@@ -427,11 +404,6 @@ def test_usage_errors_exit_2_before_any_request(fake_api: FakeApi) -> None:
     assert fake_api.headers == []
 
 
-@pytest.mark.xfail(
-    reason="BUG: --payload @missing-file crashes with a FileNotFoundError traceback (exit 1) "
-    "instead of a usage error naming --payload (exit 2)",
-    strict=True,
-)
 def test_a_missing_payload_file_is_a_usage_error(fake_api: FakeApi, tmp_path: Path) -> None:
     argv = ["jobs", "create", "--at", "in 5s", "--url", "http://x", "--payload", f"@{tmp_path}/missing.json"]
     result = CliRunner().invoke(main, [*argv, "--endpoint", fake_api.url])
@@ -439,11 +411,6 @@ def test_a_missing_payload_file_is_a_usage_error(fake_api: FakeApi, tmp_path: Pa
     assert result.exit_code == 2 and "--payload" in result.stderr
 
 
-@pytest.mark.xfail(
-    reason="BUG: `jobs runs --status SCHEDULED` is refused by the CLI (exit 2) though SCHEDULED is a run "
-    "status the API filters on",
-    strict=True,
-)
 def test_runs_can_be_filtered_on_every_run_status(fake_api: FakeApi) -> None:
     result = CliRunner().invoke(
         main, ["jobs", "runs", "job_1", "--status", "SCHEDULED", "--endpoint", fake_api.url]
@@ -541,11 +508,6 @@ def test_from_stack_saves_the_api_url_with_sigv4(aws: None, config_file: Path) -
     assert Config.load(None, None) == Config(endpoint=DEPLOYED, token=None, auth="sigv4", region="us-east-1")
 
 
-@pytest.mark.xfail(
-    reason="BUG: `config from-stack` looks for a stack named 'Punctual' by default, but `make deploy` "
-    "names it punctual-<stage> (punctual-dev by default): with no --stack-name it exits 5",
-    strict=True,
-)
 def test_from_stack_finds_the_stack_make_deploy_creates_by_default(aws: None, config_file: Path) -> None:
     _stack("punctual-dev", {"ApiUrl": {"Value": DEPLOYED + "/"}})
     result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1"])
@@ -572,9 +534,6 @@ def test_from_stack_without_the_output_exits_3_naming_the_outputs(aws: None, con
     assert not config_file.exists()
 
 
-@pytest.mark.xfail(
-    reason="BUG: a stack that does not exist exits 5 (unreachable) instead of 3 (not found)", strict=True
-)
 def test_from_stack_with_a_missing_stack_exits_3(aws: None, config_file: Path) -> None:
     result = CliRunner().invoke(
         main, ["config", "from-stack", "--stack-name", "Nope", "--region", "us-east-1"]
