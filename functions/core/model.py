@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, overload
 
 from functions.core.schedule import Schedule
 
@@ -100,6 +100,10 @@ def from_ms(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
+@overload
+def iso(moment: datetime) -> str: ...
+@overload
+def iso(moment: None) -> None: ...
 def iso(moment: datetime | None) -> str | None:
     """ISO 8601 in UTC with milliseconds, the one time format of every response."""
     if moment is None:
