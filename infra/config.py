@@ -25,6 +25,10 @@ TARGET_ACTIONS: Final = {
 ALLOW_ALL_TARGETS: Final = "*"
 
 _LIST_FIELDS: Final = ("http_allow_list", "allowed_target_arns", "api_key_names")
+# The retention periods CloudWatch Logs accepts, in days.
+LOG_RETENTION_DAYS: Final = frozenset(
+    (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)
+)
 
 
 class DeploymentConfig(BaseModel):
@@ -91,6 +95,13 @@ class DeploymentConfig(BaseModel):
             if "[" in pattern or "]" in pattern:
                 raise ValueError(f"allowed_target_arns: {pattern!r}: IAM patterns know only '*' and '?'")
         return patterns
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _check_log_retention(cls, days: int) -> int:
+        if days not in LOG_RETENTION_DAYS:
+            raise ValueError(f"log_retention_days must be one of {sorted(LOG_RETENTION_DAYS)}")
+        return days
 
     @model_validator(mode="after")
     def _check_consistency(self) -> DeploymentConfig:

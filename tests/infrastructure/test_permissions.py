@@ -228,6 +228,8 @@ def test_given_a_setting_the_functions_would_refuse_when_configured_then_synth_r
         DeploymentConfig.from_mapping({"shard_count": 0})
     with pytest.raises(ValidationError, match="lookahead_seconds"):
         DeploymentConfig.from_mapping({"lookahead_seconds": 5})
+    with pytest.raises(ValidationError, match="log_retention_days"):
+        DeploymentConfig.from_mapping({"log_retention_days": 31})
 
 
 def test_given_allow_all_targets_when_granted_then_the_worker_gets_the_four_delivery_actions_by_name() -> (
