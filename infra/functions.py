@@ -126,7 +126,7 @@ class Functions(Construct):
     ) -> lambda_.Function:
         removal = RemovalPolicy.RETAIN if self._config.is_production else RemovalPolicy.DESTROY
         log_group = logs.LogGroup(self, f"{spec.construct_id}Logs", removal_policy=removal)
-        # Any retention CloudWatch accepts, not only the ones the RetentionDays enum names.
+        # The context gives days as a number (validated in config); set it on the resource itself.
         log_group_resource = log_group.node.default_child
         assert isinstance(log_group_resource, logs.CfnLogGroup)
         log_group_resource.retention_in_days = self._config.log_retention_days
