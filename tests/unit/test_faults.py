@@ -15,10 +15,17 @@ def test_unconfigured_crash_points_do_nothing() -> None:
 
 
 def test_a_configured_crash_point_exits_abruptly() -> None:
-    code = "from functions.core.faults import crash_point; crash_point('after_start_before_execute'); print('survived')"
+    code = (
+        "from functions.core.faults import crash_point;"
+        " crash_point('after_start_before_execute'); print('survived')"
+    )
     env = {**os.environ, "PUNCTUAL_CRASH_POINTS": "after_start_before_execute:1.0"}
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
     assert result.returncode == faults.CRASH_EXIT_CODE and "survived" not in result.stdout
     env["PUNCTUAL_CRASH_POINTS"] = "after_start_before_execute:0"
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0 and "survived" in result.stdout
