@@ -233,3 +233,21 @@ def test_one_message_handled_by_two_workers_at_once_starts_once(harness: Harness
     run = only_run(harness, job["job_id"])
     assert run.status is RunStatus.SUCCEEDED and run.executions == 1
     assert len(receiver.for_path("/both")) == 1
+
+
+def test_a_signing_secret_is_never_returned_nor_logged(
+    harness: Harness, receiver: Receiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = "never-show-this-secret-anywhere"
+    job = one_off(harness, receiver, "/quiet", seconds=0, signing_secret=secret)
+    harness.work()
+    views = [
+        job,
+        harness.service.get_job(harness.owner, job["job_id"]),
+        harness.service.list_jobs(harness.owner, limit=10, cursor=None, status=None, name=None),
+    ]
+    captured = capsys.readouterr()
+    assert job["has_signing_secret"] is True
+    assert secret not in repr(views)
+    assert secret not in captured.out + captured.err
+    assert len(receiver.for_path("/quiet")) == 1
