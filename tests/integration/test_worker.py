@@ -238,9 +238,16 @@ def test_one_message_handled_by_two_workers_at_once_starts_once(harness: Harness
 def test_a_signing_secret_is_never_returned_nor_logged(
     harness: Harness, receiver: Receiver, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from functions.core.observability import logger
+
     secret = "never-show-this-secret-anywhere"
-    job = one_off(harness, receiver, "/quiet", seconds=0, signing_secret=secret)
-    harness.work()
+    previous = logger.log_level
+    logger.setLevel("DEBUG")  # everything the code would ever log
+    try:
+        job = one_off(harness, receiver, "/quiet", seconds=0, signing_secret=secret)
+        harness.work()
+    finally:
+        logger.setLevel(previous)
     views = [
         job,
         harness.service.get_job(harness.owner, job["job_id"]),
