@@ -99,6 +99,37 @@ def _error(start_response: Callable[..., Any], status: str, code: str, message: 
     return [body]
 
 
+class RequestCounter:
+    """Counts AWS requests by operation (``X-Amz-Target``), for the cost benchmarks.
+
+    ``GET /_punctual/requests`` returns the counts; ``DELETE`` resets them.
+    """
+
+    PATH = "/_punctual/requests"
+
+    def __init__(self, app: WsgiApp) -> None:
+        self.app = app
+        self.counts: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == self.PATH:
+            with self.lock:
+                body = json.dumps(self.counts).encode()
+                if environ.get("REQUEST_METHOD") == "DELETE":
+                    self.counts = {}
+            start_response(
+                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            )
+            return [body]
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if target:
+            operation = target.replace("DynamoDB_20120810.", "dynamodb:").replace("AmazonSQS.", "sqs:")
+            with self.lock:
+                self.counts[operation] = self.counts.get(operation, 0) + 1
+        return self.app(environ, start_response)
+
+
 _original_transact_write_items = DynamoDBBackend.transact_write_items
 
 
@@ -157,6 +188,7 @@ def make_emulator(host: str, port: int) -> BaseWSGIServer:
     DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
     app: WsgiApp = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
     app = FaultInjector.from_env(app, os.environ.get("PUNCTUAL_EMULATOR_FAULTS", ""))
+    app = RequestCounter(app)
     return make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
 
 

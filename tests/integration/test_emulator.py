@@ -101,3 +101,16 @@ def test_a_cancelled_transaction_leaves_every_item_as_it_was(moto_endpoint: str)
         raise AssertionError("the transaction should have been cancelled")
     assert client.get_item(TableName=table, Key=first)["Item"]["state"] == {"S": "PENDING"}
     assert "Item" not in client.get_item(TableName=table, Key=new)
+
+
+def test_the_emulator_counts_requests_by_operation(moto_endpoint: str) -> None:
+    import json
+    import urllib.request
+
+    client: Any = boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="us-east-1")
+    urllib.request.urlopen(urllib.request.Request(moto_endpoint + "/_punctual/requests", method="DELETE"))
+    client.list_tables()
+    client.list_tables()
+    with urllib.request.urlopen(moto_endpoint + "/_punctual/requests") as response:
+        counts = json.loads(response.read())
+    assert counts.get("dynamodb:ListTables") == 2
