@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Server
 from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
 
 from functions.api.models import (
     CreateJobIn,
@@ -59,6 +60,11 @@ ERRORS: dict[int, Any] = {
         422: "Invalid input: the body names the field and the reason",
     }.items()
 }
+
+
+def ok(model: type[BaseModel], status: int = 200) -> dict[int, Any]:
+    """The documented answers of a route: its success with its model, and the errors."""
+    return {status: {"description": "OK", "content": {"application/json": {"model": model}}}, **ERRORS}
 
 
 class Unauthorized(ApiError):
@@ -127,28 +133,32 @@ def handle_unexpected(error: Exception) -> Response[str]:
 # --------------------------------------------------------------------------------------- routes
 
 
-@app.get("/v1/health", tags=["system"], security=[])
+@app.get("/v1/health", tags=["system"])
 def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
 @app.get("/openapi.json", tags=["system"], include_in_schema=False)
 def openapi_document() -> Response[str]:
-    document = app.get_openapi_json_schema(
-        title=TITLE,
-        version="0.1.0",
-        description=DESCRIPTION,
-        security_schemes={"bearer": HTTPBearer()},
-        security=[{"bearer": []}],
-        servers=[Server(url="/")],
+    document = json.loads(
+        app.get_openapi_json_schema(
+            title=TITLE,
+            version="0.1.0",
+            description=DESCRIPTION,
+            security_schemes={"bearer": HTTPBearer()},
+            security=[{"bearer": []}],
+            servers=[Server(url="/")],
+        )
     )
-    return Response(status_code=200, content_type="application/json", body=document)
+    # Powertools drops an empty per-route security list; health is the one route without auth.
+    document["paths"]["/v1/health"]["get"]["security"] = []
+    return Response(status_code=200, content_type="application/json", body=json.dumps(document))
 
 
 @app.post(
     "/v1/jobs",
     tags=["jobs"],
-    responses={201: {"description": "Created", "content": {"application/json": {"model": JobOut}}}, **ERRORS},
+    responses=ok(JobOut, 201),
 )
 def create_job(
     job: CreateJobIn,
@@ -160,7 +170,7 @@ def create_job(
     return _json(201, service().create_job(current_owner(), job, idempotency_key))
 
 
-@app.get("/v1/jobs", tags=["jobs"], responses=ERRORS)
+@app.get("/v1/jobs", tags=["jobs"], responses=ok(JobPage))
 def list_jobs(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
@@ -173,29 +183,29 @@ def list_jobs(
     )
 
 
-@app.get("/v1/jobs/<job_id>", tags=["jobs"], responses=ERRORS)
+@app.get("/v1/jobs/<job_id>", tags=["jobs"], responses=ok(JobOut))
 def get_job(job_id: str) -> JobOut:
     return JobOut.model_validate(service().get_job(current_owner(), job_id))
 
 
-@app.patch("/v1/jobs/<job_id>", tags=["jobs"], responses=ERRORS)
+@app.patch("/v1/jobs/<job_id>", tags=["jobs"], responses=ok(JobOut))
 def patch_job(job_id: str, changes: PatchJobIn) -> JobOut:
     """Change schedule, target, payload, retry, timeout, tags or name; future triggers follow."""
     return JobOut.model_validate(service().patch_job(current_owner(), job_id, changes))
 
 
-@app.delete("/v1/jobs/<job_id>", tags=["jobs"], responses=ERRORS)
+@app.delete("/v1/jobs/<job_id>", tags=["jobs"], responses=ok(JobOut))
 def cancel_job(job_id: str) -> JobOut:
     """Cancel: no further runs; the history is kept."""
     return JobOut.model_validate(service().cancel_job(current_owner(), job_id))
 
 
-@app.post("/v1/jobs/<job_id>/pause", tags=["jobs"], responses=ERRORS)
+@app.post("/v1/jobs/<job_id>/pause", tags=["jobs"], responses=ok(JobOut))
 def pause_job(job_id: str) -> JobOut:
     return JobOut.model_validate(service().pause_job(current_owner(), job_id))
 
 
-@app.post("/v1/jobs/<job_id>/resume", tags=["jobs"], responses=ERRORS)
+@app.post("/v1/jobs/<job_id>/resume", tags=["jobs"], responses=ok(JobOut))
 def resume_job(job_id: str) -> JobOut:
     """Resume at the next occurrence; the misfire policy decides about occurrences missed meanwhile."""
     return JobOut.model_validate(service().resume_job(current_owner(), job_id))
@@ -214,7 +224,7 @@ def run_job_now(job_id: str) -> Response[str]:
     return _json(202, service().run_now(current_owner(), job_id))
 
 
-@app.get("/v1/jobs/<job_id>/runs", tags=["runs"], responses=ERRORS)
+@app.get("/v1/jobs/<job_id>/runs", tags=["runs"], responses=ok(RunPage))
 def list_runs(
     job_id: str,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
@@ -227,18 +237,18 @@ def list_runs(
     )
 
 
-@app.get("/v1/jobs/<job_id>/runs/<run_id>", tags=["runs"], responses=ERRORS)
+@app.get("/v1/jobs/<job_id>/runs/<run_id>", tags=["runs"], responses=ok(RunOut))
 def get_run(job_id: str, run_id: str) -> RunOut:
     return RunOut.model_validate(service().get_run(current_owner(), job_id, run_id))
 
 
-@app.post("/v1/jobs/<job_id>/runs/<run_id>/cancel", tags=["runs"], responses=ERRORS)
+@app.post("/v1/jobs/<job_id>/runs/<run_id>/cancel", tags=["runs"], responses=ok(RunOut))
 def cancel_run(job_id: str, run_id: str) -> RunOut:
     """Cancel a run that has not finished: it never starts, or its HTTP call is aborted; no retries."""
     return RunOut.model_validate(service().cancel_run(current_owner(), job_id, run_id))
 
 
-@app.get("/v1/stats", tags=["system"], responses=ERRORS)
+@app.get("/v1/stats", tags=["system"], responses=ok(StatsOut))
 def stats() -> StatsOut:
     """The caller's job and run counts, plus queue depth, in-flight messages, DLQ depth and lag."""
     return StatsOut.model_validate(service().stats(current_owner()))

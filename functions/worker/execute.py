@@ -122,7 +122,17 @@ class RunExecutor:
                 if self.store.mark_run(run, RunStatus.SKIPPED, now=self.clock(), error=reason):
                     logger.info("run skipped", extra={**log, "reason": reason})
                 return
-        self._wait_until_due(run, receipt_handle)
+        if self._wait_until_due(run, receipt_handle):
+            # A pause, cancel or reschedule may have landed while we waited for the second.
+            job = self.store.get_job(run.job_id)
+            if job is None or job.status is JobStatus.CANCELLED:
+                self.store.mark_run(run, RunStatus.CANCELLED, now=self.clock(), error="job cancelled")
+                return
+            reason = self._superseded(run, job) if run.kind is RunKind.SCHEDULED else None
+            if reason is not None and run.status is RunStatus.QUEUED:
+                if self.store.mark_run(run, RunStatus.SKIPPED, now=self.clock(), error=reason):
+                    logger.info("run skipped", extra={**log, "reason": reason})
+                return
         if (
             job.overlap.value == "skip"
             and run.status is RunStatus.QUEUED
@@ -167,8 +177,10 @@ class RunExecutor:
 
     # -------------------------------------------------------------------------------------------
 
-    def _wait_until_due(self, run: Run, receipt_handle: str | None) -> None:
+    def _wait_until_due(self, run: Run, receipt_handle: str | None) -> bool:
         """Hold the message until the attempt is due, or give it back if that is too far off.
+
+        Returns whether it waited (then the job is read again: it may have changed meanwhile).
 
         While holding, the message is hidden for the wait plus one lease only: if this worker dies,
         the message comes back seconds after the run was due, not after the queue's long timeout.
@@ -181,9 +193,12 @@ class RunExecutor:
             self.queue.change_visibility(
                 receipt_handle, math.ceil(max(0.0, remaining)) + self.settings.lease_seconds
             )
+        waited = False
         # Sleep most of the way, then spin the last milliseconds: never early, rarely a ms late.
         while (remaining := (due - self.clock()).total_seconds()) > 0:
+            waited = True
             self.sleep(remaining if remaining > 0.002 else 0)
+        return waited
 
     @staticmethod
     def _superseded(run: Run, job: Job) -> str | None:

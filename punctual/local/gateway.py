@@ -139,13 +139,12 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
                 extra={"owner": principal, "ms": round((time.perf_counter() - started) * 1000, 1)},
             )
 
-        do_GET = _handle
-        do_POST = _handle
-        do_PUT = _handle
-        do_PATCH = _handle
-        do_DELETE = _handle
-        do_HEAD = _handle
-        do_OPTIONS = _handle
+        def __getattr__(self, name: str) -> Any:
+            # BaseHTTPRequestHandler looks up do_<METHOD>: every method goes to the API, which
+            # answers the ones it does not serve in JSON.
+            if name.startswith("do_"):
+                return self._handle
+            raise AttributeError(name)
 
     return GatewayHandler
 

@@ -230,13 +230,6 @@ SUCCESS = {
 }
 
 
-@pytest.mark.xfail(
-    reason="BUG: routes declared with responses=ERRORS lose their success response in /openapi.json: "
-    "GET/PATCH/DELETE /v1/jobs/{job_id}, pause, resume, GET /v1/jobs, runs list, run get, run cancel and "
-    "GET /v1/stats declare only 400-422, no 200 (so JobOut/JobPage/RunOut/RunPage/StatsOut are never "
-    "referenced and schemathesis' status_code_conformance fails); expected a 200 with its model",
-    strict=True,
-)
 def test_given_the_openapi_document_when_read_then_every_operation_declares_its_success_response(
     local_stack: Api,
 ) -> None:
@@ -250,12 +243,6 @@ def test_given_the_openapi_document_when_read_then_every_operation_declares_its_
     assert missing == []
 
 
-@pytest.mark.xfail(
-    reason="BUG: GET /v1/health is public (security=[] in the route) but /openapi.json omits the "
-    "operation's empty security list, so it inherits the global bearer requirement; expected "
-    "'security': [] on the operation",
-    strict=True,
-)
 def test_given_the_openapi_document_when_read_then_health_needs_no_credentials(local_stack: Api) -> None:
     _, _, document = send(local_stack, "GET", "/openapi.json", token="")
     assert document["paths"]["/v1/health"]["get"].get("security") == []
@@ -451,14 +438,6 @@ def test_given_a_paused_one_off_whose_time_passed_when_resumed_then_it_fires_at_
     )
 
 
-@pytest.mark.xfail(
-    reason="BUG: the worker checks the job (paused, cancelled, version) before it waits out the last "
-    "~2 s until the due time (functions/worker/execute.py handle(): _superseded() runs before "
-    "_wait_until_due()), and starts the attempt without looking again; so a pause, DELETE or PATCH made "
-    "in the last ~2 s before an occurrence does not stop it (observed: delivered at the old time); "
-    "expected no delivery for the paused and the cancelled job, and none at the old time after the PATCH",
-    strict=True,
-)
 def test_given_occurrences_about_to_fire_when_paused_cancelled_or_rescheduled_a_second_before_then_none_fires(
     local_stack: Api, receiver: Receiver
 ) -> None:
@@ -683,15 +662,9 @@ def test_given_the_tokens_setting_when_an_unknown_token_is_used_then_401_even_fo
     assert status == 401 and body["error"] == "unauthorized"
 
 
-# ------------------------------------------------------------------- the local gateway (xfail)
+# ------------------------------------------------------------------- the local gateway
 
 
-@pytest.mark.xfail(
-    reason="BUG (local gateway, punctual/local/gateway.py): a method the gateway has no do_<METHOD> for "
-    "(TRACE, QUERY, CONNECT) gets http.server's 501 HTML page; expected the JSON 404 every other "
-    "undeclared method gets",
-    strict=True,
-)
 @pytest.mark.parametrize("method", ["TRACE", "QUERY"])
 def test_given_an_http_method_the_gateway_does_not_know_when_called_then_a_json_4xx(
     local_stack: Api, method: str
