@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -79,14 +80,31 @@ def service() -> JobService:
 
 
 def current_owner() -> str:
-    """The authenticated caller: a Lambda/local authorizer's principal, the IAM caller, or an API key."""
+    """The authenticated caller: a Lambda/local authorizer's principal, the IAM caller (a role for
+    its sessions), or an API key."""
     context = app.current_event.request_context
     authorizer = context.authorizer
     principal = authorizer.get("principalId") if authorizer else None
-    owner = principal or context.identity.user_arn or context.identity.api_key_id
+    owner = principal or owner_of_arn(context.identity.user_arn) or context.identity.api_key_id
     if not owner:
         raise Unauthorized("missing or invalid credentials")
     return str(owner)
+
+
+_ASSUMED_ROLE = re.compile(
+    r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d+):assumed-role/(?P<role>[^/]+)/[^/]+$"
+)
+
+
+def owner_of_arn(arn: str | None) -> str | None:
+    """The owner for an IAM caller: a role's sessions (Lambda, ECS, SSO logins) all act as the role,
+    so jobs created in one session stay visible in the next."""
+    if not arn:
+        return None
+    match = _ASSUMED_ROLE.match(arn)
+    if match:
+        return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
+    return arn
 
 
 def _json(status: int, body: Any) -> Response[str]:

@@ -66,3 +66,16 @@ def test_supervisor_restarts_a_role_that_dies() -> None:
         assert "worker-1 exited" in stack.log.getvalue()  # type: ignore[attr-defined]
     finally:
         stack.stop()
+
+
+def test_every_session_of_a_role_is_the_same_owner() -> None:
+    from functions.api.handler import owner_of_arn
+
+    assert owner_of_arn("arn:aws:sts::123456789012:assumed-role/billing-service/i-0abc") == (
+        "arn:aws:iam::123456789012:role/billing-service"
+    )
+    assert owner_of_arn("arn:aws:sts::123456789012:assumed-role/billing-service/other-session") == (
+        "arn:aws:iam::123456789012:role/billing-service"
+    )
+    assert owner_of_arn("arn:aws:iam::123456789012:user/alice") == "arn:aws:iam::123456789012:user/alice"
+    assert owner_of_arn(None) is None
