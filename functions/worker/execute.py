@@ -34,6 +34,9 @@ from functions.core.settings import Settings
 from functions.core.store import ConflictError, Store
 from functions.core.targets import Delivery, TargetExecutor, TargetOutcome
 
+# How long past the due time a held message stays hidden if its worker dies before starting it.
+HOLD_MARGIN_SECONDS = 2
+
 
 class ReturnLater(Exception):
     """Give the message back to SQS; it comes back after ``seconds`` (a batch item failure)."""
@@ -182,17 +185,16 @@ class RunExecutor:
 
         Returns whether it waited (then the job is read again: it may have changed meanwhile).
 
-        While holding, the message is hidden for the wait plus one lease only: if this worker dies,
-        the message comes back seconds after the run was due, not after the queue's long timeout.
+        While holding, the message is hidden for the wait plus a short margin only: if this worker
+        dies, the message comes back two seconds after the run was due, not after the queue's long
+        timeout. (Once the attempt starts, the heartbeat keeps it hidden lease by lease.)
         """
         due = run.next_attempt_at or run.scheduled_for
         remaining = (due - self.clock()).total_seconds()
         if remaining > self.settings.max_early_wait_seconds:
             raise ReturnLater("not due yet", max(1, math.floor(remaining) - EARLY_ARRIVAL_SECONDS))
         if receipt_handle is not None:
-            self.queue.change_visibility(
-                receipt_handle, math.ceil(max(0.0, remaining)) + self.settings.lease_seconds
-            )
+            self.queue.change_visibility(receipt_handle, math.ceil(max(0.0, remaining)) + HOLD_MARGIN_SECONDS)
         waited = False
         # Sleep most of the way, then spin the last milliseconds: never early, rarely a ms late.
         while (remaining := (due - self.clock()).total_seconds()) > 0:
