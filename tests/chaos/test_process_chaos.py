@@ -12,8 +12,6 @@ import os
 import random
 import signal
 import statistics
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -23,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from functions.core.model import iso
-from punctual.local.supervisor import free_port
 from tests.support.receiver import Receiver
+from tests.support.stack import local_stack_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("chaos")]
 
@@ -45,43 +43,8 @@ def call(base: str, method: str, path: str, body: object = None) -> tuple[int, o
 
 @pytest.fixture
 def chaotic_stack(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    port = free_port()
-    log = (tmp_path / "stack.log").open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "punctual",
-            "local",
-            "--port",
-            str(port),
-            "--workers",
-            "3",
-            "--tick-seconds",
-            "10",
-            "--lookahead-seconds",
-            "60",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=tmp_path,
-        env={**os.environ, "PUNCTUAL_LOG_FORMAT": "text"},
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if call(base, "GET", "/v1/health")[0] == 200:
-                break
-        except OSError:
-            time.sleep(0.2)
-    yield base, tmp_path / ".punctual"
-    process.send_signal(signal.SIGINT)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
+    with local_stack_process(tmp_path, workers=3, env={"PUNCTUAL_LOG_FORMAT": "text"}) as base_url:
+        yield base_url, tmp_path / ".punctual"
 
 
 def test_nothing_is_lost_early_or_doubled_while_roles_are_killed(chaotic_stack: tuple[str, Path]) -> None:

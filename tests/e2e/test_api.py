@@ -12,25 +12,20 @@ a minute.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from functions.core.model import iso, parse_iso
 from functions.core.signing import verify_signature
-from punctual.local.supervisor import free_port
 from tests.e2e.conftest import Api
 from tests.support.receiver import Receiver
+from tests.support.stack import local_stack_process
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 
@@ -125,56 +120,10 @@ def receiver() -> Iterator[Receiver]:
 @pytest.fixture(scope="module")
 def owners_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     """A second local stack that knows three owners (the session's stack only knows ``local``)."""
-    port = free_port()
     state = tmp_path_factory.mktemp("owners-stack")
-    log_path = state / "stack.log"
-    log = open(log_path, "wb")  # noqa: SIM115
     tokens = ",".join(f"{token}={owner}" for owner, token in TOKENS.items())
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "punctual",
-            "local",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-            "--tick-seconds",
-            "10",
-            "--lookahead-seconds",
-            "60",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=state,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "PUNCTUAL_TOKENS": tokens},
-    )
-    api = Api(f"http://127.0.0.1:{port}", state / ".punctual", token=TOKENS["alice"])
-    try:
-        wait_for_health(api, process, log_path)
-        yield api
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
-
-
-def wait_for_health(api: Api, process: subprocess.Popen[bytes], log_path: Path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(api.base_url + "/v1/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("the second local stack did not start:\n" + log_path.read_text()[-3000:])
-        time.sleep(0.2)
+    with local_stack_process(state, workers=1, env={"PUNCTUAL_TOKENS": tokens}) as base_url:
+        yield Api(base_url, state / ".punctual", token=TOKENS["alice"])
 
 
 # ----------------------------------------------------------------------------------- system routes
