@@ -1,0 +1,418 @@
+"""What the benchmarks share: the machine, percentiles, the local stack, the API and the results."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from punctual.local.env import LOCAL_CREDENTIALS
+from punctual.local.supervisor import free_port, wait_for_port
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+TOKEN = "local-dev-token"
+
+
+def log(message: str) -> None:
+    """Progress goes to stderr, so stdout keeps only the figures."""
+    print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------------ machine
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on: they mean little without it."""
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        cpu = platform.processor()
+    versions = {}
+    for package in ("boto3", "botocore", "moto", "aws-lambda-powertools", "pydantic", "croniter"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, check=False
+    ).stdout.strip()
+    # Uncommitted changes to the engine mean the figures are not those of the commit alone.
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", "functions", "punctual"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    ).stdout.split()
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": versions,
+        "commit": commit,
+        "engine_uncommitted_changes": dirty[1::2],
+    }
+
+
+# --------------------------------------------------------------------------------------- statistics
+
+
+def quantile(sorted_values: Sequence[float], q: float) -> float:
+    """Nearest-rank quantile: the smallest value with at least ``q`` of the values at or below it."""
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(q * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+def summary(values: Iterable[float], digits: int = 1) -> dict[str, Any]:
+    """count, min, p50, p90, p95, p99, max and mean (nearest-rank), rounded."""
+    ordered = sorted(values)
+    if not ordered:
+        return {"count": 0}
+
+    def r(x: float) -> float:
+        return round(x, digits)
+
+    return {
+        "count": len(ordered),
+        "min": r(ordered[0]),
+        "p50": r(quantile(ordered, 0.50)),
+        "p90": r(quantile(ordered, 0.90)),
+        "p95": r(quantile(ordered, 0.95)),
+        "p99": r(quantile(ordered, 0.99)),
+        "max": r(ordered[-1]),
+        "mean": r(sum(ordered) / len(ordered)),
+    }
+
+
+def histogram(values: Iterable[float], edges: Sequence[float]) -> list[dict[str, Any]]:
+    """Counts per bin ``[edges[i], edges[i+1])``; the last bin is open-ended."""
+    counts = [0] * len(edges)
+    for value in values:
+        index = 0
+        for i, edge in enumerate(edges):
+            if value >= edge:
+                index = i
+        counts[index] += 1
+    out = []
+    for i, edge in enumerate(edges):
+        upper = edges[i + 1] if i + 1 < len(edges) else None
+        out.append({"from": edge, "to": upper, "count": counts[i]})
+    return out
+
+
+def histogram_text(bins: list[dict[str, Any]], unit: str = "ms", width: int = 40) -> str:
+    """A histogram as fixed-width text, for the terminal and the markdown summary."""
+    peak = max((b["count"] for b in bins), default=0) or 1
+    lines = []
+    for b in bins:
+        label = f"{b['from']:g}-{b['to']:g} {unit}" if b["to"] is not None else f">= {b['from']:g} {unit}"
+        bar = "#" * round(width * b["count"] / peak)
+        lines.append(f"{label:>16} | {b['count']:5d} {bar}")
+    return "\n".join(lines)
+
+
+def histogram_svg(bins: list[dict[str, Any]], title: str, unit: str = "ms") -> str:
+    """A bar chart as a small standalone SVG (no plotting library needed)."""
+    width, height, left, bottom, top = 640, 300, 50, 60, 30
+    plot_w, plot_h = width - left - 20, height - bottom - top
+    peak = max((b["count"] for b in bins), default=0) or 1
+    bar_w = plot_w / max(1, len(bins))
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="sans-serif" font-size="11">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{width / 2}" y="18" text-anchor="middle" font-size="13">{_xml(title)}</text>',
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="black"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="black"/>',
+        f'<text x="{left - 6}" y="{top + 4}" text-anchor="end">{peak}</text>',
+        f'<text x="{left - 6}" y="{top + plot_h}" text-anchor="end">0</text>',
+    ]
+    for i, b in enumerate(bins):
+        h = plot_h * b["count"] / peak
+        x = left + i * bar_w
+        parts.append(
+            f'<rect x="{x + 1:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w - 2:.1f}" '
+            f'height="{h:.1f}" fill="#4c78a8"><title>{b["count"]}</title></rect>'
+        )
+        if b["count"]:
+            parts.append(
+                f'<text x="{x + bar_w / 2:.1f}" y="{top + plot_h - h - 3:.1f}" '
+                f'text-anchor="middle" font-size="9">{b["count"]}</text>'
+            )
+        label = f"{b['from']:g}" if b["to"] is not None else f"≥{b['from']:g}"
+        parts.append(
+            f'<text x="{x + bar_w / 2:.1f}" y="{top + plot_h + 14}" text-anchor="middle" '
+            f'font-size="9">{label}</text>'
+        )
+    parts.append(
+        f'<text x="{left + plot_w / 2}" y="{height - 15}" text-anchor="middle">lateness ({unit}), '
+        "bin lower edge</text>"
+    )
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def _xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# -------------------------------------------------------------------------------------------- API
+
+
+@dataclass
+class Api:
+    base_url: str
+    token: str = TOKEN
+
+    def call(self, method: str, path: str, body: Any = None, timeout: float = 30) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.base_url + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        request.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"null")
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        status, job = self.call("POST", "/v1/jobs", body)
+        if status != 201:
+            raise RuntimeError(f"create answered {status}: {job}")
+        return dict(job)
+
+    def runs(self, job_id: str, limit: int = 100) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            query = f"?limit={limit}" + (f"&cursor={urllib.request.quote(cursor)}" if cursor else "")
+            status, page = self.call("GET", f"/v1/jobs/{job_id}/runs{query}")
+            if status != 200:
+                raise RuntimeError(f"runs of {job_id} answered {status}: {page}")
+            items.extend(page["items"])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return items
+
+    def wait_healthy(self, timeout: float = 60, process: subprocess.Popen[bytes] | None = None) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.base_url + "/v1/health", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                pass
+            if process is not None and process.poll() is not None:
+                raise RuntimeError(f"the process serving {self.base_url} exited with {process.returncode}")
+            time.sleep(0.1)
+        raise TimeoutError(f"{self.base_url} not healthy after {timeout:.0f}s")
+
+
+# ------------------------------------------------------------------------------------ local stack
+
+
+@dataclass
+class StackHandle:
+    api: Api
+    state_dir: Path
+    workdir: Path
+    process: subprocess.Popen[bytes]
+
+    def roles(self) -> dict[str, int]:
+        roles: dict[str, int] = json.loads((self.state_dir / "roles.json").read_text())
+        return roles
+
+    def log_text(self) -> str:
+        return (self.workdir / "stack.log").read_text(errors="replace")
+
+
+@contextmanager
+def local_stack(
+    workers: int = 3, tick_seconds: float = 10, lookahead_seconds: int = 60, shards: int = 4
+) -> Iterator[StackHandle]:
+    """``punctual local`` as a subprocess on free ports, in a temporary directory; stopped with SIGINT."""
+    port = free_port()
+    workdir = Path(tempfile.mkdtemp(prefix="punctual-bench-"))
+    log_file = (workdir / "stack.log").open("wb")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "punctual",
+            "local",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--tick-seconds",
+            str(tick_seconds),
+            "--lookahead-seconds",
+            str(lookahead_seconds),
+            "--shards",
+            str(shards),
+        ],
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        cwd=workdir,
+        env={**os.environ, "PUNCTUAL_LOG_FORMAT": "text", "PYTHONUNBUFFERED": "1"},
+    )
+    handle = StackHandle(Api(f"http://127.0.0.1:{port}"), workdir / ".punctual", workdir, process)
+    try:
+        handle.api.wait_healthy(process=process)
+        yield handle
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log_file.close()
+
+
+@contextmanager
+def emulator(workdir: Path) -> Iterator[str]:
+    """The embedded AWS emulator (``punctual.local.emulator``) alone, as a subprocess: its endpoint."""
+    for key, value in LOCAL_CREDENTIALS.items():
+        os.environ.setdefault(key, value)
+    port = free_port()
+    log_file = (workdir / "emulator.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "punctual.local.emulator", "--port", str(port)],
+        env={**os.environ, **LOCAL_CREDENTIALS},
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log_file.close()
+
+
+# ---------------------------------------------------------------------------------------- results
+
+
+def write_json(name: str, data: Any) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def write_text(name: str, text: str) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / name
+    path.write_text(text)
+    return path
+
+
+def utc_ms(moment: datetime) -> float:
+    """Epoch seconds of a moment, at millisecond precision."""
+    return round(moment.timestamp() * 1000) / 1000
+
+
+# --------------------------------------------------------------------------------------- receiver
+
+
+@dataclass(frozen=True)
+class Arrival:
+    path: str
+    received_at: float  # epoch seconds, taken as soon as the request line and headers are read
+    scheduled_for: str
+    idempotency_key: str
+    attempt: str
+
+
+class Receiver:
+    """A webhook target that notes when each delivery arrives (and answers 200 at once)."""
+
+    def __init__(self) -> None:
+        self.arrivals: list[Arrival] = []
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                received_at = time.time()
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                arrival = Arrival(
+                    self.path,
+                    received_at,
+                    self.headers.get("Punctual-Scheduled-For", ""),
+                    self.headers.get("Idempotency-Key", ""),
+                    self.headers.get("Punctual-Attempt", ""),
+                )
+                with receiver.lock:
+                    receiver.arrivals.append(arrival)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, name="receiver", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> Receiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def snapshot(self) -> list[Arrival]:
+        with self.lock:
+            return list(self.arrivals)
+
+    def by_path(self) -> dict[str, list[Arrival]]:
+        grouped: dict[str, list[Arrival]] = {}
+        for arrival in self.snapshot():
+            grouped.setdefault(arrival.path, []).append(arrival)
+        return grouped
