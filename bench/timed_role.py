@@ -1,0 +1,248 @@
+"""One local role (api, dispatcher or worker) that also records what it costs, for the cost benchmark.
+
+It runs the real role (``punctual.local.role``) with two additions, both outside the engine's code:
+
+- every AWS call the process makes is recorded through botocore (``BaseClient._make_api_call``):
+  the operation, whether it was made inside a handler invocation or by the local event source
+  mapping around it (the SQS poller), the keys written and the read request units of the answer;
+- each handler invocation is timed (the duration Lambda would bill), with its batch size or summary.
+
+One JSON object per line goes to ``--events FILE``; the benchmark reads them by time window.
+
+    python -m bench.timed_role worker --events worker.jsonl --concurrency 4 --name worker-1
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TextIO
+
+_local = threading.local()
+_lock = threading.Lock()
+
+
+class _State:
+    out: TextIO | None = None
+    role = ""
+
+
+_state = _State()
+
+# Threads that only ever run inside a handler invocation: the records of a worker batch, the
+# heartbeat of a running attempt, the dispatcher's per-shard sweeps.
+_HANDLER_THREADS = ("record", "heartbeat-", "sweep")
+
+
+def _emit(event: dict[str, Any]) -> None:
+    line = json.dumps(event, separators=(",", ":"))
+    with _lock:
+        assert _state.out is not None
+        _state.out.write(line + "\n")
+        _state.out.flush()
+
+
+def _context() -> str:
+    if getattr(_local, "in_handler", False):
+        return "handler"
+    name = threading.current_thread().name
+    return "handler" if name.startswith(_HANDLER_THREADS) else "outside"
+
+
+# ------------------------------------------------------------------------------- DynamoDB sizes
+
+
+def _value_size(value: Mapping[str, Any]) -> int:
+    """Approximately how DynamoDB sizes an attribute value (its documented item-size rules)."""
+    (kind, inner), *_ = value.items()
+    if kind == "S":
+        return len(str(inner).encode())
+    if kind == "N":
+        digits = len(str(inner).lstrip("-").replace(".", "").lstrip("0")) or 1
+        return math.ceil(digits / 2) + 1
+    if kind == "B":
+        return len(inner) if isinstance(inner, bytes | bytearray) else math.ceil(len(str(inner)) * 3 / 4)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "L":
+        return 3 + sum(1 + _value_size(v) for v in inner)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + _value_size(v) for k, v in inner.items())
+    if kind in ("SS", "NS", "BS"):
+        return sum(_value_size({kind[0]: v}) for v in inner)
+    return 0
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _key(item: Mapping[str, Any]) -> list[str]:
+    return [str(item.get("pk", {}).get("S", "")), str(item.get("sk", {}).get("S", ""))]
+
+
+def _read_units(sizes: list[int], consistent: bool, transactional: bool = False) -> float:
+    """Read request units of one read: per 4 KB, halved when eventually consistent."""
+    units = max(1, math.ceil(sum(sizes) / 4096)) if sizes else 1
+    if transactional:
+        return 2.0 * units
+    return float(units) if consistent else units / 2
+
+
+def _dynamodb_details(operation: str, params: Mapping[str, Any], response: Any) -> dict[str, Any]:
+    """Which items a write touched (key, action, size when the request holds the whole item) and
+    the read request units of a read (sizes taken from the answer)."""
+    writes: list[list[Any]] = []
+    rru = 0.0
+    if operation == "PutItem":
+        writes.append([*_key(params["Item"]), "put", item_size(params["Item"])])
+    elif operation in ("UpdateItem", "DeleteItem"):
+        writes.append([*_key(params["Key"]), operation[:-4].lower(), None])
+    elif operation == "TransactWriteItems":
+        for entry in params["TransactItems"]:
+            (action, body), *_ = entry.items()
+            if action == "Put":
+                writes.append([*_key(body["Item"]), "put", item_size(body["Item"])])
+            else:
+                writes.append([*_key(body["Key"]), action.lower(), None])
+    elif operation == "BatchWriteItem":
+        for requests in params["RequestItems"].values():
+            for request in requests:
+                if "PutRequest" in request:
+                    item = request["PutRequest"]["Item"]
+                    writes.append([*_key(item), "put", item_size(item)])
+                else:
+                    writes.append([*_key(request["DeleteRequest"]["Key"]), "delete", None])
+    elif operation == "GetItem" and response is not None:
+        item = response.get("Item")
+        rru = _read_units([item_size(item)] if item else [], bool(params.get("ConsistentRead")))
+    elif operation == "BatchGetItem" and response is not None:
+        for table, spec in params["RequestItems"].items():
+            consistent = bool(spec.get("ConsistentRead"))
+            for item in response.get("Responses", {}).get(table, []):
+                rru += _read_units([item_size(item)], consistent)
+            found = len(response.get("Responses", {}).get(table, []))
+            rru += (len(spec["Keys"]) - found) * _read_units([], consistent)  # a miss costs too
+    elif operation in ("Query", "Scan") and response is not None:
+        rru = _read_units(
+            [item_size(i) for i in response.get("Items", [])], bool(params.get("ConsistentRead"))
+        )
+    elif operation == "TransactGetItems" and response is not None:
+        for item in response.get("Responses", []):
+            rru += _read_units([item_size(item.get("Item") or {})], True, transactional=True)
+    return {"writes": writes, "rru": rru} if writes or rru else {}
+
+
+# ----------------------------------------------------------------------------------- patching
+
+
+def _record_aws_calls() -> None:
+    from botocore.client import BaseClient
+
+    original = BaseClient._make_api_call
+
+    def counted(self: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
+        service = self.meta.service_model.service_name
+        response = None
+        ok = True
+        try:
+            response = original(self, operation_name, api_params)
+            return response
+        except Exception:
+            ok = False
+            raise
+        finally:
+            event: dict[str, Any] = {
+                "t": time.time(),
+                "role": _state.role,
+                "ctx": _context(),
+                "op": f"{service}:{operation_name}",
+                "ok": ok,
+            }
+            if service == "dynamodb":
+                event.update(_dynamodb_details(operation_name, api_params, response))
+                if operation_name == "TransactWriteItems":
+                    event["tx"] = True
+            elif service == "sqs" and operation_name == "ReceiveMessage":
+                event["messages"] = len((response or {}).get("Messages") or [])
+            elif service == "sqs" and operation_name in ("SendMessageBatch", "DeleteMessageBatch"):
+                event["entries"] = len(api_params.get("Entries") or [])
+            _emit(event)
+
+    BaseClient._make_api_call = counted  # type: ignore[method-assign]
+
+
+def _time_handler(module_name: str, describe: Callable[[Any, Any], dict[str, Any]]) -> None:
+    module = importlib.import_module(module_name)
+    original = module.handler
+
+    def timed(event: Any, context: Any) -> Any:
+        _local.in_handler = True
+        started = time.time()
+        began = time.perf_counter()
+        result = None
+        try:
+            result = original(event, context)
+            return result
+        finally:
+            duration = time.perf_counter() - began
+            _local.in_handler = False
+            _emit(
+                {
+                    "t": started,
+                    "t_end": started + duration,
+                    "role": _state.role,
+                    "invocation": True,
+                    "duration": duration,
+                    **describe(event, result),
+                }
+            )
+
+    module.handler = timed
+
+
+def _describe_worker(event: Any, result: Any) -> dict[str, Any]:
+    records = event.get("Records", [])
+    return {
+        "records": len(records),
+        "jobs": [json.loads(r["body"]).get("job_id") for r in records],
+        "failures": len((result or {}).get("batchItemFailures", [])),
+    }
+
+
+def _describe_dispatcher(_event: Any, result: Any) -> dict[str, Any]:
+    return {"summary": result or {}}
+
+
+def _describe_api(event: Any, result: Any) -> dict[str, Any]:
+    return {
+        "method": event.get("httpMethod"),
+        "path": event.get("path"),
+        "status": (result or {}).get("statusCode"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="bench.timed_role")
+    parser.add_argument("role", choices=["api", "dispatcher", "worker"])
+    parser.add_argument("--events", required=True)
+    args, role_args = parser.parse_known_args()
+    _state.role = args.role
+    _state.out = open(args.events, "a")  # noqa: SIM115 - open for the life of the process
+    _record_aws_calls()
+    describe = {"api": _describe_api, "dispatcher": _describe_dispatcher, "worker": _describe_worker}[
+        args.role
+    ]
+    _time_handler(f"functions.{args.role}.handler", describe)
+    from punctual.local.role import main as role_main
+
+    role_main([args.role, *(a for a in role_args if a != "--")])
+
+
+if __name__ == "__main__":
+    main()
