@@ -1,0 +1,164 @@
+"""Dispatcher claim throughput against the local emulator: claims per second, per shard and in all.
+
+Jobs are created through the api's own service (in this process) all due in one minute bucket,
+well beyond the look-ahead; then the dispatcher sweeps that minute as the tick before it would
+(``now`` = the bucket's end minus the look-ahead), claiming each trigger with its conditional
+transaction and sending the messages to SQS in batches of ten. Timed: the sweep only.
+
+It is a lower bound for AWS, on two counts: the emulator serialises every DynamoDB request (one at
+a time, across all shards), and it is a Python process on the same two cores as the dispatcher.
+On AWS each shard is a different partition and the shards' requests run in parallel.
+
+    python -m bench.claims
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.common import emulator, log, machine, write_json
+from functions.api.models import CreateJobIn
+from functions.api.service import JobService
+from functions.core.model import bucket_of, bucket_start, iso
+from functions.core.wiring import build_dispatcher, build_network_policy, build_store
+from punctual.local.env import local_settings
+from punctual.local.provision import provision
+
+LOOKAHEAD_SECONDS = 60
+
+
+@contextmanager
+def _timing_aws_calls() -> Iterator[dict[str, list[float]]]:
+    """How long each AWS call of this process takes, by operation, while the block runs."""
+    from botocore.client import BaseClient
+
+    latencies: dict[str, list[float]] = {}
+    original = BaseClient._make_api_call
+
+    def timed(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        began = time.perf_counter()
+        try:
+            return original(client, operation, params)
+        finally:
+            latencies.setdefault(operation, []).append(time.perf_counter() - began)
+
+    BaseClient._make_api_call = timed  # type: ignore[method-assign]
+    try:
+        yield latencies
+    finally:
+        BaseClient._make_api_call = original  # type: ignore[method-assign]
+
+
+def _measure(endpoint: str, shards: int, jobs: int, rng: random.Random) -> dict[str, Any]:
+    settings = provision(
+        local_settings(
+            endpoint,
+            prefix=f"claims{shards}",
+            overrides={"shard_count": shards, "lookahead_seconds": LOOKAHEAD_SECONDS},
+        )
+    )
+    store = build_store(settings)
+    dispatcher = build_dispatcher(settings)
+    service = JobService(store, dispatcher, settings, build_network_policy(settings))
+    # One minute, ten minutes from now: every job due in it.
+    minute = (datetime.now(UTC) + timedelta(minutes=10)).replace(second=0, microsecond=0)
+    began = time.perf_counter()
+    for _ in range(jobs):
+        due = minute + timedelta(milliseconds=rng.randrange(0, 60_000))
+        service.create_job(
+            "bench",
+            CreateJobIn.model_validate(
+                {"schedule": {"at": iso(due)}, "target": {"type": "http", "url": "http://127.0.0.1:9/hook"}}
+            ),
+        )
+    create_seconds = time.perf_counter() - began
+    bucket = bucket_of(minute)
+    for shard in range(shards):
+        store.advance_cursor(shard, None, bucket)
+    # The tick that sees the whole minute within its look-ahead.
+    now = bucket_start(bucket) + timedelta(minutes=1) - timedelta(seconds=LOOKAHEAD_SECONDS)
+    with _timing_aws_calls() as latencies:
+        began = time.perf_counter()
+        report = dispatcher.sweep_shard(0, now) if shards == 1 else dispatcher.sweep(now)
+        seconds = time.perf_counter() - began
+    claimed = report.dispatch.claimed
+    return {
+        "shards": shards,
+        "jobs": jobs,
+        "claimed": claimed,
+        "sent": report.dispatch.sent,
+        "sweep_seconds": round(seconds, 2),
+        "claims_per_second": round(claimed / seconds, 1),
+        "claims_per_second_per_shard": round(claimed / seconds / shards, 1),
+        "requests_during_sweep": {
+            op: {"count": len(v), "median_ms": round(statistics.median(v) * 1000, 1)}
+            for op, v in sorted(latencies.items())
+        },
+        "create_seconds": round(create_seconds, 1),
+        "creates_per_second": round(jobs / create_seconds, 1),
+    }
+
+
+def run(jobs: int = 300, shard_counts: tuple[int, ...] = (1, 4)) -> dict[str, Any]:
+    began = time.monotonic()
+    # The dispatcher logs every run it sends; here that is noise on the terminal.
+    logging.getLogger("punctual").setLevel(logging.WARNING)
+    rng = random.Random(11)
+    results = []
+    with emulator(Path(tempfile.mkdtemp(prefix="punctual-bench-claims-"))) as endpoint:
+        for shards in shard_counts:
+            log(f"claims: {jobs} jobs due in one minute, {shards} shard(s)")
+            results.append(_measure(endpoint, shards, jobs, rng))
+    return {
+        "name": "claims",
+        "what": "dispatcher sweep of one minute bucket against the local emulator: claims per second",
+        "lower_bound": "the emulator serialises all DynamoDB requests and shares 2 cores with the dispatcher",
+        "lookahead_seconds": LOOKAHEAD_SECONDS,
+        "runs": results,
+        "machine": machine(),
+        "elapsed_seconds": round(time.monotonic() - began, 1),
+    }
+
+
+def report(result: dict[str, Any]) -> str:
+    lines = ["== dispatcher claims against the emulator (lower bound) =="]
+    for r in result["runs"]:
+        lines.append(
+            f"{r['shards']} shard(s): {r['claimed']} claims in {r['sweep_seconds']} s ="
+            f" {r['claims_per_second']:g}/s ({r['claims_per_second_per_shard']:g}/s per shard);"
+            f" creates {r['creates_per_second']:g}/s"
+        )
+        lines.append(
+            "    "
+            + ", ".join(
+                f"{op} {v['count']}x {v['median_ms']:g} ms" for op, v in r["requests_during_sweep"].items()
+            )
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--jobs", type=int, default=300)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    result = run(args.jobs)
+    write_json("claims", result)
+    print(json.dumps(result, indent=2) if args.json else report(result))
+
+
+if __name__ == "__main__":
+    main()
