@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup run test test-fast test-slow lint format clean infra-setup synth deploy cfn-lint
+.PHONY: setup run test test-fast test-slow lint format clean infra-setup synth deploy cfn-lint bench
 
 setup: $(STAMP)
 
@@ -30,6 +30,11 @@ test-fast: setup
 ## Long-running tests (process chaos); CI runs them too.
 test-slow: setup
 	$(BIN)/pytest -m slow
+
+## Benchmarks, not tests (~10 min on 2 cores): precision, precision under faults, cost per job, cold
+## start, dispatcher claims. Prints the figures and writes them to bench/results/ (docs/benchmarks.md).
+bench: setup
+	$(BIN)/python -m bench.run $(ARGS)
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,0 +1,191 @@
+"""``make bench``: every benchmark in turn, the figures printed and written to ``bench/results/``.
+
+    python -m bench.run                      # all of them (about 10 minutes on 2 cores)
+    python -m bench.run --only coldstart,cost
+    python -m bench.run --quick              # shorter windows, for trying the harness out
+
+Writes ``bench/results/<name>.json`` for each benchmark, ``latest.json`` with all of them,
+``summary.md`` (the figures next to the SPEC's targets) and SVG histograms of lateness.
+Run them on a quiet machine: other processes on the same cores show up as lateness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench import claims, coldstart, cost, precision
+from bench.common import RESULTS, log, machine, write_json, write_text
+
+ALL = ("coldstart", "claims", "precision", "precision_faults", "cost")
+
+
+def _benchmarks(
+    quick: bool,
+) -> dict[str, tuple[Callable[[], dict[str, Any]], Callable[[dict[str, Any]], str]]]:
+    return {
+        "coldstart": (
+            lambda: coldstart.run(repeat=3 if quick else 10, repeat_cold=2 if quick else 5),
+            coldstart.report,
+        ),
+        "claims": (lambda: claims.run(jobs=100 if quick else 300), claims.report),
+        "precision": (
+            lambda: precision.run(
+                jobs=60 if quick else 300, window=45 if quick else 180, burst=10 if quick else 50
+            ),
+            precision.report,
+        ),
+        # The same density of jobs as the precision run (1.7 a second), over two minutes.
+        "precision_faults": (
+            lambda: precision.run(
+                jobs=60 if quick else 200, window=45 if quick else 120, burst=10 if quick else 30, faults=True
+            ),
+            precision.report,
+        ),
+        "cost": (
+            lambda: cost.run(
+                one_off=50 if quick else 200, soon=30 if quick else 100, crons=10 if quick else 20
+            ),
+            cost.report,
+        ),
+    }
+
+
+def _cell(value: Any) -> str:
+    return "—" if value is None else str(value)
+
+
+def summary_markdown(results: dict[str, Any], elapsed: float) -> str:
+    info = machine()
+    lines = [
+        "# Benchmark summary",
+        "",
+        f"Run {info['date']} on {info['nproc']} cores ({info['cpu'] or 'unknown CPU'}),"
+        f" Python {info['python']}, commit {info['commit']}; `make bench` took {elapsed / 60:.1f} min."
+        " Full figures: `latest.json`; method and discussion: `docs/benchmarks.md`.",
+        "",
+        "| what | SPEC target | measured | |",
+        "| --- | --- | --- | --- |",
+    ]
+
+    def row(what: str, target: str, measured: str, met: bool | None) -> None:
+        mark = "" if met is None else ("met" if met else "**missed**")
+        lines.append(f"| {what} | {target} | {measured} | {mark} |")
+
+    if "precision" in results:
+        p = results["precision"]
+        stats = p["arrival_lateness_ms"]["all"]
+        row("early deliveries, local", "0", str(p["early"]), p["early"] == 0)
+        row(
+            "lateness p99, local",
+            "≤ 20 ms",
+            f"{stats.get('p99')} ms (p50 {stats.get('p50')} ms)",
+            p["targets"]["p99 <= 20 ms"],
+        )
+        row("lateness max, local", "< 100 ms", f"{stats.get('max')} ms", p["targets"]["max < 100 ms"])
+        spread = p["arrival_lateness_ms"]["one_off_due_beyond_lookahead_at_creation"]
+        row(
+            "  the same, spread one-offs only",
+            "",
+            f"p99 {spread.get('p99')} ms, max {spread.get('max')} ms",
+            None,
+        )
+    if "precision_faults" in results:
+        f = results["precision_faults"]
+        stats = f["arrival_lateness_ms"]["all"]
+        row(f"lost under faults ({f.get('kills')} kills)", "0", str(f["lost"]), f["lost"] == 0)
+        row("early under faults", "0", str(f["early"]), f["early"] == 0)
+        row(
+            "lateness p99 under faults",
+            "≤ 5 s",
+            f"{stats.get('p99')} ms (max {stats.get('max')} ms)",
+            f["targets"]["p99 <= 5000 ms"],
+        )
+    if "coldstart" in results:
+        c = results["coldstart"]["modules"]
+        for module in ("functions.api.handler", "functions.dispatcher.handler", "functions.worker.handler"):
+            figures = c[module]
+            cold, cold_ratio = (
+                figures["as_deployed_import_ms"]["median"],
+                figures["ratio_to_boto3_as_deployed"],
+            )
+            row(
+                f"import {module.split('.')[1]} handler",
+                "little more than boto3",
+                f"{figures['warm_bytecode_import_ms']['median']} ms = {figures['ratio_to_boto3_warm']}x boto3"
+                f" ({cold} ms = {cold_ratio}x without bytecode, as deployed)",
+                figures["ratio_to_boto3_warm"] <= 1.25,
+            )
+    if "cost" in results:
+        for name, figures in results["cost"]["scenarios"].items():
+            if "cost" in figures:
+                c = figures["cost"]
+                dollars = c["usd_per_million_jobs_total"]
+                row(
+                    f"cost, {name.replace('_', ' ')}",
+                    "counted",
+                    f"{c['aws_requests_per_job']} AWS requests/job, ${dollars} per million",
+                    None,
+                )
+    if "claims" in results:
+        for r in results["claims"]["runs"]:
+            row(
+                f"claims, {r['shards']} shard(s), emulator",
+                "(lower bound)",
+                f"{r['claims_per_second']} claims/s",
+                None,
+            )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--only", default=",".join(ALL), help=f"comma-separated, of: {', '.join(ALL)}")
+    parser.add_argument("--quick", action="store_true", help="short windows, to try the harness")
+    args = parser.parse_args()
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = sorted(set(chosen) - set(ALL))
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
+    benchmarks = _benchmarks(args.quick)
+    began = time.monotonic()
+    results: dict[str, Any] = {}
+    texts = []
+    for name in ALL:
+        if name not in chosen:
+            continue
+        log(f"benchmark {name}")
+        run, report = benchmarks[name]
+        result = run()
+        if name.startswith("precision"):
+            precision.save(result)
+        else:
+            write_json(name, result)
+        results[name] = result
+        text = report(result)
+        texts.append(text)
+        print(text + "\n", flush=True)
+    elapsed = time.monotonic() - began
+    latest = {
+        "machine": machine(),
+        "quick": args.quick,
+        "elapsed_seconds": round(elapsed, 1),
+        "results": results,
+    }
+    write_json("latest", latest)
+    summary = summary_markdown(results, elapsed)
+    summary += "\n## Figures as printed\n\n```text\n" + "\n\n".join(texts) + "\n```\n"
+    write_text("summary.md", summary)
+    print(summary_markdown(results, elapsed))
+    print(f"results in {RESULTS}/ (latest.json, summary.md); {elapsed / 60:.1f} min", flush=True)
+    json.dumps(latest)  # fail loudly here, not in a reader, if anything is not JSON
+
+
+if __name__ == "__main__":
+    main()
