@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import click
 
-from punctual.client import ApiError, Client, Config, ConfigError, ConnectionFailed
+from punctual.client import CONFIG_PATH, ApiError, Client, Config, ConfigError, ConnectionFailed
 from punctual.local.env import DEFAULT_TOKEN, parse_tokens
 from punctual.output import emit_json, fields, relative, schedule_text, table, target_text
 
@@ -185,6 +185,9 @@ def jobs_create(ctx: Context, **options: Any) -> None:
     schedule: dict[str, Any] = {}
     if options["at_"]:
         schedule["at"] = parse_when(options["at_"])
+        if options["idempotency_key"] and schedule["at"] != options["at_"]:
+            # A retry must send the same request: resolve "in 5m" once per key.
+            schedule["at"] = _remembered_time(ctx.config.endpoint, options["idempotency_key"], schedule["at"])
     for key, option in (
         ("cron", "cron"),
         ("rate", "rate"),
@@ -239,6 +242,24 @@ def jobs_create(ctx: Context, **options: Any) -> None:
         body["signing_secret"] = options["signing_secret"]
     job = ctx.client.create_job(body, options["idempotency_key"])
     _show_job(ctx, job)
+
+
+def _remembered_time(endpoint: str, key: str, resolved: str) -> str:
+    """The time a relative --at resolved to the first time this Idempotency-Key was used (24 h)."""
+    path = CONFIG_PATH.parent / "idempotency.json"
+    try:
+        memory: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        memory = {}
+    now = time.time()
+    memory = {k: v for k, v in memory.items() if isinstance(v, dict) and now - v.get("saved", 0) < 86400}
+    entry = memory.setdefault(f"{endpoint}|{key}", {"at": resolved, "saved": now})
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(memory))
+    except OSError:
+        pass  # without a place to remember, a retry is refused by the API, which says why
+    return str(entry["at"])
 
 
 def _pages(fetch: Callable[[str | None], Any], everything: bool) -> Iterator[Any]:

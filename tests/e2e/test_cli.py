@@ -238,11 +238,6 @@ def test_the_same_idempotency_key_twice_returns_the_same_job(cli: Cli, receiver:
     cli.ok("jobs", "cancel", first["job_id"])
 
 
-@pytest.mark.xfail(
-    reason="BUG: a retried `jobs create --at 'in 5m' --idempotency-key K` is refused (exit 4, 'this "
-    "Idempotency-Key was used for a different request'): the CLI resolves 'in 5m' anew on every call",
-    strict=True,
-)
 def test_retrying_a_relative_one_off_with_its_idempotency_key_returns_the_first_job(
     cli: Cli, receiver: Receiver
 ) -> None:
