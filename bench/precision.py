@@ -291,9 +291,11 @@ def _analyse(
             if arrived is not None and run.get("started_at"):
                 start_to_arrival.append((arrived - _ts(run["started_at"])) * 1000)
     everything = [x for values in lateness.values() for x in values]
+    # The SPEC's figure is for jobs spread over minutes; the burst is a separate stress.
+    spread = lateness["inside"] + lateness["beyond"] + lateness["cron"]
     edges = EDGES_FAULTS_MS if faults else EDGES_MS
     bins = histogram(everything, edges)
-    stats = summary(everything)
+    stats = summary(spread)
     result: dict[str, Any] = {
         "name": name,
         "what": "lateness at arrival = receiver's clock when the request is read - Punctual-Scheduled-For",
@@ -308,7 +310,8 @@ def _analyse(
         "scheduled_for_header_mismatch": header_mismatch,
         "jobs_created_after_their_due_time": created_late,
         "arrival_lateness_ms": {
-            "all": stats,
+            "spread_one_offs_and_crons": stats,
+            "all_with_burst": summary(everything),
             "one_off_due_inside_lookahead_at_creation": summary(lateness["inside"]),
             "one_off_due_beyond_lookahead_at_creation": summary(lateness["beyond"]),
             "burst_same_millisecond": summary(lateness["burst"]),
@@ -327,13 +330,13 @@ def _analyse(
         result["targets"] = {
             "nothing lost": len(lost) + len(cron_lost) == 0,
             "never early": not early,
-            "p99 <= 5000 ms": stats.get("p99", float("inf")) <= 5000,
+            "p99 <= 5000 ms (spread jobs)": stats.get("p99", float("inf")) <= 5000,
         }
     else:
         result["targets"] = {
             "never early": not early,
-            "p99 <= 20 ms": stats.get("p99", float("inf")) <= 20,
-            "max < 100 ms": stats.get("max", float("inf")) < 100,
+            "p99 <= 20 ms (spread jobs)": stats.get("p99", float("inf")) <= 20,
+            "max < 100 ms (spread jobs)": stats.get("max", float("inf")) < 100,
         }
     return result
 
