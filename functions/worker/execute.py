@@ -34,8 +34,12 @@ from functions.core.settings import Settings
 from functions.core.store import ConflictError, Store
 from functions.core.targets import Delivery, TargetExecutor, TargetOutcome
 
-# How long past the due time a held message stays hidden if its worker dies before starting it.
-HOLD_MARGIN_SECONDS = 2
+# How long past the due time a held message stays hidden if its worker dies. Longer than the first
+# heartbeat (a third of a lease, 2 s by default), which then keeps it hidden while the attempt runs.
+HOLD_MARGIN_SECONDS = 3
+# The attempt's conditional start (a table write) happens this long before the second, so that the
+# target is called at the second itself rather than a write's round trip after it.
+PRESTART_SECONDS = 0.1
 
 
 class ReturnLater(Exception):
@@ -147,13 +151,16 @@ class RunExecutor:
                 logger.info("run skipped: overlap", extra=log)
             return
         token = uuid.uuid4().hex
-        started_at = self.clock()
+        # The start is written a moment before the second (see PRESTART_SECONDS); it is recorded as
+        # the due time, when the target is called.
+        due = run.next_attempt_at or run.scheduled_for
+        started_at = max(self.clock(), due)
         try:
             run = self.store.start_attempt(
                 run,
                 token=token,
                 now=started_at,
-                lease_until=started_at + timedelta(seconds=self.settings.lease_seconds),
+                lease_until=self.clock() + timedelta(seconds=self.settings.lease_seconds),
             )
         except ConflictError:
             # Either another delivery started it, or our own write took effect and only its answer
@@ -173,6 +180,7 @@ class RunExecutor:
             },
         )
         self.crash_point("after_start_before_execute")
+        self._sleep_until(due)
         with _Heartbeat(self, run, receipt_handle) as heartbeat:
             outcome = self._deliver(job, run, heartbeat.lost)
         self.crash_point("after_execute_before_record")
@@ -183,10 +191,11 @@ class RunExecutor:
     def _wait_until_due(self, run: Run, receipt_handle: str | None) -> bool:
         """Hold the message until the attempt is due, or give it back if that is too far off.
 
-        Returns whether it waited (then the job is read again: it may have changed meanwhile).
+        Returns whether it waited (then the job is read again: it may have changed meanwhile). It
+        returns ``PRESTART_SECONDS`` before the second; the caller sleeps the rest after starting.
 
         While holding, the message is hidden for the wait plus a short margin only: if this worker
-        dies, the message comes back two seconds after the run was due, not after the queue's long
+        dies, the message comes back seconds after the run was due, not after the queue's long
         timeout. (Once the attempt starts, the heartbeat keeps it hidden lease by lease.)
         """
         due = run.next_attempt_at or run.scheduled_for
@@ -194,13 +203,22 @@ class RunExecutor:
         if remaining > self.settings.max_early_wait_seconds:
             raise ReturnLater("not due yet", max(1, math.floor(remaining) - EARLY_ARRIVAL_SECONDS))
         if receipt_handle is not None:
-            self.queue.change_visibility(receipt_handle, math.ceil(max(0.0, remaining)) + HOLD_MARGIN_SECONDS)
-        waited = False
-        # Sleep most of the way, then spin the last milliseconds: never early, rarely a ms late.
-        while (remaining := (due - self.clock()).total_seconds()) > 0:
-            waited = True
+            # Always, even when due now: until the first heartbeat (a third of a lease into the
+            # attempt) the message would otherwise stay hidden for the queue's timeout, which on AWS
+            # is six times the worker's (an hour and a half) if this worker dies.
+            self.queue.change_visibility(
+                receipt_handle,
+                math.ceil(max(0.0, remaining)) + HOLD_MARGIN_SECONDS,
+            )
+        if remaining <= PRESTART_SECONDS:
+            return False
+        self._sleep_until(due - timedelta(seconds=PRESTART_SECONDS))
+        return True
+
+    def _sleep_until(self, moment: datetime) -> None:
+        """Sleep most of the way, then spin the last milliseconds: never early, rarely a ms late."""
+        while (remaining := (moment - self.clock()).total_seconds()) > 0:
             self.sleep(remaining if remaining > 0.002 else 0)
-        return waited
 
     @staticmethod
     def _superseded(run: Run, job: Job) -> str | None:

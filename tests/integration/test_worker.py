@@ -258,3 +258,23 @@ def test_a_signing_secret_is_never_returned_nor_logged(
     assert secret not in repr(views)
     assert secret not in captured.out + captured.err
     assert len(receiver.for_path("/quiet")) == 1
+
+
+def test_a_received_message_is_hidden_only_briefly_so_a_dead_worker_delays_it_seconds(
+    harness: Harness, receiver: Receiver
+) -> None:
+    from functions.worker.execute import HOLD_MARGIN_SECONDS
+
+    hidden: list[int] = []
+    real = harness.queue.change_visibility
+
+    def record(receipt_handle: str, seconds: int) -> None:
+        hidden.append(seconds)
+        real(receipt_handle, seconds)
+
+    harness.queue.change_visibility = record  # type: ignore[method-assign]
+    one_off(harness, receiver, "/due-now", seconds=0)
+    one_off(harness, receiver, "/due-soon", seconds=4)
+    harness.work()
+    # Not the queue's long timeout (on AWS six times the worker's): the wait plus a short margin.
+    assert sorted(hidden) == [HOLD_MARGIN_SECONDS, 4 + HOLD_MARGIN_SECONDS]
