@@ -16,6 +16,8 @@ from functions.core.observability import logger
 from functions.core.settings import Settings
 from punctual.local.gateway import LambdaContext
 
+RECEIVE_VISIBILITY_SECONDS = 5
+
 
 def run_dispatcher(settings: Settings, tick_seconds: float) -> None:
     """Call the dispatcher handler on every tick, aligned to the wall clock like an EventBridge rule."""
@@ -60,6 +62,10 @@ def _poll_forever(settings: Settings, batch_size: int, queue_arn: str) -> None:
                 QueueUrl=settings.queue_url,
                 MaxNumberOfMessages=batch_size,
                 WaitTimeSeconds=2,
+                # Short, unlike Lambda's poller (which uses the queue's): a worker process killed right
+                # after receiving gives its messages back in seconds. The handler then holds each
+                # message for exactly as long as it needs.
+                VisibilityTimeout=RECEIVE_VISIBILITY_SECONDS,
                 AttributeNames=["All"],
                 MessageAttributeNames=["All"],
             )
