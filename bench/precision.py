@@ -100,6 +100,18 @@ def _cron_expected(offset: int, after: float, until: float) -> set[int]:
     return {t for t in range(first, int(until) + 1) if t % 10 == offset}
 
 
+def _missing(
+    planned: list[Planned], crons: list[dict[str, Any]], arrivals: dict[str, list[Arrival]], end: float
+) -> bool:
+    if any(p.path not in arrivals for p in planned):
+        return True
+    for k, cron in enumerate(crons):
+        delivered = {int(_ts(a.scheduled_for)) for a in arrivals.get(f"/cron/{k}", [])}
+        if _cron_expected(cron["offset"], cron["at"] + 1, end - 3) - delivered:
+            return True
+    return False
+
+
 def run(
     *,
     jobs: int = 300,
@@ -162,14 +174,15 @@ def run(
             stop.set()
             if killer is not None:
                 killer.join()
-            for cron in crons:
-                api.call("DELETE", f"/v1/jobs/{cron['job_id']}")
-            # Wait for every one-off (stragglers after a kill come back after their lease).
+            # Wait for every one-off and every cron occurrence of the window (stragglers after a
+            # kill come back seconds later); the crons stay active meanwhile, so a late occurrence
+            # is not cancelled before it arrives.
             deadline = time.time() + (90 if faults else 20)
-            wanted = {p.path for p in planned}
-            while time.time() < deadline and not wanted <= set(receiver.by_path()):
+            while time.time() < deadline and _missing(planned, crons, receiver.by_path(), end):
                 time.sleep(0.5)
             time.sleep(3)  # duplicates, if any, arrive now
+            for cron in crons:
+                api.call("DELETE", f"/v1/jobs/{cron['job_id']}")
             arrivals = receiver.by_path()
         log(f"{name}: reading the recorded runs")
         with ThreadPoolExecutor(max_workers=4) as pool:
@@ -265,6 +278,17 @@ def _analyse(
         expected = _cron_expected(cron["offset"], cron["at"] + 1, end - 3)
         cron_expected += len(expected)
         cron_lost += [f"/cron/{k}@{iso(_dt(t))}" for t in sorted(expected - delivered)]
+    # What the table says about each run that never arrived.
+    lost_runs = []
+    by_job = {p.path: p.job_id for p in planned}
+    for path in lost:
+        runs = runs_by_job.get(by_job[path], [])
+        lost_runs.append({"path": path, "runs": [_brief(r) for r in runs]})
+    for label in cron_lost:
+        path, _, moment = label.partition("@")
+        job_id = crons[int(path.rsplit("/", 1)[1])]["job_id"]
+        runs = [r for r in runs_by_job.get(job_id, []) if r["scheduled_for"] == moment]
+        lost_runs.append({"path": label, "runs": [_brief(r) for r in runs]})
     for path, got in arrivals.items():
         for arrival in got:
             if arrival.received_at < _ts(arrival.scheduled_for):
@@ -303,6 +327,7 @@ def _analyse(
         "delivered_runs": len(everything),
         "lost": len(lost) + len(cron_lost),
         "lost_examples": (lost + cron_lost)[:10],
+        "lost_runs": lost_runs[:10],
         "early": len(early),
         "early_examples": early[:10],
         "duplicates_same_key": duplicates,
@@ -341,6 +366,11 @@ def _analyse(
     return result
 
 
+def _brief(run: dict[str, Any]) -> dict[str, Any]:
+    keys = ("run_id", "status", "scheduled_for", "queued_at", "started_at", "finished_at", "error", "attempt")
+    return {key: run.get(key) for key in keys}
+
+
 def report(result: dict[str, Any]) -> str:
     """The figures as text (printed, and kept in the markdown summary)."""
     lines = [f"== {result['name']} =="]
@@ -350,6 +380,11 @@ def report(result: dict[str, Any]) -> str:
         f" early {result['early']}, duplicates (same key) {result['duplicates_same_key']},"
         f" two keys {result['runs_with_two_keys']}"
     )
+    for lost in result.get("lost_runs", []):
+        states = (
+            ", ".join(f"{r['status']} ({r['error'] or 'no error'})" for r in lost["runs"]) or "no run item"
+        )
+        lines.append(f"  lost {lost['path']}: {states}")
     if "kills" in result:
         lines.append(f"kills {result['kills']}, restarts {result['restarts']}")
     lines.append("lateness at arrival (ms):      count    p50    p90    p99    max")

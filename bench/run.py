@@ -58,13 +58,15 @@ def _cell(value: Any) -> str:
     return "—" if value is None else str(value)
 
 
-def summary_markdown(results: dict[str, Any], elapsed: float) -> str:
+def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | None = None) -> str:
     info = machine()
     lines = [
         "# Benchmark summary",
         "",
         f"Run {info['date']} on {info['nproc']} cores ({info['cpu'] or 'unknown CPU'}),"
-        f" Python {info['python']}, commit {info['commit']}; `make bench` took {elapsed / 60:.1f} min."
+        f" Python {info['python']}, commit {info['commit']};"
+        + (f" this run ({', '.join(only)}) took" if only else " `make bench` took")
+        + f" {elapsed / 60:.1f} min."
         " Full figures: `latest.json`; method and discussion: `docs/benchmarks.md`.",
         "",
         "| what | SPEC target | measured | |",
@@ -178,19 +180,28 @@ def main() -> None:
         texts.append(text)
         print(text + "\n", flush=True)
     elapsed = time.monotonic() - began
+    if set(chosen) != set(ALL) and (RESULTS / "latest.json").exists():
+        # A partial run updates its benchmarks in latest.json and keeps the others' figures (each
+        # result carries its own date and machine).
+        earlier = json.loads((RESULTS / "latest.json").read_text()).get("results", {})
+        results = {
+            name: results.get(name) or earlier[name] for name in ALL if name in results or name in earlier
+        }
+        texts = [benchmarks[name][1](results[name]) for name in results]
     latest = {
         "machine": machine(),
         "quick": args.quick,
+        "only": chosen,
         "elapsed_seconds": round(elapsed, 1),
         "results": results,
     }
     write_json("latest", latest)
-    summary = summary_markdown(results, elapsed)
+    partial = chosen if set(chosen) != set(ALL) else None
+    summary = summary_markdown(results, elapsed, partial)
     summary += "\n## Figures as printed\n\n```text\n" + "\n\n".join(texts) + "\n```\n"
     write_text("summary.md", summary)
-    print(summary_markdown(results, elapsed))
+    print(summary_markdown(results, elapsed, partial))
     print(f"results in {RESULTS}/ (latest.json, summary.md); {elapsed / 60:.1f} min", flush=True)
-    json.dumps(latest)  # fail loudly here, not in a reader, if anything is not JSON
 
 
 if __name__ == "__main__":
