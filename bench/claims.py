@@ -89,9 +89,9 @@ def _measure(endpoint: str, shards: int, jobs: int, rng: random.Random) -> dict[
     # The tick that sees the whole minute within its look-ahead.
     now = bucket_start(bucket) + timedelta(minutes=1) - timedelta(seconds=LOOKAHEAD_SECONDS)
     with _timing_aws_calls() as latencies:
-        began = time.perf_counter()
+        began, cpu_began = time.perf_counter(), time.process_time()
         report = dispatcher.sweep_shard(0, now) if shards == 1 else dispatcher.sweep(now)
-        seconds = time.perf_counter() - began
+        seconds, cpu_seconds = time.perf_counter() - began, time.process_time() - cpu_began
     claimed = report.dispatch.claimed
     return {
         "shards": shards,
@@ -101,6 +101,8 @@ def _measure(endpoint: str, shards: int, jobs: int, rng: random.Random) -> dict[
         "sweep_seconds": round(seconds, 2),
         "claims_per_second": round(claimed / seconds, 1),
         "claims_per_second_per_shard": round(claimed / seconds / shards, 1),
+        # The dispatcher's own CPU (this process; the emulator is another): what bounds one Lambda.
+        "dispatcher_cpu_ms_per_claim": round(cpu_seconds * 1000 / max(1, claimed), 2),
         "requests_during_sweep": {
             op: {"count": len(v), "median_ms": round(statistics.median(v) * 1000, 1)}
             for op, v in sorted(latencies.items())
@@ -137,7 +139,8 @@ def report(result: dict[str, Any]) -> str:
         lines.append(
             f"{r['shards']} shard(s): {r['claimed']} claims in {r['sweep_seconds']} s ="
             f" {r['claims_per_second']:g}/s ({r['claims_per_second_per_shard']:g}/s per shard);"
-            f" creates {r['creates_per_second']:g}/s"
+            f" creates {r['creates_per_second']:g}/s;"
+            f" dispatcher CPU {r['dispatcher_cpu_ms_per_claim']:g} ms/claim"
         )
         lines.append(
             "    "
