@@ -2,7 +2,7 @@
 
     python -m bench.run                      # all of them (about 10 minutes on 2 cores)
     python -m bench.run --only coldstart,cost
-    python -m bench.run --quick              # shorter windows, for trying the harness out
+    python -m bench.run --quick              # shorter windows, to try the harness (results in /tmp)
 
 Writes ``bench/results/<name>.json`` for each benchmark, ``latest.json`` with all of them,
 ``summary.md`` (the figures next to the SPEC's targets) and SVG histograms of lateness.
@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from bench import claims, coldstart, cost, precision
-from bench.common import RESULTS, log, machine, write_json, write_text
+from bench import claims, coldstart, common, cost, precision
+from bench.common import log, machine, write_json, write_text
 
 ALL = ("coldstart", "claims", "precision", "precision_faults", "cost")
 
@@ -156,7 +158,17 @@ def main() -> None:
     )
     parser.add_argument("--only", default=",".join(ALL), help=f"comma-separated, of: {', '.join(ALL)}")
     parser.add_argument("--quick", action="store_true", help="short windows, to try the harness")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where to write the results (default bench/results/; with --quick a temporary directory)",
+    )
     args = parser.parse_args()
+    # Quick figures are not comparable: they never overwrite the recorded ones unless asked to.
+    common.RESULTS = args.out or (
+        Path(tempfile.gettempdir()) / "punctual-bench-quick" if args.quick else common.RESULTS
+    )
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = sorted(set(chosen) - set(ALL))
     if unknown:
@@ -180,10 +192,10 @@ def main() -> None:
         texts.append(text)
         print(text + "\n", flush=True)
     elapsed = time.monotonic() - began
-    if set(chosen) != set(ALL) and (RESULTS / "latest.json").exists():
+    if set(chosen) != set(ALL) and (common.RESULTS / "latest.json").exists():
         # A partial run updates its benchmarks in latest.json and keeps the others' figures (each
         # result carries its own date and machine).
-        earlier = json.loads((RESULTS / "latest.json").read_text()).get("results", {})
+        earlier = json.loads((common.RESULTS / "latest.json").read_text()).get("results", {})
         results = {
             name: results.get(name) or earlier[name] for name in ALL if name in results or name in earlier
         }
@@ -201,7 +213,7 @@ def main() -> None:
     summary += "\n## Figures as printed\n\n```text\n" + "\n\n".join(texts) + "\n```\n"
     write_text("summary.md", summary)
     print(summary_markdown(results, elapsed, partial))
-    print(f"results in {RESULTS}/ (latest.json, summary.md); {elapsed / 60:.1f} min", flush=True)
+    print(f"results in {common.RESULTS}/ (latest.json, summary.md); {elapsed / 60:.1f} min", flush=True)
 
 
 if __name__ == "__main__":
