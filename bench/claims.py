@@ -44,7 +44,8 @@ def _timing_aws_calls() -> Iterator[dict[str, list[float]]]:
     from botocore.client import BaseClient
 
     latencies: dict[str, list[float]] = {}
-    original = BaseClient._make_api_call
+    client_class: Any = BaseClient  # the stubs do not declare the private method patched here
+    original = client_class._make_api_call
 
     def timed(client: Any, operation: str, params: dict[str, Any]) -> Any:
         began = time.perf_counter()
@@ -53,11 +54,11 @@ def _timing_aws_calls() -> Iterator[dict[str, list[float]]]:
         finally:
             latencies.setdefault(operation, []).append(time.perf_counter() - began)
 
-    BaseClient._make_api_call = timed  # type: ignore[method-assign]
+    client_class._make_api_call = timed
     try:
         yield latencies
     finally:
-        BaseClient._make_api_call = original  # type: ignore[method-assign]
+        client_class._make_api_call = original
 
 
 def _measure(endpoint: str, shards: int, jobs: int, rng: random.Random) -> dict[str, Any]:

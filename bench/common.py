@@ -13,6 +13,7 @@ import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -49,7 +50,7 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         cpu = platform.processor()
-    versions = {}
+    versions: dict[str, str | None] = {}
     for package in ("boto3", "botocore", "moto", "aws-lambda-powertools", "pydantic", "croniter"):
         try:
             versions[package] = metadata.version(package)
@@ -212,7 +213,7 @@ class Api:
         items: list[dict[str, Any]] = []
         cursor = None
         while True:
-            query = f"?limit={limit}" + (f"&cursor={urllib.request.quote(cursor)}" if cursor else "")
+            query = f"?limit={limit}" + (f"&cursor={urllib.parse.quote(cursor)}" if cursor else "")
             status, page = self.call("GET", f"/v1/jobs/{job_id}/runs{query}")
             if status != 200:
                 raise RuntimeError(f"runs of {job_id} answered {status}: {page}")

@@ -144,7 +144,8 @@ def _dynamodb_details(operation: str, params: Mapping[str, Any], response: Any) 
 def _record_aws_calls() -> None:
     from botocore.client import BaseClient
 
-    original = BaseClient._make_api_call
+    client_class: Any = BaseClient  # the stubs do not declare the private method patched here
+    original = client_class._make_api_call
 
     def counted(self: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
         service = self.meta.service_model.service_name
@@ -174,11 +175,11 @@ def _record_aws_calls() -> None:
                 event["entries"] = len(api_params.get("Entries") or [])
             _emit(event)
 
-    BaseClient._make_api_call = counted  # type: ignore[method-assign]
+    client_class._make_api_call = counted
 
 
 def _time_handler(module_name: str, describe: Callable[[Any, Any], dict[str, Any]]) -> None:
-    module = importlib.import_module(module_name)
+    module: Any = importlib.import_module(module_name)
     original = module.handler
 
     def timed(event: Any, context: Any) -> Any:
