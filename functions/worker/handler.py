@@ -50,7 +50,8 @@ def record_handler(record: SQSRecord) -> None:
         raise
 
 
-processor = ConcurrentBatchProcessor(event_type=EventType.SQS)
+# Every record handed back (retries, not due yet) is routine, not a failed invocation: no alarm.
+processor = ConcurrentBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 @logger.inject_lambda_context

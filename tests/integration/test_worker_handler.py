@@ -66,3 +66,17 @@ def test_records_of_a_batch_run_concurrently(monkeypatch: pytest.MonkeyPatch) ->
     result = invoke(records)
     assert result["batchItemFailures"] == []
     assert len(seen) == 3
+
+
+def test_a_batch_whose_every_record_goes_back_is_not_a_failed_invocation(
+    wired: Harness, receiver: Receiver
+) -> None:
+    # A retry or a message not due yet is routine: the invocation must succeed (no Lambda error, no
+    # alarm) and report the records as batch item failures.
+    wired.create(
+        schedule={"at": iso(wired.clock() + timedelta(seconds=90))},
+        target={"type": "http", "url": receiver.url + "/x"},
+    )
+    messages = wired.queue.receive()
+    result = invoke(messages)
+    assert [item["itemIdentifier"] for item in result["batchItemFailures"]] == [messages[0]["MessageId"]]
