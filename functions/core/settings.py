@@ -37,8 +37,9 @@ class Settings(BaseModel):
     # How far back a shard's cursor starts on its first tick.
     initial_catchup_seconds: int = Field(default=3600, ge=60)
     # Worker: lease on a RUNNING run and on its SQS message, renewed by a heartbeat every third of it.
-    # Short, so a crashed worker's run is taken over within seconds (precision under faults).
-    lease_seconds: int = Field(default=6, ge=3)
+    # Short, so a crashed worker's run is taken over within seconds (precision under faults): an
+    # attempt starts a second before its due time, so a worker dying then is replaced 3 s after it.
+    lease_seconds: int = Field(default=4, ge=3)
     # Worker: a message that arrives up to this early is held in-process; later ones go back to SQS.
     max_early_wait_seconds: int = Field(default=20, ge=0)
     run_retention_days: int = Field(default=30, ge=1)

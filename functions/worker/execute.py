@@ -35,11 +35,15 @@ from functions.core.store import ConflictError, Store
 from functions.core.targets import Delivery, TargetExecutor, TargetOutcome
 
 # How long past the due time a held message stays hidden if its worker dies. Longer than the first
-# heartbeat (a third of a lease, 2 s by default), which then keeps it hidden while the attempt runs.
-HOLD_MARGIN_SECONDS = 3
-# The attempt's conditional start (a table write) happens this long before the second, so that the
-# target is called at the second itself rather than a write's round trip after it.
-PRESTART_SECONDS = 0.1
+# heartbeat (a third of a lease after the second: 1.3 s by default), which then keeps it hidden while
+# the attempt runs. Short, so that a message whose worker died comes back within seconds.
+HOLD_MARGIN_SECONDS = 2
+# The job is read again and the attempt's conditional start (a table write) is made this long before
+# the second, so that nothing but a sleep stands between the second and the call to the target: a
+# table that is slow for a moment (a dispatcher's burst of claims) no longer makes the call late. The
+# price: a pause, cancel or change made in the last second before a due time may not stop that run.
+# Must stay well under two thirds of a lease, so that the first heartbeat comes before the lease ends.
+PRESTART_SECONDS = 1.0
 
 
 class ReturnLater(Exception):
@@ -107,7 +111,9 @@ class RunExecutor:
         self.crash_point = crash_point or faults.crash_point
         self.rng = random.Random()
 
-    def handle(self, message: WorkMessage, receipt_handle: str | None = None, body: str = "") -> None:
+    def handle(
+        self, message: WorkMessage, receipt_handle: str | None = None, body: str = "", *, held: bool = False
+    ) -> None:
         """Process one work message; raise ``ReturnLater`` to leave it on the queue."""
         log = {"job_id": message.job_id, "run_id": message.run_id}
         run, job = self.store.get_run_and_job(message.job_id, message.run_id)
@@ -119,10 +125,16 @@ class RunExecutor:
             return
         now = self.clock()
         if run.status is RunStatus.RUNNING and run.lease_until is not None and now < run.lease_until:
-            # Another worker holds this attempt; look again when its lease would have run out.
-            raise ReturnLater(
-                "attempt in progress elsewhere", math.ceil((run.lease_until - now).total_seconds())
-            )
+            # Another worker holds this attempt, or held it and died (its message came back). When
+            # the lease runs out within seconds, hold the message and take over the moment it does:
+            # going back to the queue would add a receive's latency to a run that is already late.
+            remaining = (run.lease_until - now).total_seconds()
+            if held or remaining > self.settings.max_early_wait_seconds:
+                raise ReturnLater("attempt in progress elsewhere", math.ceil(remaining))
+            self._hold(receipt_handle, remaining)
+            self._sleep_until(run.lease_until)
+            self.handle(message, receipt_handle, body, held=True)
+            return
         if run.status is RunStatus.QUEUED and run.kind is RunKind.SCHEDULED:
             reason = self._superseded(run, job)
             if reason is not None:
@@ -202,18 +214,19 @@ class RunExecutor:
         remaining = (due - self.clock()).total_seconds()
         if remaining > self.settings.max_early_wait_seconds:
             raise ReturnLater("not due yet", max(1, math.floor(remaining) - EARLY_ARRIVAL_SECONDS))
-        if receipt_handle is not None:
-            # Always, even when due now: until the first heartbeat (a third of a lease into the
-            # attempt) the message would otherwise stay hidden for the queue's timeout, which on AWS
-            # is six times the worker's (an hour and a half) if this worker dies.
-            self.queue.change_visibility(
-                receipt_handle,
-                math.ceil(max(0.0, remaining)) + HOLD_MARGIN_SECONDS,
-            )
+        # Always, even when due now: until the first heartbeat (a third of a lease into the attempt)
+        # the message would otherwise stay hidden for the queue's timeout, which on AWS is six times
+        # the worker's (an hour and a half) if this worker dies.
+        self._hold(receipt_handle, remaining)
         if remaining <= PRESTART_SECONDS:
             return False
         self._sleep_until(due - timedelta(seconds=PRESTART_SECONDS))
         return True
+
+    def _hold(self, receipt_handle: str | None, seconds: float) -> None:
+        """Keep the message hidden while this worker waits ``seconds``, plus a short margin."""
+        if receipt_handle is not None:
+            self.queue.change_visibility(receipt_handle, math.ceil(max(0.0, seconds)) + HOLD_MARGIN_SECONDS)
 
     def _sleep_until(self, moment: datetime) -> None:
         """Sleep most of the way, then spin the last milliseconds: never early, rarely a ms late."""

@@ -9,7 +9,7 @@ import pytest
 
 from functions.core.model import JobStatus, RunStatus, iso
 from functions.core.queue import WorkMessage
-from functions.worker.execute import ReturnLater
+from functions.worker.execute import HOLD_MARGIN_SECONDS, ReturnLater
 from tests.integration.conftest import Harness, SimulatedCrash
 from tests.support.receiver import Receiver
 
@@ -138,9 +138,13 @@ def test_worker_dying_after_start_is_taken_over_after_its_lease(harness: Harness
     with pytest.raises(SimulatedCrash):
         harness.executor.handle(message, None)
     harness.crash_at.clear()
-    # While the lease holds, a redelivery leaves the attempt alone
-    with pytest.raises(ReturnLater):
+    # While the lease holds for longer than a worker waits in-process, a redelivery goes back
+    settings = harness.executor.settings
+    harness.executor.settings = settings.model_copy(update={"max_early_wait_seconds": 5})
+    with pytest.raises(ReturnLater) as returned:
         harness.executor.handle(message, None)
+    harness.executor.settings = settings
+    assert returned.value.seconds == settings.lease_seconds
     assert receiver.for_path("/crash") == []
     # After the lease, the attempt is re-executed with the same Idempotency-Key
     harness.clock.advance(harness.settings.lease_seconds + 1)
@@ -149,6 +153,52 @@ def test_worker_dying_after_start_is_taken_over_after_its_lease(harness: Harness
     assert run.status is RunStatus.SUCCEEDED
     assert run.attempt == 1 and run.executions == 2
     assert [d.headers["Idempotency-Key"] for d in receiver.for_path("/crash")] == [run.run_id]
+
+
+def test_a_redelivery_shortly_before_a_dead_workers_lease_ends_holds_and_takes_over_at_its_end(
+    harness: Harness, receiver: Receiver
+) -> None:
+    job = one_off(harness, receiver, "/takeover", seconds=0)
+    message: WorkMessage = harness.queue.sent[0][0]
+    harness.crash_at.add("after_start_before_execute")
+    with pytest.raises(SimulatedCrash):
+        harness.executor.handle(message, None)
+    harness.crash_at.clear()
+    lease_until = only_run(harness, job["job_id"]).lease_until
+    assert lease_until is not None
+    # The message comes back a few seconds before the lease ends: rather than going back to the
+    # queue (and losing a receive's latency more), the worker waits for the lease, then takes over.
+    hidden: list[int] = []
+    harness.queue.change_visibility = lambda receipt_handle, seconds: hidden.append(seconds)  # type: ignore[method-assign]
+    harness.clock.now = lease_until - timedelta(seconds=3)
+    harness.executor.handle(message, "receipt")
+    run = only_run(harness, job["job_id"])
+    assert run.status is RunStatus.SUCCEEDED and run.executions == 2
+    assert harness.clock.now >= lease_until, "never before the dead worker's lease ended"
+    assert [d.headers["Idempotency-Key"] for d in receiver.for_path("/takeover")] == [run.run_id]
+    # it kept the message hidden meanwhile: the wait plus the margin
+    assert hidden[0] == 3 + HOLD_MARGIN_SECONDS
+
+
+def test_a_redelivery_holds_only_once_for_a_lease_that_a_live_worker_keeps_renewing(
+    harness: Harness, receiver: Receiver
+) -> None:
+    job = one_off(harness, receiver, "/alive", seconds=0)
+    message: WorkMessage = harness.queue.sent[0][0]
+    harness.crash_at.add("after_start_before_execute")
+    with pytest.raises(SimulatedCrash):
+        harness.executor.handle(message, None)
+    harness.crash_at.clear()
+    run = only_run(harness, job["job_id"])
+    assert run.lease_until is not None
+    harness.clock.now = run.lease_until - timedelta(seconds=2)
+    # the first worker is alive after all: its heartbeat renews the lease while the second one waits
+    renewed = harness.store.renew_lease(run, run.lease_until + timedelta(seconds=30))
+    assert renewed
+    with pytest.raises(ReturnLater) as returned:
+        harness.executor.handle(message, None)
+    assert returned.value.seconds is not None and returned.value.seconds > 20
+    assert receiver.for_path("/alive") == []
 
 
 def test_worker_dying_after_execution_re_executes_with_the_same_key(
@@ -263,8 +313,6 @@ def test_a_signing_secret_is_never_returned_nor_logged(
 def test_a_received_message_is_hidden_only_briefly_so_a_dead_worker_delays_it_seconds(
     harness: Harness, receiver: Receiver
 ) -> None:
-    from functions.worker.execute import HOLD_MARGIN_SECONDS
-
     hidden: list[int] = []
     real = harness.queue.change_visibility
 
