@@ -9,6 +9,12 @@ Two changes to stock moto, both for DynamoDB only:
 - moto backs up the *whole table* (a deep copy) before every TransactWriteItems, so a transaction
   took 0.5 s once the table held 20,000 items, and the local stack slowed down as history grew. The
   backup here covers only the items the transaction touches, which is all a rollback needs.
+
+And one to SQS: a long poll in moto wakes up when a message is *sent*, but not when a delayed or
+hidden message becomes visible; it looked again only once a second, so such a message reached a
+worker up to a second late (seen in the precision benchmark: a run taken over after its worker died,
+and a burst of jobs due at the same second whose messages came out of their delay). Here the wait
+ends when the next message becomes visible.
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from moto.core.utils import unix_time_millis
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from moto.sqs.models import Queue
 from werkzeug.serving import BaseWSGIServer, make_server
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -183,9 +191,20 @@ def _transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, 
             del Table.__deepcopy__  # type: ignore[attr-defined]
 
 
+def _wait_for_messages(self: Queue, timeout: int) -> None:
+    """moto's wait for a message, also woken when a delayed or hidden one becomes visible."""
+    with self._messages_lock:
+        now = unix_time_millis()
+        upcoming = (max(m.visible_at, m.delayed_until) for m in self._messages)
+        soonest = min((moment for moment in upcoming if moment > now), default=None)
+        wait = timeout if soonest is None else min(timeout, (soonest - now) / 1000 + 0.002)
+        self._messages_lock.wait_for(lambda: self.messages, timeout=wait)
+
+
 def make_emulator(host: str, port: int) -> BaseWSGIServer:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
+    Queue.wait_for_messages = _wait_for_messages  # type: ignore[method-assign]
     app: WsgiApp = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
     app = FaultInjector.from_env(app, os.environ.get("PUNCTUAL_EMULATOR_FAULTS", ""))
     app = RequestCounter(app)

@@ -114,3 +114,37 @@ def test_the_emulator_counts_requests_by_operation(moto_endpoint: str) -> None:
     with urllib.request.urlopen(moto_endpoint + "/_punctual/requests") as response:
         counts = json.loads(response.read())
     assert counts.get("dynamodb:ListTables") == 2
+
+
+def test_a_long_poll_wakes_when_a_delayed_message_becomes_visible_not_a_second_later() -> None:
+    """moto's long poll only woke for new messages; a delayed one reached a worker up to 1 s late."""
+    import time
+
+    from moto.sqs.models import Message, Queue
+
+    from punctual.local.emulator import _wait_for_messages
+
+    queue = Queue("delays", region="us-east-1", account_id="123456789012")  # type: ignore[abstract]
+    message = Message(uuid.uuid4().hex, "body")
+    message.delay(delay_seconds=1)
+    queue._messages.append(message)
+    assert queue.messages == []
+    started = time.monotonic()
+    _wait_for_messages(queue, 10)
+    waited = time.monotonic() - started
+    assert queue.messages == [message]
+    # moto's own wait would sleep the whole 10 s: nothing is sent meanwhile to wake it
+    assert 0.9 <= waited < 5, waited
+
+
+def test_a_long_poll_with_nothing_coming_waits_its_whole_timeout() -> None:
+    import time
+
+    from moto.sqs.models import Queue
+
+    from punctual.local.emulator import _wait_for_messages
+
+    queue = Queue("empty", region="us-east-1", account_id="123456789012")  # type: ignore[abstract]
+    started = time.monotonic()
+    _wait_for_messages(queue, 1)
+    assert time.monotonic() - started >= 0.9
