@@ -6,16 +6,17 @@ import queue
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import click
 
 from punctual.client import Client, Config
+from punctual.local.httpserver import LocalHTTPServer
 from punctual.local.supervisor import LocalStack
 
 
-def _receiver(deliveries: queue.Queue[tuple[float, str, dict[str, str]]]) -> ThreadingHTTPServer:
+def _receiver(deliveries: queue.Queue[tuple[float, str, dict[str, str]]]) -> LocalHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
             return
@@ -27,7 +28,7 @@ def _receiver(deliveries: queue.Queue[tuple[float, str, dict[str, str]]]) -> Thr
             self.send_response(204)
             self.end_headers()
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = LocalHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, name="demo-receiver", daemon=True).start()
     return server
 

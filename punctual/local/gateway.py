@@ -12,11 +12,12 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from functions.core.observability import logger
+from punctual.local.httpserver import LocalHTTPServer
 
 PUBLIC_PATHS = ("/v1/health", "/openapi.json", "/docs")
 MAX_BODY_BYTES = 64 * 1024
@@ -152,6 +153,5 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
 def serve(host: str, port: int, tokens: dict[str, str]) -> None:
     from functions.api.handler import handler as api_handler
 
-    server = ThreadingHTTPServer((host, port), make_handler_class(tokens, api_handler))
-    server.daemon_threads = True
+    server = LocalHTTPServer((host, port), make_handler_class(tokens, api_handler))
     server.serve_forever()

@@ -12,6 +12,9 @@ import time
 from functions.core.settings import Settings
 from punctual.local.env import parse_tokens
 
+# Lower priority for the dispatcher role: see ``main``.
+DISPATCHER_NICENESS = 10
+
 
 def exit_with_parent() -> None:
     """Leave when the supervisor is gone (killed with SIGKILL, say), instead of lingering on."""
@@ -50,6 +53,10 @@ def main(argv: list[str] | None = None) -> None:
         if args.role == "api":
             serve(args.host, args.port, parse_tokens(os.environ.get("PUNCTUAL_TOKENS")))
         elif args.role == "dispatcher":
+            # On AWS every function has its own CPU; here all roles share the machine's few cores,
+            # and a tick's burst of claims (work for runs a minute ahead) made workers calling a
+            # target at its second wait for a core. The dispatcher yields to them.
+            os.nice(DISPATCHER_NICENESS)
             roles.run_dispatcher(settings, args.tick_seconds)
         else:
             roles.run_worker(settings, args.concurrency)

@@ -56,3 +56,14 @@ def test_the_stack_runs_the_serialising_emulator_not_stock_moto(local_stack: Api
     pid = role_pids(local_stack)["emulator"]
     command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     assert b"punctual.local.emulator" in command, command
+
+
+def test_the_dispatcher_yields_the_cores_to_the_workers(local_stack: Api) -> None:
+    """Locally all roles share a few cores; a tick's claims must not delay a call due at its second."""
+    from punctual.local.role import DISPATCHER_NICENESS
+
+    pids = role_pids(local_stack)
+    worker = next(pid for name, pid in pids.items() if name.startswith("worker"))
+    dispatcher_niceness = os.getpriority(os.PRIO_PROCESS, pids["dispatcher"])
+    worker_niceness = os.getpriority(os.PRIO_PROCESS, worker)
+    assert dispatcher_niceness == min(19, worker_niceness + DISPATCHER_NICENESS)

@@ -7,8 +7,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from punctual.local.httpserver import LocalHTTPServer
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,7 @@ class Receiver:
                 self.end_headers()
                 self.wfile.write(reply)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = LocalHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
