@@ -31,9 +31,17 @@ test-fast: setup
 test-slow: setup
 	$(BIN)/pytest -m slow
 
-## Benchmarks, not tests (~10 min on 2 cores): precision, precision under faults, cost per job, cold
-## start, dispatcher claims. Prints the figures and writes them to bench/results/ (docs/benchmarks.md).
-bench: setup
+## Benchmarks, not tests (~12 min on 2 cores): precision, precision under faults, cost per job, cold
+## start, dispatcher claims, each repeated. Prints the medians and writes them, with PNG plots, to
+## bench/results/ (docs/benchmarks.md). The plots need matplotlib (the `bench` extra), installed once
+## here; make test does without it.
+BENCH_STAMP := $(VENV)/.bench-stamp
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $@
+
+bench: $(BENCH_STAMP)
 	$(BIN)/python -m bench.run $(ARGS)
 
 lint: setup
