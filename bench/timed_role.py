@@ -4,7 +4,11 @@ It runs the real role (``punctual.local.role``) with two additions, both outside
 
 - every AWS call the process makes is recorded through botocore (``BaseClient._make_api_call``):
   the operation, whether it was made inside a handler invocation or by the local event source
-  mapping around it (the SQS poller), the keys written and the read request units of the answer;
+  mapping around it (the SQS poller), the keys written and the read units of the answer (computed
+  from the item sizes), and for the api which job the create was for (its target's path);
+- every DynamoDB request asks for ``ReturnConsumedCapacity=TOTAL`` (a botocore
+  ``provide-client-params`` hook) and the ``ConsumedCapacity`` of the answer is recorded
+  (``after-call``) as the service reported it, next to the computed units;
 - each handler invocation is timed (the duration Lambda would bill), with its batch size or summary.
 
 One JSON object per line goes to ``--events FILE``; the benchmark reads them by time window.
@@ -20,6 +24,7 @@ import json
 import math
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
@@ -138,6 +143,61 @@ def _dynamodb_details(operation: str, params: Mapping[str, Any], response: Any) 
     return {"writes": writes, "rru": rru} if writes or rru else {}
 
 
+# ---------------------------------------------------------------------------- consumed capacity
+
+# DynamoDB operations that read; every other one that reports consumed capacity writes.
+_READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"})
+
+
+def _ask_for_capacity(params: dict[str, Any], model: Any, **_kwargs: Any) -> dict[str, Any] | None:
+    """``provide-client-params.dynamodb``: ask for the consumed capacity wherever the operation can
+    return it (the answer carries it; nothing else about the request changes)."""
+    accepted = model.input_shape.members if model.input_shape is not None else {}
+    if "ReturnConsumedCapacity" in accepted and "ReturnConsumedCapacity" not in params:
+        return {**params, "ReturnConsumedCapacity": "TOTAL"}
+    return None
+
+
+def _note_capacity(parsed: Mapping[str, Any], model: Any, **_kwargs: Any) -> None:
+    """``after-call.dynamodb``: what the answer says the request consumed, for the call record."""
+    _local.consumed = reported_capacity(model.name, parsed.get("ConsumedCapacity"))
+
+
+def reported_capacity(operation: str, consumed: Any) -> dict[str, float] | None:
+    """Read and write capacity units from a ``ConsumedCapacity`` (one entry, or one per table);
+    None when the answer has none. ``CapacityUnits`` alone counts as read or write by the operation."""
+    entries = consumed if isinstance(consumed, list) else [consumed] if consumed else []
+    if not entries:
+        return None
+    read = write = 0.0
+    for entry in entries:
+        if "ReadCapacityUnits" in entry or "WriteCapacityUnits" in entry:
+            read += float(entry.get("ReadCapacityUnits") or 0)
+            write += float(entry.get("WriteCapacityUnits") or 0)
+        elif operation in _READS:
+            read += float(entry.get("CapacityUnits") or 0)
+        else:
+            write += float(entry.get("CapacityUnits") or 0)
+    return {"rcu": read, "wcu": write}
+
+
+def _report_consumed_capacity() -> None:
+    """Register the two hooks on every DynamoDB client this process creates."""
+    from botocore.session import Session
+
+    session_class: Any = Session  # patched the same way as the client method below
+    original = session_class.create_client
+
+    def create_client(self: Any, *args: Any, **kwargs: Any) -> Any:
+        client = original(self, *args, **kwargs)
+        if (kwargs.get("service_name") or (args[0] if args else None)) == "dynamodb":
+            client.meta.events.register("provide-client-params.dynamodb", _ask_for_capacity)
+            client.meta.events.register("after-call.dynamodb", _note_capacity)
+        return client
+
+    session_class.create_client = create_client
+
+
 # ----------------------------------------------------------------------------------- patching
 
 
@@ -151,6 +211,7 @@ def _record_aws_calls() -> None:
         service = self.meta.service_model.service_name
         response = None
         ok = True
+        _local.consumed = None
         try:
             response = original(self, operation_name, api_params)
             return response
@@ -165,10 +226,15 @@ def _record_aws_calls() -> None:
                 "op": f"{service}:{operation_name}",
                 "ok": ok,
             }
+            tag = getattr(_local, "tag", None)
+            if tag:
+                event["tag"] = tag
             if service == "dynamodb":
                 event.update(_dynamodb_details(operation_name, api_params, response))
                 if operation_name == "TransactWriteItems":
                     event["tx"] = True
+                # None: the answer reported no consumed capacity (an error, or not implemented).
+                event["reported"] = _local.consumed
             elif service == "sqs" and operation_name == "ReceiveMessage":
                 event["messages"] = len((response or {}).get("Messages") or [])
             elif service == "sqs" and operation_name in ("SendMessageBatch", "DeleteMessageBatch"):
@@ -178,12 +244,17 @@ def _record_aws_calls() -> None:
     client_class._make_api_call = counted
 
 
-def _time_handler(module_name: str, describe: Callable[[Any, Any], dict[str, Any]]) -> None:
+def _time_handler(
+    module_name: str,
+    describe: Callable[[Any, Any], dict[str, Any]],
+    tag: Callable[[Any], str | None] | None = None,
+) -> None:
     module: Any = importlib.import_module(module_name)
     original = module.handler
 
     def timed(event: Any, context: Any) -> Any:
         _local.in_handler = True
+        _local.tag = tag(event) if tag is not None else None
         started = time.time()
         began = time.perf_counter()
         result = None
@@ -193,16 +264,18 @@ def _time_handler(module_name: str, describe: Callable[[Any, Any], dict[str, Any
         finally:
             duration = time.perf_counter() - began
             _local.in_handler = False
-            _emit(
-                {
-                    "t": started,
-                    "t_end": started + duration,
-                    "role": _state.role,
-                    "invocation": True,
-                    "duration": duration,
-                    **describe(event, result),
-                }
-            )
+            invocation: dict[str, Any] = {
+                "t": started,
+                "t_end": started + duration,
+                "role": _state.role,
+                "invocation": True,
+                "duration": duration,
+                **describe(event, result),
+            }
+            if _local.tag:
+                invocation["tag"] = _local.tag
+            _local.tag = None
+            _emit(invocation)
 
     module.handler = timed
 
@@ -228,6 +301,17 @@ def _describe_api(event: Any, result: Any) -> dict[str, Any]:
     }
 
 
+def _target_path(event: Any) -> str | None:
+    """The path of a created job's target URL: the benchmark names each scenario's jobs by it."""
+    if event.get("httpMethod") != "POST" or not event.get("body"):
+        return None
+    try:
+        url = json.loads(event["body"])["target"]["url"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return urllib.parse.urlsplit(str(url)).path or None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="bench.timed_role")
     parser.add_argument("role", choices=["api", "dispatcher", "worker"])
@@ -236,10 +320,11 @@ def main() -> None:
     _state.role = args.role
     _state.out = open(args.events, "a")  # noqa: SIM115 - open for the life of the process
     _record_aws_calls()
+    _report_consumed_capacity()
     describe = {"api": _describe_api, "dispatcher": _describe_dispatcher, "worker": _describe_worker}[
         args.role
     ]
-    _time_handler(f"functions.{args.role}.handler", describe)
+    _time_handler(f"functions.{args.role}.handler", describe, _target_path if args.role == "api" else None)
     from punctual.local.role import main as role_main
 
     role_main([args.role, *(a for a in role_args if a != "--")])
