@@ -47,4 +47,4 @@ def local_settings(
         "allowed_target_arns": ("*",),
     }
     values.update(overrides or {})
-    return Settings.model_validate(values)
+    return Settings.from_values(values)

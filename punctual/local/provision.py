@@ -33,4 +33,4 @@ def provision(settings: Settings, prefix: str = "punctual") -> Settings:
         "QueueArn"
     ]
     work_url = sqs.create_queue(QueueName=work_name, Attributes=work_queue_attributes(dlq_arn))["QueueUrl"]
-    return settings.model_copy(update={"queue_url": work_url, "dlq_url": dlq_url})
+    return settings.replace(queue_url=work_url, dlq_url=dlq_url)

@@ -9,7 +9,6 @@ from typing import Any
 
 from functions.api.models import PatchJobIn
 from functions.core.model import JobStatus, RunStatus, iso, parse_iso
-from functions.core.settings import Settings
 from functions.worker.execute import RunExecutor
 from tests.integration.conftest import Harness
 from tests.support.receiver import Receiver
@@ -193,7 +192,7 @@ def test_cancelling_a_running_http_call_aborts_it_without_retry(harness: Harness
         harness.store,
         harness.queue,
         harness.executor.targets,
-        Settings(**{**harness.settings.model_dump(), "lease_seconds": 3}),
+        harness.settings.replace(lease_seconds=3),
         clock=harness.clock,
         sleep=harness.clock.sleep,
     )

@@ -140,7 +140,7 @@ def test_worker_dying_after_start_is_taken_over_after_its_lease(harness: Harness
     harness.crash_at.clear()
     # While the lease holds for longer than a worker waits in-process, a redelivery goes back
     settings = harness.executor.settings
-    harness.executor.settings = settings.model_copy(update={"max_early_wait_seconds": 5})
+    harness.executor.settings = settings.replace(max_early_wait_seconds=5)
     with pytest.raises(ReturnLater) as returned:
         harness.executor.handle(message, None)
     harness.executor.settings = settings
