@@ -8,13 +8,27 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 JobStatusName = Literal["ACTIVE", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"]
 RunStatusName = Literal[
     "SCHEDULED", "QUEUED", "RUNNING", "SUCCEEDED", "RETRYING", "FAILED", "CANCELLED", "SKIPPED"
 ]
+
+
+def _whole_number(value: Any) -> Any:
+    """JSON has one number type: ``30.0`` is the integer 30 (JSON Schema's ``integer`` says so, and a
+    JavaScript client cannot tell them apart), while ``30.5``, ``true`` and ``"30"`` are not integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def whole_numbers(*fields: str) -> Any:
+    """For strict integer fields (strict, so that booleans and strings are refused): whole floats
+    such as ``30.0`` are accepted as integers, as the OpenAPI document's ``integer`` promises."""
+    return field_validator(*fields, mode="before")(_whole_number)
 
 
 class ScheduleIn(BaseModel):
@@ -34,6 +48,8 @@ class ScheduleIn(BaseModel):
     catchup_seconds: int | None = Field(default=None, ge=0, le=31 * 24 * 3600, strict=True)
     overlap: Literal["allow", "skip"] = "allow"
 
+    _whole_numbers = whole_numbers("catchup_seconds")
+
 
 class RetryIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -41,6 +57,8 @@ class RetryIn(BaseModel):
     max_attempts: int = Field(default=3, ge=1, le=10, strict=True)
     backoff_seconds: float = Field(default=5.0, ge=0, le=3600)
     max_backoff_seconds: float = Field(default=600.0, ge=0, le=12 * 3600)
+
+    _whole_numbers = whole_numbers("max_attempts")
 
 
 class CreateJobIn(BaseModel):
@@ -57,6 +75,8 @@ class CreateJobIn(BaseModel):
     tags: dict[str, str] = Field(default_factory=dict, max_length=50)
     signing_secret: str | None = Field(default=None, min_length=16, max_length=256)
 
+    _whole_numbers = whole_numbers("timeout_seconds")
+
 
 class PatchJobIn(BaseModel):
     """Fields to change; those left out keep their value. ``schedule`` is replaced as a whole."""
@@ -71,6 +91,8 @@ class PatchJobIn(BaseModel):
     timeout_seconds: int | None = Field(default=None, ge=1, le=900, strict=True)
     tags: dict[str, str] | None = Field(default=None, max_length=50)
     signing_secret: str | None = Field(default=None, min_length=16, max_length=256)
+
+    _whole_numbers = whole_numbers("timeout_seconds")
 
 
 # ---------------------------------------------------------------------------------------- responses

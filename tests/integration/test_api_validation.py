@@ -498,6 +498,30 @@ def test_given_a_boolean_for_the_targets_timeout_when_posted_then_422_names_it(c
     assert_refused(status, error, 422, "target.timeout_seconds")
 
 
+def test_given_whole_floats_for_integer_fields_when_posted_or_patched_then_they_are_those_integers(
+    call: Call,
+) -> None:
+    # The OpenAPI document says "integer", and JSON Schema counts 30.0 as one (schemathesis's stateful
+    # phase sends such bodies; so does any client whose numbers are all floats). 30.5 stays refused.
+    status, job = call(
+        "POST",
+        "/v1/jobs",
+        body_with(
+            schedule={"cron": "0 13 * * 1-5", "misfire": "run_all", "catchup_seconds": 3600.0},
+            retry={"max_attempts": 2.0},
+            timeout_seconds=30.0,
+        ),
+    )
+    assert status == 201, job
+    assert job["schedule"]["catchup_seconds"] == 3600 and job["retry"]["max_attempts"] == 2
+    assert job["timeout_seconds"] == 30 and isinstance(job["timeout_seconds"], int)
+    status, job = call("PATCH", f"/v1/jobs/{job['job_id']}", {"timeout_seconds": 45.0})
+    assert status == 200, job
+    assert job["timeout_seconds"] == 45 and isinstance(job["timeout_seconds"], int)
+    status, error = call("PATCH", f"/v1/jobs/{job['job_id']}", {"timeout_seconds": 45.5})
+    assert_refused(status, error, 422, "timeout_seconds")
+
+
 PATCH_CASES = [
     pytest.param({"schedule": {"cron": "61 * * * *"}}, 422, "schedule.cron", id="cron-out-of-range"),
     pytest.param(
