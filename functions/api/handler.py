@@ -170,7 +170,65 @@ def openapi_document() -> Response[str]:
     )
     # Powertools drops an empty per-route security list; health is the one route without auth.
     document["paths"]["/v1/health"]["get"]["security"] = []
+    add_links(document)
     return Response(status_code=200, content_type="application/json", body=json.dumps(document))
+
+
+# OpenAPI links: which answer's ids feed which operation, so a client (and schemathesis's stateful
+# phase) can chain calls with real ids: create a job, read, change, pause, resume, run and cancel it,
+# then read and cancel the run it started. Every answer carrying a job (JobOut) leads to the job's
+# other operations; every answer carrying a run (RunOut) to the run's and to its job. Lists have no
+# links: `items/0` of an empty page does not resolve.
+_JOB = "/v1/jobs/{job_id}"
+_RUN = "/v1/jobs/{job_id}/runs/{run_id}"
+JOB_OPERATIONS: dict[str, tuple[str, str]] = {
+    "GetJob": ("get", _JOB),
+    "ChangeJob": ("patch", _JOB),
+    "CancelJob": ("delete", _JOB),
+    "PauseJob": ("post", _JOB + "/pause"),
+    "ResumeJob": ("post", _JOB + "/resume"),
+    "RunJobNow": ("post", _JOB + "/run"),
+    "ListRuns": ("get", _JOB + "/runs"),
+}
+RUN_OPERATIONS: dict[str, tuple[str, str]] = {
+    "GetRun": ("get", _RUN),
+    "CancelRun": ("post", _RUN + "/cancel"),
+}
+# The answers that carry a job, and those that carry a run: (method, path, status).
+JOB_ANSWERS = [
+    ("post", "/v1/jobs", "201"),
+    ("get", _JOB, "200"),
+    ("patch", _JOB, "200"),
+    ("delete", _JOB, "200"),
+    ("post", _JOB + "/pause", "200"),
+    ("post", _JOB + "/resume", "200"),
+]
+RUN_ANSWERS = [("post", _JOB + "/run", "202"), ("get", _RUN, "200"), ("post", _RUN + "/cancel", "200")]
+
+
+def add_links(document: dict[str, Any]) -> None:
+    """Adds the ``links`` of every answer that carries a job or a run, naming targets by operationId."""
+    paths = document["paths"]
+
+    def link(target: tuple[str, str], parameters: dict[str, str]) -> dict[str, Any]:
+        method, path = target
+        names = {p["name"] for p in paths[path][method].get("parameters", []) if p["in"] == "path"}
+        return {
+            "operationId": paths[path][method]["operationId"],
+            "parameters": {f"path.{name}": parameters[name] for name in sorted(names)},
+        }
+
+    job = {"job_id": "$response.body#/job_id"}
+    run = {**job, "run_id": "$response.body#/run_id"}
+    for answers, targets, ids in (
+        (JOB_ANSWERS, JOB_OPERATIONS, job),
+        (RUN_ANSWERS, {**RUN_OPERATIONS, "GetJob": JOB_OPERATIONS["GetJob"]}, run),
+    ):
+        for method, path, status in answers:
+            response = paths[path][method]["responses"][status]
+            response["links"] = {
+                name: link(target, ids) for name, target in targets.items() if target != (method, path)
+            }
 
 
 @app.post(

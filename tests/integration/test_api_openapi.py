@@ -1,0 +1,159 @@
+"""The OpenAPI document's links, as the api handler serves them at ``GET /openapi.json``.
+
+A link says "this answer's field is that operation's parameter"; clients and schemathesis's stateful
+phase (tests/e2e/test_schemathesis.py) follow them. Each must name an operation that exists, fill
+exactly that operation's path parameters, and read them from string fields the answer always has.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+import schemathesis
+from schemathesis.core.result import Ok
+from schemathesis.specs.openapi.stateful import collect_transitions
+
+from functions.api import handler as api
+from punctual.local.gateway import LambdaContext, build_event
+
+JOB = "/v1/jobs/{job_id}"
+RUN = "/v1/jobs/{job_id}/runs/{run_id}"
+
+
+@pytest.fixture(scope="module")
+def document() -> dict[str, Any]:
+    event = build_event("GET", "/openapi.json", {}, b"", None)
+    result = api.handler(event, LambdaContext())  # type: ignore[arg-type]
+    assert result["statusCode"] == 200, result
+    body: dict[str, Any] = json.loads(result["body"])
+    return body
+
+
+def operations(document: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    """operationId -> (METHOD, path, operation)."""
+    found: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            assert operation["operationId"] not in found, f"duplicate operationId {operation['operationId']}"
+            found[operation["operationId"]] = (method.upper(), path, operation)
+    return found
+
+
+def links(document: dict[str, Any]) -> list[tuple[str, str, str, str, dict[str, Any]]]:
+    """(METHOD, path, status, link name, link) of every link in the document."""
+    return [
+        (method.upper(), path, status, name, link)
+        for path, methods in document["paths"].items()
+        for method, operation in methods.items()
+        for status, response in operation["responses"].items()
+        for name, link in response.get("links", {}).items()
+    ]
+
+
+def resolve(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        assert schema["$ref"].startswith("#/"), schema
+        target: Any = document
+        for part in schema["$ref"][2:].split("/"):
+            target = target[part]
+        schema = target
+    return schema
+
+
+def field_schema(document: dict[str, Any], schema: dict[str, Any], pointer: str) -> dict[str, Any]:
+    """The schema at a JSON pointer into a body, asserting every step is always present."""
+    for part in pointer.lstrip("/").split("/"):
+        schema = resolve(document, schema)
+        if part.isdigit():
+            assert schema.get("type") == "array", (pointer, schema)
+            schema = schema["items"]
+        else:
+            assert part in schema.get("properties", {}), (pointer, part, schema)
+            assert part in schema.get("required", []), f"{part} of {pointer} is not always in the answer"
+            schema = schema["properties"][part]
+    return resolve(document, schema)
+
+
+def test_given_the_document_when_read_then_every_link_names_an_existing_operation_and_fills_its_path(
+    document: dict[str, Any],
+) -> None:
+    by_id = operations(document)
+    found = links(document)
+    assert len(found) >= 40
+    for method, path, status, name, link in found:
+        where = f"{method} {path} {status} {name}"
+        assert set(link) <= {"operationId", "parameters", "description"}, where
+        assert link["operationId"] in by_id, where
+        _, target_path, target = by_id[link["operationId"]]
+        path_parameters = {p["name"] for p in target.get("parameters", []) if p["in"] == "path"}
+        assert path_parameters, f"{where}: a link to an operation without ids gains nothing"
+        assert set(link["parameters"]) == {f"path.{name}" for name in path_parameters}, where
+        assert all(f"{{{name}}}" in target_path for name in path_parameters), where
+
+
+def test_given_the_document_when_read_then_every_link_reads_a_string_the_answer_always_has(
+    document: dict[str, Any],
+) -> None:
+    for method, path, status, name, link in links(document):
+        response = document["paths"][path][method.lower()]["responses"][status]
+        schema = response["content"]["application/json"]["schema"]
+        for parameter, expression in link["parameters"].items():
+            assert expression.startswith("$response.body#/"), (method, path, name, parameter)
+            pointer = expression.removeprefix("$response.body#")
+            leaf = field_schema(document, schema, pointer)
+            assert leaf.get("type") == "string", (method, path, name, parameter, leaf)
+            # the answer's field has the parameter's name: job_id feeds job_id, run_id feeds run_id
+            assert pointer.rsplit("/", 1)[-1] == parameter.removeprefix("path."), (name, parameter)
+
+
+def test_given_the_document_when_read_then_a_created_job_and_a_started_run_lead_to_their_operations(
+    document: dict[str, Any],
+) -> None:
+    by_id = operations(document)
+
+    def targets(method: str, path: str, status: str) -> set[tuple[str, str]]:
+        found = document["paths"][path][method]["responses"][status].get("links", {})
+        return {by_id[link["operationId"]][:2] for link in found.values()}
+
+    job_operations = {
+        ("GET", JOB),
+        ("PATCH", JOB),
+        ("DELETE", JOB),
+        ("POST", JOB + "/pause"),
+        ("POST", JOB + "/resume"),
+        ("POST", JOB + "/run"),
+        ("GET", JOB + "/runs"),
+    }
+    assert targets("post", "/v1/jobs", "201") == job_operations
+    job_answers = [
+        ("get", JOB),
+        ("patch", JOB),
+        ("delete", JOB),
+        ("post", JOB + "/pause"),
+        ("post", JOB + "/resume"),
+    ]
+    for method, path in job_answers:
+        assert targets(method, path, "200") == job_operations - {(method.upper(), path)}, (method, path)
+    assert targets("post", JOB + "/run", "202") == {("GET", RUN), ("POST", RUN + "/cancel"), ("GET", JOB)}
+    assert targets("get", RUN, "200") == {("POST", RUN + "/cancel"), ("GET", JOB)}
+    assert targets("post", RUN + "/cancel", "200") == {("GET", RUN), ("GET", JOB)}
+
+
+def test_given_the_document_when_schemathesis_loads_it_then_it_follows_every_link(
+    document: dict[str, Any],
+) -> None:
+    # Invalid links (an unknown operation, a parameter the target lacks) fail here, not in the e2e run.
+    # (schemathesis adds the links it infers to the document it is given: give it copies.)
+    schema = schemathesis.openapi.from_dict(copy.deepcopy(document))
+    loaded = list(schema.get_all_operations())
+    operations = [result.ok() for result in loaded if isinstance(result, Ok)]
+    assert len(operations) == len(loaded), [result for result in loaded if not isinstance(result, Ok)]
+    transitions = collect_transitions(operations)
+    followed = {link.full_name for links in transitions.operations.values() for link in links.outgoing}
+    assert len(followed) == len(links(document))
+    assert "POST /v1/jobs -> [201] RunJobNow -> POST /v1/jobs/{job_id}/run" in followed
+    assert f"POST {JOB}/run -> [202] GetRun -> GET {RUN}" in followed
+    schemathesis.openapi.from_dict(copy.deepcopy(document)).as_state_machine()
