@@ -48,6 +48,10 @@ class DeploymentConfig(BaseModel):
     run_retention_days: int = 30
     http_allow_list: tuple[str, ...] = ()
     allowed_target_arns: tuple[str, ...] = ()
+    # Fan-out of each tick's sweep (asynchronous invocations of the dispatcher, each over a group of
+    # shards) and concurrent claims per shard; docs/benchmarks.md sizes them for a million jobs a minute.
+    sweep_invocations: int = Field(default=1, ge=1, le=1000)
+    claim_concurrency: int = Field(default=4, ge=1, le=64)
 
     # The API: who may call it, and how fast.
     api_auth: Literal["iam", "api_key"] = "iam"
@@ -141,6 +145,8 @@ class DeploymentConfig(BaseModel):
             run_retention_days=self.run_retention_days,
             http_allow_list=self.http_allow_list,
             allowed_target_arns=self.allowed_target_arns,
+            sweep_invocations=self.sweep_invocations,
+            claim_concurrency=self.claim_concurrency,
         )
 
     @classmethod

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import ArnFormat, Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -189,6 +189,19 @@ class Functions(Construct):
         role = self._role(self.dispatcher)
         role.add_to_principal_policy(permissions.table_items(table))
         role.add_to_principal_policy(permissions.queue_actions(["sqs:SendMessage"], queues.work_queue))
+        if self._config.sweep_invocations > 1:
+            # A tick fans its sweep out by invoking this same function. The ARN is spelled from the
+            # function's fixed name: a reference to the function itself would be a circular dependency
+            # (the function waits for its role's policy).
+            own_arn = Stack.of(self).format_arn(
+                service="lambda",
+                resource="function",
+                resource_name=f"{self._config.name_prefix}-dispatcher",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            role.add_to_principal_policy(
+                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[own_arn])
+            )
 
     def _grant_worker(self, table: dynamodb.ITable, queues: WorkQueues) -> None:
         role = self._role(self.worker)

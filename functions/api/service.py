@@ -217,7 +217,7 @@ class JobService:
 
     def stats(self, owner: str) -> dict[str, Any]:
         jobs, runs = self.store.owner_jobs_summary(owner)
-        oldest = self.store.oldest_cursor(self.settings.shard_count)
+        oldest = self.store.oldest_cursor(range(self.settings.shard_count))
         lag = (self.clock() - bucket_start(oldest)).total_seconds() if oldest else None
         return {
             "jobs": jobs,

@@ -7,7 +7,7 @@ because the sweep for its minute may already have run). The protocol is in docs/
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -57,12 +57,41 @@ class SweepReport:
     cursors_advanced: int = 0
     lag_seconds: float = 0.0
 
+    def add(self, other: SweepReport) -> None:
+        """Sum the counts; the lag is the largest (the oldest cursor wins)."""
+        self.dispatch.add(other.dispatch)
+        self.buckets_swept += other.buckets_swept
+        self.cursors_advanced += other.cursors_advanced
+        self.lag_seconds = max(self.lag_seconds, other.lag_seconds)
+
 
 @dataclass(frozen=True)
 class _Outgoing:
     trigger: Trigger
     message: WorkMessage
     fire_at: datetime
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What claiming one trigger came to: counts, and a message to send or a trigger to delete."""
+
+    report: DispatchReport
+    outgoing: _Outgoing | None = None
+    finished: Trigger | None = None
+
+
+def shard_groups(shard_count: int, sweeps: int) -> list[list[int]]:
+    """The shards split into at most ``sweeps`` contiguous groups of nearly equal size."""
+    count = max(1, min(shard_count, sweeps))
+    size, extra = divmod(shard_count, count)
+    groups: list[list[int]] = []
+    start = 0
+    for index in range(count):
+        end = start + size + (index < extra)
+        groups.append(list(range(start, end)))
+        start = end
+    return groups
 
 
 class Dispatcher:
@@ -86,48 +115,28 @@ class Dispatcher:
     # ---------------------------------------------------------------------------------- dispatch
 
     def dispatch(self, triggers: Iterable[Trigger], now: datetime) -> DispatchReport:
-        report = DispatchReport()
+        """Claim each trigger, send the claimed ones in batches, then delete their triggers.
+
+        Claims are independent conditional writes, so a page of triggers is claimed
+        ``claim_concurrency`` at a time: one sweep waits on several round trips at once.
+        """
+        pending = list(triggers)
         jobs: dict[str, Job | None] = {}
+        concurrency = min(self.settings.claim_concurrency, len(pending))
+        if concurrency > 1:
+            with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="claim") as pool:
+                outcomes = list(pool.map(lambda trigger: self._dispatch_one(trigger, now, jobs), pending))
+        else:
+            outcomes = [self._dispatch_one(trigger, now, jobs) for trigger in pending]
+        report = DispatchReport()
         outgoing: list[_Outgoing] = []
         finished: list[Trigger] = []
-        for trigger in triggers:
-            token = uuid.uuid4().hex
-            if trigger.state == "CLAIMED" or trigger.is_retry:
-                # The run exists already: a retry wake-up, or a claim whose dispatcher died before
-                # sending. Sending again is safe: the worker ignores a duplicate.
-                if self.store.claim_trigger_only(trigger, token=token, now=now):
-                    report.recovered += trigger.state == "CLAIMED"
-                    report.claimed += 1
-                    message = WorkMessage(trigger.job_id, trigger.run_id)
-                    outgoing.append(_Outgoing(trigger, message, trigger.fire_at))
-                else:
-                    report.lost_races += 1
-                continue
-            if trigger.job_id not in jobs:
-                jobs[trigger.job_id] = self.store.get_job(trigger.job_id)
-            job = jobs[trigger.job_id]
-            if job is None or (
-                trigger.kind is RunKind.SCHEDULED
-                and (job.status is not JobStatus.ACTIVE or job.version != trigger.job_version)
-            ):
-                self.store.delete_trigger(trigger)
-                report.stale += 1
-                continue
-            result = self._claim(trigger, job, token, now)
-            if result is None:
-                report.lost_races += 1
-            elif result == "stale":
-                self.store.delete_trigger(trigger)
-                jobs.pop(trigger.job_id, None)
-                report.stale += 1
-            elif isinstance(result, Run):
-                report.claimed += 1
-                if result.status is RunStatus.QUEUED:
-                    message = WorkMessage(job.job_id, result.run_id)
-                    outgoing.append(_Outgoing(trigger, message, max(result.scheduled_for, trigger.fire_at)))
-                else:
-                    report.skipped += 1
-                    finished.append(trigger)
+        for outcome in outcomes:
+            report.add(outcome.report)
+            if outcome.outgoing is not None:
+                outgoing.append(outcome.outgoing)
+            if outcome.finished is not None:
+                finished.append(outcome.finished)
         self.crash_point("after_claim_before_send")
         if outgoing:
             send_time = self.clock()
@@ -141,6 +150,47 @@ class Dispatcher:
         self.crash_point("after_send_before_delete")
         self.store.delete_triggers([item.trigger for item in outgoing] + finished)
         return report
+
+    def _dispatch_one(self, trigger: Trigger, now: datetime, jobs: dict[str, Job | None]) -> _Outcome:
+        """Claim one trigger; ``jobs`` caches the jobs read so far (shared by concurrent claims)."""
+        report = DispatchReport()
+        token = uuid.uuid4().hex
+        if trigger.state == "CLAIMED" or trigger.is_retry:
+            # The run exists already: a retry wake-up, or a claim whose dispatcher died before
+            # sending. Sending again is safe: the worker ignores a duplicate.
+            if self.store.claim_trigger_only(trigger, token=token, now=now):
+                report.recovered += trigger.state == "CLAIMED"
+                report.claimed += 1
+                message = WorkMessage(trigger.job_id, trigger.run_id)
+                return _Outcome(report, outgoing=_Outgoing(trigger, message, trigger.fire_at))
+            report.lost_races += 1
+            return _Outcome(report)
+        if trigger.job_id not in jobs:
+            jobs[trigger.job_id] = self.store.get_job(trigger.job_id)
+        job = jobs[trigger.job_id]
+        if job is None or (
+            trigger.kind is RunKind.SCHEDULED
+            and (job.status is not JobStatus.ACTIVE or job.version != trigger.job_version)
+        ):
+            self.store.delete_trigger(trigger)
+            report.stale += 1
+            return _Outcome(report)
+        result = self._claim(trigger, job, token, now)
+        if result is None:
+            report.lost_races += 1
+        elif result == "stale":
+            self.store.delete_trigger(trigger)
+            jobs.pop(trigger.job_id, None)
+            report.stale += 1
+        elif isinstance(result, Run):
+            report.claimed += 1
+            if result.status is RunStatus.QUEUED:
+                message = WorkMessage(job.job_id, result.run_id)
+                fire_at = max(result.scheduled_for, trigger.fire_at)
+                return _Outcome(report, outgoing=_Outgoing(trigger, message, fire_at))
+            report.skipped += 1
+            return _Outcome(report, finished=trigger)
+        return _Outcome(report)
 
     def _claim(self, trigger: Trigger, job: Job, token: str, now: datetime) -> Run | str | None:
         if trigger.kind is RunKind.MANUAL:
@@ -173,19 +223,17 @@ class Dispatcher:
 
     # ------------------------------------------------------------------------------------- sweep
 
-    def sweep(self, now: datetime | None = None) -> SweepReport:
-        """One tick: every shard in parallel, each from its cursor to now + look-ahead."""
+    def sweep(self, now: datetime | None = None, shards: Sequence[int] | None = None) -> SweepReport:
+        """One tick over ``shards`` (all by default), in parallel, each from its cursor to now +
+        look-ahead. A tick fanned out over several invocations gives each its group of shards."""
         now = now or self.clock()
+        shards = list(range(self.settings.shard_count)) if shards is None else list(shards)
         report = SweepReport()
-        workers = min(self.settings.shard_count, 16)
+        workers = max(1, min(len(shards), 16))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sweep") as pool:
-            for shard_report in pool.map(
-                lambda shard: self.sweep_shard(shard, now), range(self.settings.shard_count)
-            ):
-                report.dispatch.add(shard_report.dispatch)
-                report.buckets_swept += shard_report.buckets_swept
-                report.cursors_advanced += shard_report.cursors_advanced
-        oldest = self.store.oldest_cursor(self.settings.shard_count)
+            for shard_report in pool.map(lambda shard: self.sweep_shard(shard, now), shards):
+                report.add(shard_report)
+        oldest = self.store.oldest_cursor(shards)
         if oldest is not None:
             report.lag_seconds = max(0.0, (self.clock() - bucket_start(oldest)).total_seconds())
         return report

@@ -873,8 +873,8 @@ class Store:
             raise
         return True
 
-    def oldest_cursor(self, shard_count: int) -> str | None:
-        keys = [cursor_key(shard) for shard in range(shard_count)]
+    def oldest_cursor(self, shards: Iterable[int]) -> str | None:
+        keys = [cursor_key(shard) for shard in shards]
         buckets: list[str] = []
         for chunk in _chunks(keys, 100):
             response = self.client.batch_get_item(RequestItems={self.table: {"Keys": chunk}})

@@ -1,23 +1,83 @@
-"""Dispatcher Lambda: one sweep per EventBridge tick."""
+"""Dispatcher Lambda: on each EventBridge tick, sweep the shards, or fan the sweep out.
+
+With ``sweep_invocations`` at 1 (the default) the tick sweeps every shard itself. With more, it
+splits the shards into that many groups and invokes this same function asynchronously once per group
+(``{"shards": [...]}``); each of those sweeps only its group. A group whose invocation is refused is
+swept by the tick itself, so a refused fan-out costs time, not triggers. Locally (an emulated AWS,
+where no Lambda runs) the groups are swept on threads of this process instead.
+"""
 
 from __future__ import annotations
 
+import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.core import aws
+from functions.core.dispatching import SweepReport, shard_groups
 from functions.core.observability import logger
+from functions.core.settings import get_settings
 from functions.core.wiring import default_dispatcher
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    report = default_dispatcher().sweep()
+    settings = get_settings()
+    shards = event.get("shards")
+    if shards is not None:  # one group of a fanned-out tick
+        return _summary(default_dispatcher().sweep(shards=[int(shard) for shard in shards]), shards)
+    groups = shard_groups(settings.shard_count, settings.sweep_invocations)
+    if len(groups) == 1:
+        return _summary(default_dispatcher().sweep(), groups[0])
+    if settings.aws_endpoint_url is None:
+        refused = _invoke_sweeps(context.invoked_function_arn, groups)
+        logger.info("sweep fanned out", extra={"invocations": len(groups) - len(refused)})
+    else:
+        refused = groups
+    return _sweep_here(refused)
+
+
+def _invoke_sweeps(function_arn: str, groups: list[list[int]]) -> list[list[int]]:
+    """Invoke this function asynchronously once per group; returns the groups it could not hand off."""
+    client = aws.client("lambda", get_settings())
+
+    def invoke(group: list[int]) -> list[int] | None:
+        try:
+            client.invoke(
+                FunctionName=function_arn,
+                InvocationType="Event",
+                Payload=json.dumps({"shards": group}).encode(),
+            )
+        except Exception:
+            logger.exception("sweep invocation refused; sweeping here", extra={"shards": group})
+            return group
+        return None
+
+    with ThreadPoolExecutor(max_workers=min(len(groups), 16), thread_name_prefix="fanout") as pool:
+        return [group for group in pool.map(invoke, groups) if group is not None]
+
+
+def _sweep_here(groups: list[list[int]]) -> dict[str, Any]:
+    """Sweep the groups in this process, one thread each (locally, or when invocations are refused)."""
+    report = SweepReport()
+    if groups:
+        dispatcher = default_dispatcher()
+        with ThreadPoolExecutor(max_workers=min(len(groups), 16), thread_name_prefix="group") as pool:
+            for part in pool.map(lambda group: dispatcher.sweep(shards=group), groups):
+                report.add(part)
+    return _summary(report, [shard for group in groups for shard in group])
+
+
+def _summary(report: SweepReport, shards: list[int]) -> dict[str, Any]:
     summary = {
         **asdict(report.dispatch),
         "buckets_swept": report.buckets_swept,
         "lag_seconds": report.lag_seconds,
+        "shards": len(shards),
     }
-    logger.info("sweep finished", extra=summary)
+    if shards:
+        logger.info("sweep finished", extra=summary)
     return summary

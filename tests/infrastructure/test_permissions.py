@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -244,3 +245,19 @@ def test_given_allow_all_targets_when_granted_then_the_worker_gets_the_four_deli
         "sns:Publish",
         "sqs:SendMessage",
     ]
+
+
+def test_given_a_fanned_out_sweep_when_synthesized_then_the_dispatcher_may_invoke_itself_only() -> None:
+    from tests.infrastructure.conftest import synthesize
+
+    synthesized = synthesize({"sweep_invocations": 70, "claim_concurrency": 8})
+    statements = _statements_of(synthesized, "dispatcher")
+    invokes = [s for s in statements if "lambda:InvokeFunction" in _as_list(s["Action"])]
+    assert len(invokes) == 1
+    assert _as_list(invokes[0]["Action"]) == ["lambda:InvokeFunction"]
+    resource = json.dumps(invokes[0]["Resource"])
+    assert ":function:punctual-dev-dispatcher" in resource, resource
+    assert "*" not in resource
+    environment = synthesized.function("dispatcher")["Properties"]["Environment"]["Variables"]
+    assert environment["PUNCTUAL_SWEEP_INVOCATIONS"] == "70"
+    assert environment["PUNCTUAL_CLAIM_CONCURRENCY"] == "8"
