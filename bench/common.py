@@ -7,6 +7,7 @@ import math
 import os
 import platform
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -19,12 +20,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from punctual.local.env import LOCAL_CREDENTIALS
+from punctual.local.httpserver import LocalHTTPServer
 from punctual.local.supervisor import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,6 +114,43 @@ def summary(values: Iterable[float], digits: int = 1) -> dict[str, Any]:
     }
 
 
+def spread(values: Iterable[float | None], digits: int = 1) -> dict[str, Any]:
+    """One figure over repeated runs: the median (the headline), the lowest and highest, how many."""
+    present = sorted(v for v in values if v is not None and not math.isnan(v))
+    if not present:
+        return {"runs": 0}
+    return {
+        "median": round(statistics.median(present), digits),
+        "min": round(present[0], digits),
+        "max": round(present[-1], digits),
+        "runs": len(present),
+    }
+
+
+def spread_of_summaries(summaries: Sequence[dict[str, Any]], digits: int = 1) -> dict[str, Any]:
+    """Each statistic of per-run ``summary()`` dicts (count, p50, ..., max) as a ``spread()``."""
+    keys = ("count", "p50", "p90", "p95", "p99", "max", "mean")
+    return {key: spread((s.get(key) for s in summaries), digits) for key in keys}
+
+
+def median_tree(runs: Sequence[Any], digits: int = 3) -> Any:
+    """The median of every number in a list of same-shaped results, in the same shape.
+
+    Dicts are merged by key (a key some runs lack counts as 0 there: an operation a run never
+    made), lists and strings are taken from the first run."""
+    dicts = [run for run in runs if isinstance(run, dict)]
+    if dicts:
+        keys = list(dict.fromkeys(k for run in dicts for k in run))
+        return {
+            key: median_tree([run.get(key, 0) if isinstance(run, dict) else 0 for run in runs], digits)
+            for key in keys
+        }
+    numbers = [float(run) for run in runs if isinstance(run, int | float) and not isinstance(run, bool)]
+    if len(numbers) < len(runs):
+        return runs[0]
+    return round(statistics.median(numbers), digits)
+
+
 def histogram(values: Iterable[float], edges: Sequence[float]) -> list[dict[str, Any]]:
     """Counts per bin ``[edges[i], edges[i+1])``; the last bin is open-ended."""
     counts = [0] * len(edges)
@@ -137,51 +176,6 @@ def histogram_text(bins: list[dict[str, Any]], unit: str = "ms", width: int = 40
         bar = "#" * round(width * b["count"] / peak)
         lines.append(f"{label:>16} | {b['count']:5d} {bar}")
     return "\n".join(lines)
-
-
-def histogram_svg(bins: list[dict[str, Any]], title: str, unit: str = "ms") -> str:
-    """A bar chart as a small standalone SVG (no plotting library needed)."""
-    width, height, left, bottom, top = 640, 300, 50, 60, 30
-    plot_w, plot_h = width - left - 20, height - bottom - top
-    peak = max((b["count"] for b in bins), default=0) or 1
-    bar_w = plot_w / max(1, len(bins))
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'font-family="sans-serif" font-size="11">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{width / 2}" y="18" text-anchor="middle" font-size="13">{_xml(title)}</text>',
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="black"/>',
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="black"/>',
-        f'<text x="{left - 6}" y="{top + 4}" text-anchor="end">{peak}</text>',
-        f'<text x="{left - 6}" y="{top + plot_h}" text-anchor="end">0</text>',
-    ]
-    for i, b in enumerate(bins):
-        h = plot_h * b["count"] / peak
-        x = left + i * bar_w
-        parts.append(
-            f'<rect x="{x + 1:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w - 2:.1f}" '
-            f'height="{h:.1f}" fill="#4c78a8"><title>{b["count"]}</title></rect>'
-        )
-        if b["count"]:
-            parts.append(
-                f'<text x="{x + bar_w / 2:.1f}" y="{top + plot_h - h - 3:.1f}" '
-                f'text-anchor="middle" font-size="9">{b["count"]}</text>'
-            )
-        label = f"{b['from']:g}" if b["to"] is not None else f"≥{b['from']:g}"
-        parts.append(
-            f'<text x="{x + bar_w / 2:.1f}" y="{top + plot_h + 14}" text-anchor="middle" '
-            f'font-size="9">{label}</text>'
-        )
-    parts.append(
-        f'<text x="{left + plot_w / 2}" y="{height - 15}" text-anchor="middle">lateness ({unit}), '
-        "bin lower edge</text>"
-    )
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
-
-
-def _xml(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 # -------------------------------------------------------------------------------------------- API
@@ -392,8 +386,7 @@ class Receiver:
                 self.end_headers()
                 self.wfile.write(b"{}")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = LocalHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, name="receiver", daemon=True)
 
     @property

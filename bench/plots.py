@@ -1,0 +1,288 @@
+"""PNG plots of the benchmark results, drawn with matplotlib (Agg backend, no display needed).
+
+matplotlib is the optional ``bench`` extra (``pip install -e '.[bench]'``; ``make bench`` installs it).
+Without it the benchmarks still run and write every figure; only the plots are skipped.
+
+- ``<precision|precision_faults>_lateness.png``: lateness at arrival of every run's deliveries, on
+  logarithmic bins, stacked by kind of job, with the SPEC's targets and the measured p99;
+- ``<precision|precision_faults>_timeline.png``: lateness against due time, one panel per run,
+  coloured by kind of job, with the kills of the faults runs;
+- ``coldstart.png``: import time of each handler next to boto3's, warm and as deployed;
+- ``claims.png``: dispatcher claims per second against the number of shards.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from bench import common
+from bench.common import log
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+# One plot: (benchmark name, result) -> the figure.
+Maker = Callable[[str, dict[str, Any]], "Figure"]
+
+KINDS = ("inside", "beyond", "cron", "burst")
+COLOURS = {"inside": "#4c78a8", "beyond": "#f58518", "cron": "#54a24b", "burst": "#e45756"}
+LABELS = {
+    "inside": "one-off, due within the look-ahead when created (api claims)",
+    "beyond": "one-off, due beyond the look-ahead when created (dispatcher claims)",
+    "cron": "cron, every 10 s",
+    "burst": "burst: due at the same millisecond",
+}
+# The SPEC's targets for lateness, in ms: (value, label).
+TARGETS = {
+    "precision": [(20.0, "SPEC p99 ≤ 20 ms"), (100.0, "SPEC max < 100 ms")],
+    "precision_faults": [(5000.0, "SPEC p99 ≤ 5 s under faults")],
+}
+FLOOR_MS = 0.5  # log axes: anything at or below this (an early delivery included) is drawn here
+TICK_SECONDS = 10  # the benchmarks' dispatcher tick
+
+
+def available() -> bool:
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def write(name: str, result: dict[str, Any]) -> list[str]:
+    """Draw one benchmark's plots into the results directory; the names of the files written."""
+    lateness: list[tuple[str, Maker]] = [
+        ("_lateness", _lateness_histogram),
+        ("_timeline", _lateness_timeline),
+    ]
+    makers: dict[str, list[tuple[str, Maker]]] = {
+        "precision": lateness,
+        "precision_faults": lateness,
+        "coldstart": [("", _coldstart)],
+        "claims": [("", _claims)],
+    }
+    if name not in makers:
+        return []
+    if not available():
+        log("plots: matplotlib is not installed (pip install -e '.[bench]'; make bench does it), no PNGs")
+        return []
+    written = []
+    for suffix, make in makers[name]:
+        filename = f"{name}{suffix}.png"
+        common.RESULTS.mkdir(parents=True, exist_ok=True)
+        make(name, result).savefig(common.RESULTS / filename, dpi=100)
+        written.append(filename)
+    return written
+
+
+def _figure(width: float, height: float, rows: int = 1) -> tuple[Figure, list[Axes]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = [figure.add_subplot(rows, 1, row + 1) for row in range(rows)]
+    return figure, axes
+
+
+def _log_edges(low: float, high: float, count: int) -> list[float]:
+    return [low * (high / low) ** (i / count) for i in range(count + 1)]
+
+
+def _runs_text(result: dict[str, Any]) -> str:
+    n = result.get("repetitions", 1)
+    return f"{n} run{'s' if n != 1 else ''}"
+
+
+# -------------------------------------------------------------------------------------- precision
+
+
+def _lateness_histogram(name: str, result: dict[str, Any]) -> Figure:
+    samples = [(s[1], float(s[2])) for r in result["runs"] for s in r["samples"]]
+    targets = TARGETS.get(name, [])
+    highest = max([v for _, v in samples] + [t for t, _ in targets] + [10.0])
+    edges = _log_edges(FLOOR_MS, highest * 1.5, 48)
+    figure, (axes,) = _figure(10, 5.2)
+    kinds = [k for k in KINDS if any(kind == k for kind, _ in samples)]
+    axes.hist(
+        [[max(FLOOR_MS, v) for kind, v in samples if kind == k] for k in kinds],
+        bins=edges,
+        stacked=True,
+        color=[COLOURS[k] for k in kinds],
+        label=[LABELS[k] for k in kinds],
+    )
+    axes.set_xscale("log")
+    marks = [(value, label, "black", "--") for value, label in targets]
+    p99 = result["arrival_lateness_ms"]["spread_one_offs_and_crons"]["p99"]
+    if p99.get("median") is not None:
+        marks.append(
+            (p99["median"], f"measured p99 of the spread jobs: {p99['median']:g} ms", "#b279a2", ":")
+        )
+    for value, label, colour, style in marks:
+        axes.axvline(value, color=colour, linestyle=style, linewidth=1.2, label=label)
+    what = "under faults" if name == "precision_faults" else "local stack"
+    axes.set_title(f"Lateness at arrival, {what}: {len(samples)} deliveries of {_runs_text(result)}")
+    axes.set_xlabel(f"lateness at arrival, ms (logarithmic bins; ≤ {FLOOR_MS:g} ms drawn at {FLOOR_MS:g})")
+    axes.set_ylabel("deliveries")
+    figure.legend(loc="outside lower center", ncols=2, fontsize=8)
+    return figure
+
+
+def _lateness_timeline(name: str, result: dict[str, Any]) -> Figure:
+    runs = result["runs"]
+    figure, panels = _figure(10, 0.9 + 2.4 * len(runs), rows=len(runs))
+    labelled: set[str] = set()  # one legend entry per kind of kill
+    for k, (axes, run) in enumerate(zip(panels, runs, strict=True)):
+        start = float(run["window_start"])
+        for kind in KINDS:
+            points = [(s[0] - start, float(s[2])) for s in run["samples"] if s[1] == kind]
+            if points:
+                axes.scatter(
+                    [x for x, _ in points],
+                    [max(FLOOR_MS, y) for _, y in points],
+                    s=12,
+                    color=COLOURS[kind],
+                    label=LABELS[kind] if k == 0 else None,
+                    edgecolors="none",
+                    alpha=0.85,
+                )
+        early = [(s[0] - start, FLOOR_MS) for s in run["samples"] if float(s[2]) < 0]
+        if early:
+            axes.scatter(
+                [x for x, _ in early],
+                [y for _, y in early],
+                marker="v",
+                color="red",
+                s=30,
+                label="early (drawn at the floor)",
+            )
+        for kill in run.get("kill_log", []):
+            dispatcher = kill["role"] == "dispatcher"
+            label = "dispatcher killed" if dispatcher else "a worker killed"
+            axes.axvline(
+                float(kill["at"]) - start,
+                color="#9d755d" if dispatcher else "#bab0ac",
+                linewidth=1.2 if dispatcher else 0.8,
+                linestyle="-" if dispatcher else "--",
+                zorder=0,
+                label=None if label in labelled else label,
+            )
+            labelled.add(label)
+        # The local dispatcher ticks on whole multiples of the tick period (10 s).
+        first, last = min(s[0] for s in run["samples"]), max(s[0] for s in run["samples"])
+        tick = math.ceil(first / TICK_SECONDS) * TICK_SECONDS
+        ticks = [t - start for t in range(int(tick), int(last) + 1, TICK_SECONDS)]
+        axes.plot(
+            ticks,
+            [1.0] * len(ticks),
+            linestyle="none",
+            marker="v",
+            markersize=6,
+            color="black",
+            transform=axes.get_xaxis_transform(),
+            clip_on=False,
+            label="dispatcher tick" if k == 0 else None,
+        )
+        for value, _label in TARGETS.get(name, []):
+            axes.axhline(value, color="black", linestyle=":", linewidth=0.8)
+        axes.set_yscale("log")
+        axes.set_ylabel("lateness, ms")
+        kills = len(run.get("kill_log", []))
+        axes.set_title(f"run {k + 1}" + (f": {kills} kills" if kills else ""), fontsize=9, loc="left")
+    panels[-1].set_xlabel("due time, seconds after the window opened")
+    what = "under faults" if name == "precision_faults" else "local stack"
+    figure.suptitle(f"Lateness at arrival against due time, {what} (dotted: the SPEC's targets)")
+    figure.legend(loc="outside lower center", ncols=3, fontsize=8)
+    return figure
+
+
+# ------------------------------------------------------------------------------ coldstart, claims
+
+
+def _coldstart(_name: str, result: dict[str, Any]) -> Figure:
+    modules = list(result["modules"])
+    labels = ["import boto3" if m == "boto3" else f"{m.split('.')[1]} handler" for m in modules]
+    figure, (axes,) = _figure(9, 4.6)
+    width = 0.38
+    series = (
+        ("warm_bytecode_import_ms", "warm bytecode", "#4c78a8", f"median of {result['repeat']}"),
+        (
+            "as_deployed_import_ms",
+            "as deployed (compiled on import)",
+            "#f58518",
+            f"median of {result['repeat_as_deployed']}",
+        ),
+    )
+    for offset, (key, label, colour, runs) in zip((-width / 2, width / 2), series, strict=True):
+        figures = [result["modules"][m][key] for m in modules]
+        medians = [f["median"] for f in figures]
+        bars = axes.bar(
+            [i + offset for i in range(len(modules))],
+            medians,
+            width,
+            yerr=[[f["median"] - f["min"] for f in figures], [f["max"] - f["median"] for f in figures]],
+            capsize=3,
+            color=colour,
+            label=f"{label} ({runs}; whiskers: lowest and highest)",
+        )
+        base = medians[0]
+        axes.bar_label(
+            bars,
+            labels=[f"{m:.0f} ms\n{m / base:.1f}x" for m in medians],
+            label_type="center",
+            fontsize=8,
+            color="white",
+        )
+    axes.set_xticks(range(len(modules)), labels)
+    axes.set_ylabel("import time in a fresh interpreter, ms")
+    axes.set_title("Cold start: each handler's import next to boto3's (x: the ratio to boto3)")
+    axes.legend(fontsize=8, loc="upper left")
+    axes.margins(y=0.2)
+    return figure
+
+
+def _claims(_name: str, result: dict[str, Any]) -> Figure:
+    rows = result["shards"]
+    figure, (axes,) = _figure(8, 4.4)
+    width = 0.38
+    positions = list(range(len(rows)))
+    for offset, (key, label, colour) in zip(
+        (-width / 2, width / 2),
+        (
+            ("claims_per_second", "all shards together", "#4c78a8"),
+            ("claims_per_second_per_shard", "per shard", "#72b7b2"),
+        ),
+        strict=True,
+    ):
+        figures = [row[key] for row in rows]
+        bars = axes.bar(
+            [p + offset for p in positions],
+            [f["median"] for f in figures],
+            width,
+            yerr=[[f["median"] - f["min"] for f in figures], [f["max"] - f["median"] for f in figures]],
+            capsize=3,
+            color=colour,
+            label=f"{label}: median, whiskers lowest and highest",
+        )
+        axes.bar_label(
+            bars,
+            labels=[f"{f['median']:g}/s" for f in figures],
+            label_type="center",
+            fontsize=8,
+            color="white",
+        )
+        for p, row in zip(positions, rows, strict=True):
+            values = row["per_run"][key]
+            axes.scatter([p + offset] * len(values), values, color="black", s=8, zorder=3)
+    axes.set_xticks(positions, [f"{row['shards']} shard{'s' if row['shards'] != 1 else ''}" for row in rows])
+    axes.set_ylabel("claims per second")
+    axes.set_title(
+        f"Dispatcher claims against the emulator, {result['jobs']} jobs,"
+        f" {_runs_text(result)} (dots: each run)"
+    )
+    axes.legend(fontsize=8)
+    axes.margins(y=0.15)
+    return figure
