@@ -9,7 +9,10 @@ It is a lower bound for AWS, on two counts: the emulator serialises every Dynamo
 a time, across all shards), and it is a Python process on the same two cores as the dispatcher.
 On AWS each shard is a different partition and the shards' requests run in parallel.
 
-    python -m bench.claims
+Repeated (``--repetitions``, each shard count in turn within a repetition, on fresh tables): the
+figures are the median over the runs, with the lowest and highest.
+
+    python -m bench.claims [--jobs 200] [--repetitions 3]
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import emulator, log, machine, write_json
+from bench.common import emulator, log, machine, median_tree, spread, write_json
 from functions.api.models import CreateJobIn
 from functions.api.service import JobService
 from functions.core.model import bucket_of, bucket_start, iso
@@ -61,11 +64,11 @@ def _timing_aws_calls() -> Iterator[dict[str, list[float]]]:
         client_class._make_api_call = original
 
 
-def _measure(endpoint: str, shards: int, jobs: int, rng: random.Random) -> dict[str, Any]:
+def _measure(endpoint: str, shards: int, jobs: int, rng: random.Random, repetition: int) -> dict[str, Any]:
     settings = provision(
         local_settings(
             endpoint,
-            prefix=f"claims{shards}",
+            prefix=f"claims{shards}r{repetition}",
             overrides={"shard_count": shards, "lookahead_seconds": LOOKAHEAD_SECONDS},
         )
     )
@@ -95,6 +98,7 @@ def _measure(endpoint: str, shards: int, jobs: int, rng: random.Random) -> dict[
         seconds, cpu_seconds = time.perf_counter() - began, time.process_time() - cpu_began
     claimed = report.dispatch.claimed
     return {
+        "repetition": repetition,
         "shards": shards,
         "jobs": jobs,
         "claimed": claimed,
@@ -113,40 +117,69 @@ def _measure(endpoint: str, shards: int, jobs: int, rng: random.Random) -> dict[
     }
 
 
-def run(jobs: int = 300, shard_counts: tuple[int, ...] = (1, 4)) -> dict[str, Any]:
+SPREAD = ("claims_per_second", "claims_per_second_per_shard", "dispatcher_cpu_ms_per_claim", "sweep_seconds")
+
+
+def run(jobs: int = 200, shard_counts: tuple[int, ...] = (1, 4), repetitions: int = 3) -> dict[str, Any]:
     began = time.monotonic()
     # The dispatcher logs every run it sends; here that is noise on the terminal.
     logging.getLogger("punctual").setLevel(logging.WARNING)
     rng = random.Random(11)
-    results = []
+    runs = []
     with emulator(Path(tempfile.mkdtemp(prefix="punctual-bench-claims-"))) as endpoint:
-        for shards in shard_counts:
-            log(f"claims: {jobs} jobs due in one minute, {shards} shard(s)")
-            results.append(_measure(endpoint, shards, jobs, rng))
+        for k in range(repetitions):
+            for shards in shard_counts:
+                log(f"claims: run {k + 1} of {repetitions}, {jobs} jobs due in one minute, {shards} shard(s)")
+                runs.append(_measure(endpoint, shards, jobs, rng, k))
+    by_shards = []
+    for shards in shard_counts:
+        mine = [r for r in runs if r["shards"] == shards]
+        by_shards.append(
+            {
+                "shards": shards,
+                **{key: spread((r[key] for r in mine), 2) for key in SPREAD},
+                "creates_per_second": spread(r["creates_per_second"] for r in mine),
+                "requests_during_sweep": median_tree([r["requests_during_sweep"] for r in mine], 1),
+                "per_run": {key: [r[key] for r in mine] for key in SPREAD},
+            }
+        )
     return {
         "name": "claims",
-        "what": "dispatcher sweep of one minute bucket against the local emulator: claims per second",
+        "what": "dispatcher sweep of one minute bucket against the local emulator: claims per second;"
+        " the median over the runs, with the lowest and highest",
         "lower_bound": "the emulator serialises all DynamoDB requests and shares 2 cores with the dispatcher",
         "lookahead_seconds": LOOKAHEAD_SECONDS,
-        "runs": results,
+        "jobs": jobs,
+        "repetitions": repetitions,
+        "shards": by_shards,
+        "runs": runs,
         "machine": machine(),
         "elapsed_seconds": round(time.monotonic() - began, 1),
     }
 
 
+def _range(figure: dict[str, Any]) -> str:
+    if figure.get("runs", 0) < 2:
+        return f"{figure.get('median')}"
+    return f"{figure['median']:g} ({figure['min']:g}-{figure['max']:g})"
+
+
 def report(result: dict[str, Any]) -> str:
-    lines = ["== dispatcher claims against the emulator (lower bound) =="]
-    for r in result["runs"]:
+    lines = [
+        f"== dispatcher claims against the emulator (lower bound); median of {result['repetitions']} runs"
+        " (lowest-highest) =="
+    ]
+    for r in result["shards"]:
         lines.append(
-            f"{r['shards']} shard(s): {r['claimed']} claims in {r['sweep_seconds']} s ="
-            f" {r['claims_per_second']:g}/s ({r['claims_per_second_per_shard']:g}/s per shard);"
-            f" creates {r['creates_per_second']:g}/s;"
-            f" dispatcher CPU {r['dispatcher_cpu_ms_per_claim']:g} ms/claim"
+            f"{r['shards']} shard(s), {result['jobs']} claims: {_range(r['claims_per_second'])}/s"
+            f" ({_range(r['claims_per_second_per_shard'])}/s per shard);"
+            f" sweep {_range(r['sweep_seconds'])} s; creates {r['creates_per_second'].get('median')}/s;"
+            f" dispatcher CPU {_range(r['dispatcher_cpu_ms_per_claim'])} ms/claim"
         )
         lines.append(
-            "    "
+            "    median per run: "
             + ", ".join(
-                f"{op} {v['count']}x {v['median_ms']:g} ms" for op, v in r["requests_during_sweep"].items()
+                f"{op} {v['count']:g}x {v['median_ms']:g} ms" for op, v in r["requests_during_sweep"].items()
             )
         )
     return "\n".join(lines)
@@ -156,11 +189,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--jobs", type=int, default=300)
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    result = run(args.jobs)
+    result = run(args.jobs, repetitions=args.repetitions)
     write_json("claims", result)
+    from bench import plots
+
+    plots.write("claims", result)
     print(json.dumps(result, indent=2) if args.json else report(result))
 
 

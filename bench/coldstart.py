@@ -150,7 +150,12 @@ def run(repeat: int = 10, repeat_cold: int = 5) -> dict[str, Any]:
 
 def _stats_ms(seconds: list[float]) -> dict[str, float]:
     ms = sorted(s * 1000 for s in seconds)
-    return {"median": round(statistics.median(ms), 1), "min": round(ms[0], 1), "max": round(ms[-1], 1)}
+    return {
+        "median": round(statistics.median(ms), 1),
+        "min": round(ms[0], 1),
+        "max": round(ms[-1], 1),
+        "runs": len(ms),
+    }
 
 
 def report(result: dict[str, Any]) -> str:
