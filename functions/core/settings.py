@@ -55,7 +55,7 @@ class Settings:
     claim_concurrency: int = _bounded(4, 1, 64)
     # Worker: lease on a RUNNING run and on its SQS message, renewed by a heartbeat every third of it.
     # Short, so a crashed worker's run is taken over within seconds (precision under faults): an
-    # attempt starts a second before its due time, so a worker dying then is replaced 3 s after it.
+    # attempt starts half a second before its due time, so a worker dying then is replaced 3.5 s after it.
     lease_seconds: int = _bounded(4, 3)
     # Worker: a message that arrives up to this early is held in-process; later ones go back to SQS.
     max_early_wait_seconds: int = _bounded(20, 0)

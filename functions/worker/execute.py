@@ -41,9 +41,10 @@ HOLD_MARGIN_SECONDS = 2
 # The job is read again and the attempt's conditional start (a table write) is made this long before
 # the second, so that nothing but a sleep stands between the second and the call to the target: a
 # table that is slow for a moment (a dispatcher's burst of claims) no longer makes the call late. The
-# price: a pause, cancel or change made in the last second before a due time may not stop that run.
+# price: a pause, cancel or change made in the last half second before a due time may not stop that
+# run. Half a second covers the table's slow moments seen locally (a few hundred ms).
 # Must stay well under two thirds of a lease, so that the first heartbeat comes before the lease ends.
-PRESTART_SECONDS = 1.0
+PRESTART_SECONDS = 0.5
 
 
 class ReturnLater(Exception):

@@ -23,6 +23,7 @@ import pytest
 
 from functions.core.model import iso, parse_iso
 from functions.core.signing import verify_signature
+from functions.worker.execute import PRESTART_SECONDS
 from tests.e2e.conftest import Api
 from tests.support.receiver import Receiver
 from tests.support.stack import local_stack_process
@@ -395,7 +396,9 @@ def test_given_occurrences_about_to_fire_when_paused_cancelled_or_rescheduled_a_
         path: create(local_stack, one_off(receiver, path, due))
         for path in ("/late-pause", "/late-delete", "/late-patch")
     }
-    time.sleep(max(0.0, due.timestamp() - time.time() - 1.0))  # the worker already holds the messages
+    # The worker already holds the messages; it starts their attempts PRESTART_SECONDS before the due
+    # time (changes after that may not stop them), so the changes land half a second before that.
+    time.sleep(max(0.0, due.timestamp() - time.time() - PRESTART_SECONDS - 0.5))
     changes = [
         ("POST", f"/v1/jobs/{jobs['/late-pause']['job_id']}/pause", None),
         ("DELETE", f"/v1/jobs/{jobs['/late-delete']['job_id']}", None),
