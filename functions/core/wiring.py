@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from functions.core import aws
 from functions.core.dispatching import Dispatcher
-from functions.core.netguard import NetworkPolicy
 from functions.core.queue import WorkQueue
 from functions.core.settings import Settings, get_settings
 from functions.core.store import Store
-from functions.core.targets import TargetExecutor
+
+if TYPE_CHECKING:  # imported where used: only the worker executes targets, the dispatcher neither
+    from functions.core.netguard import NetworkPolicy
+    from functions.core.targets import TargetExecutor
 
 
 def build_store(settings: Settings) -> Store:
@@ -27,6 +30,8 @@ def build_queue(settings: Settings) -> WorkQueue:
 
 
 def build_network_policy(settings: Settings) -> NetworkPolicy:
+    from functions.core.netguard import NetworkPolicy
+
     return NetworkPolicy(allow_loopback=settings.http_allow_loopback, allow_list=settings.http_allow_list)
 
 
@@ -35,6 +40,8 @@ def build_dispatcher(settings: Settings) -> Dispatcher:
 
 
 def build_target_executor(settings: Settings) -> TargetExecutor:
+    from functions.core.targets import TargetExecutor
+
     return TargetExecutor(lambda service: aws.client(service, settings), build_network_policy(settings))
 
 

@@ -1,0 +1,36 @@
+"""Cold start: each handler imports only what it uses (the import time is measured in `make bench`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def modules_after_import(module: str) -> set[str]:
+    code = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PUNCTUAL_TABLE_NAME": "t", "PATH": "/usr/bin:/bin"},
+    )
+    return set(json.loads(result.stdout))
+
+
+@pytest.mark.parametrize(
+    ("handler", "never"),
+    [
+        # pydantic was a fifth of these two handlers' import time, for Settings alone
+        ("functions.dispatcher.handler", ["pydantic", "functions.core.targets", "functions.core.netguard"]),
+        ("functions.worker.handler", ["pydantic", "functions.api"]),
+        ("functions.api.handler", ["functions.worker", "functions.dispatcher"]),
+    ],
+)
+def test_a_handler_does_not_import_what_it_does_not_use(handler: str, never: list[str]) -> None:
+    loaded = modules_after_import(handler)
+    assert handler in loaded
+    assert [name for name in never if name in loaded] == []
