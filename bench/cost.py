@@ -1,12 +1,13 @@
-"""Cost per job: the AWS requests the engine makes for each executed job, turned into dollars.
+"""Cost per job: the AWS requests and DynamoDB capacity units the engine spends on each executed job,
+turned into dollars.
 
 The stack runs as separate processes like ``punctual local`` (emulator, api, dispatcher, one worker
 with four SQS pollers), but each role is ``bench.timed_role``: the real role plus a record of every
-AWS call it makes (inside a handler, or by the event source mapping around it) and of each handler
-invocation's duration. The emulator's own request counter (``/_punctual/requests``) is reset before
-and read after each measured window and gives the totals; the role records say who made them.
+AWS call it makes (inside a handler, or by the event source mapping around it; for DynamoDB with the
+capacity the answer reports, every request asking for it) and of each handler invocation's duration.
+The emulator's own request counter (``/_punctual/requests``) checks the total.
 
-Three scenarios, one after the other on the same stack:
+Three scenarios, each repeated (three times by default) on the same stack:
 
 - ``one_off_ahead``: one-off jobs created more than the look-ahead before their time (the usual
   case: "call this at 13:00:05" made well in advance), so the dispatcher claims them;
@@ -14,13 +15,25 @@ Three scenarios, one after the other on the same stack:
   api at once;
 - ``recurring``: crons every 10 s in steady state (a claim writes the next occurrence).
 
+The one-off batches of all repetitions overlap in time (three repetitions one after the other would
+take four minutes, most of it waiting for the look-ahead), but no call is charged to two of them:
+the api's calls go to the batch whose job it is creating, the dispatcher's to the batch its tick
+claims, the worker's and its event source mapping's to the batch executing then (each ahead batch
+runs 20 s after the one before, a soon batch while the dispatcher claims). Each figure is the median
+over the repetitions (``median``), with the lowest and highest of the headline ones (``spread``),
+and pooled over all of them (``pooled``).
+
+Capacity units are computed from the item sizes by DynamoDB's rules and price the jobs; what the
+emulator reports (``ReturnConsumedCapacity``) is recorded next to them: moto's figures are fixed
+per request, whatever the size, and absent for TransactWriteItems.
+
 The dispatcher's sweep costs the same per tick whether there is work or not; that fixed cost is
 measured on idle ticks, subtracted from the per-job figures and reported per month instead. The
 local SQS pollers long-poll with a 2 s wait, so their empty receives say nothing about AWS (Lambda's
 event source mapping polls on its own schedule); receives that returned messages and the deletes
 that follow are counted per job, empty ones are reported apart.
 
-    python -m bench.cost
+    python -m bench.cost [--repetitions 3]
 """
 
 from __future__ import annotations
@@ -46,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import prices
-from bench.common import Api, Receiver, emulator, log, machine, write_json
+from bench.common import ROOT, Api, Receiver, emulator, log, machine, median_tree, spread, write_json
 from functions.core import aws
 from functions.core.model import iso
 from functions.core.settings import Settings
@@ -142,6 +155,7 @@ def timed_stack() -> Iterator[TimedStack]:
                     env=env,
                     stdout=role_log,
                     stderr=subprocess.STDOUT,
+                    cwd=ROOT,  # `-m bench.timed_role` from wherever the benchmark was started
                     start_new_session=True,
                 )
             stack = TimedStack(Api(f"http://127.0.0.1:{api_port}"), endpoint, workdir, settings, processes)
@@ -164,82 +178,153 @@ def timed_stack() -> Iterator[TimedStack]:
 
 # ------------------------------------------------------------------------------------ scenarios
 
+Interval = tuple[float, float]
+
+# The ahead batches: created right after a tick, due 64-67 s after it, so the next tick claims them
+# all (its horizon is 70 s after that tick) and none is within the api's look-ahead when created.
+AHEAD_DUE_AFTER_TICK = (64.0, 67.0)
+# A worker starts on a message 2-3 s before its due time; its share of a batch begins this early.
+EXECUTION_LEAD = 6.0
+# How long after its last arrival a batch's records, outcomes and deletes are still being made.
+TAIL = 2.5
+# A batch of soon jobs: due 3-6 s after it is created, over in ~12 s.
+SOON_DUE_AFTER = (3.0, 6.0)
+SOON_BUDGET = 14.0
+
 
 @dataclass
-class Window:
+class Scenario:
+    """One repetition of one scenario, and what it is charged with: the api's calls for the jobs it
+    created (by their target path), the dispatcher's calls in its intervals (whole ticks), and the
+    worker's and its event source mapping's calls in its worker intervals."""
+
     name: str
-    since: float
-    until: float
-    executions: int
-    creates: int
-    counters: dict[str, int]
-    log_bytes: dict[str, int]
+    repetition: int
+    tag: str | None  # target path prefix of the jobs it created
+    dispatcher: list[Interval] = field(default_factory=list)
+    worker: list[Interval] = field(default_factory=list)
+    api: list[Interval] = field(default_factory=list)  # the creates (for the api's log lines)
+    creates: int = 0
+    executions: int = 0
+    paths: set[str] = field(default_factory=set)
+    due: Interval = (0.0, 0.0)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _wait_for_dispatcher_ticks(stack: TimedStack, count: int, since: float, timeout: float = 60) -> float:
-    """Wait until ``count`` dispatcher invocations have finished after ``since``; the last one's end."""
+def _ticks(stack: TimedStack, since: float) -> list[dict[str, Any]]:
+    return [
+        e for e in stack.events(since, time.time() + 1) if e["role"] == "dispatcher" and e.get("invocation")
+    ]
+
+
+def _next_tick(stack: TimedStack, after: float, timeout: float = 60) -> tuple[float, float]:
+    """Wait for the first dispatcher invocation that starts at or after ``after`` to finish: the
+    aligned time of its tick (the local dispatcher ticks on multiples of the tick period) and its end."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        ticks = [
-            e
-            for e in stack.events(since, time.time() + 1)
-            if e["role"] == "dispatcher" and e.get("invocation")
-        ]
-        if len(ticks) >= count:
-            return float(ticks[count - 1]["t_end"])
-        time.sleep(0.2)
+        for tick in _ticks(stack, after):
+            aligned = math.floor(tick["t"] / TICK_SECONDS) * TICK_SECONDS
+            return float(aligned), float(tick["t_end"])
+        time.sleep(0.1)
     raise TimeoutError("the dispatcher did not tick")
 
 
-def _wait_delivered(receiver: Receiver, paths: set[str], timeout: float) -> None:
+def _wait_delivered(receiver: Receiver, paths: set[str], timeout: float) -> float:
+    """Wait until every path has been called (or the timeout); the last arrival's time."""
     deadline = time.time() + timeout
     while time.time() < deadline and not paths <= set(receiver.by_path()):
         time.sleep(0.2)
+    arrivals = [a.received_at for a in receiver.snapshot() if a.path in paths]
+    return max(arrivals, default=time.time())
+
+
+def _create(stack: TimedStack, receiver: Receiver, scenario: Scenario, dues: list[float]) -> None:
+    """One-off jobs at the given due times; a due time that would fall within the look-ahead when the
+    job is created is moved just beyond it for the ahead batches."""
+    began = time.time()
+    for n, planned in enumerate(dues):
+        due = planned
+        if scenario.name == "one_off_ahead":
+            due = max(planned, time.time() + LOOKAHEAD_SECONDS + 1.0)
+        path = f"{scenario.tag}{n}"
+        stack.api.create(
+            {
+                "schedule": {"at": iso(datetime.fromtimestamp(round(due, 3), UTC))},
+                "target": {"type": "http", "url": receiver.url + path},
+            }
+        )
+        scenario.paths.add(path)
+        scenario.due = (min(scenario.due[0] or due, due), max(scenario.due[1], due))
+    scenario.creates = len(dues)
+    scenario.api.append((began, time.time()))
+
+
+def _soon(stack: TimedStack, receiver: Receiver, repetition: int, count: int, rng: random.Random) -> Scenario:
+    """One-off jobs due within seconds: the api claims and sends each one as it creates it."""
+    scenario = Scenario("one_off_soon", repetition, f"/soon{repetition}/")
+    began = time.time()
+    _create(stack, receiver, scenario, [time.time() + rng.uniform(*SOON_DUE_AFTER) for _ in range(count)])
+    last = _wait_delivered(receiver, scenario.paths, timeout=SOON_DUE_AFTER[1] + 60)
+    # The batch's records, outcomes and deletes end a moment after the last arrival.
+    time.sleep(max(0.0, last + TAIL - time.time()))
+    scenario.worker.append((began, last + TAIL))
+    return scenario
 
 
 def _one_offs(
     stack: TimedStack,
     receiver: Receiver,
-    name: str,
-    count: int,
-    due_after: tuple[float, float],
+    repetitions: int,
+    ahead: int,
+    soon: int,
     rng: random.Random,
-) -> Window:
-    """``count`` one-off jobs, each due ``due_after`` seconds (a range) after its creation."""
-    stack.counters(reset=True)
-    since = time.time()
-    logs_before = stack.log_bytes()
-    paths = set()
-    for n in range(count):
-        due = datetime.fromtimestamp(round(time.time() + rng.uniform(*due_after), 3), UTC)
-        path = f"/{name}/{n}"
-        stack.api.create(
-            {"schedule": {"at": iso(due)}, "target": {"type": "http", "url": receiver.url + path}}
-        )
-        paths.add(path)
-    created = time.time()
-    create_counters = stack.counters()
-    _wait_delivered(receiver, paths, timeout=due_after[1] + 60)
-    time.sleep(2)  # the records of the outcome, the deletes of the last batch
-    until = time.time()
-    counters = stack.counters()
-    logs_after = stack.log_bytes()
-    delivered = sum(1 for p in paths if p in receiver.by_path())
-    return Window(
-        name,
-        since,
-        until,
-        delivered,
-        count,
-        counters,
-        {r: logs_after[r] - logs_before[r] for r in ROLES},
-        {"create_window_until": created, "create_counters": create_counters, "jobs": count},
-    )
+    warmup: tuple[float, float],
+) -> list[Scenario]:
+    """The ahead and soon batches of every repetition, interleaved.
+
+    Each ahead batch is created right after a tick and claimed by the next one; the tick after that
+    is idle, so the dispatcher's calls of those two ticks are the batch's. A soon batch runs while
+    the dispatcher claims (its jobs never reach the dispatcher). About a minute later each ahead
+    batch runs, 20 s after the one before, so the worker's calls are the batch's by time. Three
+    repetitions of both take ~110 s instead of ~4 minutes one after the other."""
+    aheads: list[Scenario] = []
+    soons: list[Scenario] = []
+    deferred: list[int] = []
+    # The first batch follows the warm-up tick at once, unless that tick ended too late for it.
+    after = time.time() if warmup[1] > warmup[0] + 3 else warmup[0]
+    for k in range(repetitions):
+        tick, _end = _next_tick(stack, after)
+        # The dispatcher's share: the next tick, which claims the batch (the one after it is idle).
+        claim_tick = (tick + TICK_SECONDS / 2, tick + 2 * TICK_SECONDS)
+        batch = Scenario("one_off_ahead", k, f"/ahead{k}/", dispatcher=[claim_tick])
+        log(f"cost: repetition {k + 1}: {ahead} jobs due in a minute, then {soon} due within seconds")
+        _create(stack, receiver, batch, [tick + rng.uniform(*AHEAD_DUE_AFTER_TICK) for _ in range(ahead)])
+        aheads.append(batch)
+        # A soon batch must be over before the first ahead batch's messages arrive.
+        if time.time() + SOON_BUDGET < aheads[0].due[0] - EXECUTION_LEAD:
+            soons.append(_soon(stack, receiver, k, soon, rng))
+        else:
+            deferred.append(k)
+        after = tick + 2 * TICK_SECONDS - 0.5
+    for k, batch in enumerate(aheads):
+        last = _wait_delivered(receiver, batch.paths, timeout=batch.due[1] - time.time() + 60)
+        end = last + TAIL
+        if k + 1 < len(aheads):
+            end = min(end, aheads[k + 1].due[0] - EXECUTION_LEAD)
+        batch.worker.append((batch.due[0] - EXECUTION_LEAD, end))
+    time.sleep(max(0.0, aheads[-1].worker[-1][1] - time.time()))
+    for k in deferred:
+        soons.append(_soon(stack, receiver, k, soon, rng))
+    for scenario in aheads + soons:
+        delivered = receiver.by_path()
+        scenario.executions = sum(1 for p in scenario.paths if p in delivered)
+    return aheads + sorted(soons, key=lambda s: s.repetition)
 
 
-def _recurring(stack: TimedStack, receiver: Receiver, count: int, ticks: int) -> Window:
-    """``count`` crons every 10 s; measured over ``ticks`` whole dispatcher ticks in steady state."""
+def _recurring(
+    stack: TimedStack, receiver: Receiver, repetitions: int, count: int, ticks: int
+) -> list[Scenario]:
+    """``count`` crons every 10 s; each repetition is ``ticks`` whole dispatcher ticks in steady state."""
     jobs = []
     for k in range(count):
         job = stack.api.create(
@@ -250,28 +335,32 @@ def _recurring(stack: TimedStack, receiver: Receiver, count: int, ticks: int) ->
         )
         jobs.append(job["job_id"])
     # The first tick after creation claims everything within the look-ahead (the pipeline fills);
-    # from then on each tick claims one occurrence per cron. Measure from the end of that tick.
-    since = _wait_for_dispatcher_ticks(stack, 1, since=time.time()) + 0.2
-    stack.counters(reset=True)
-    logs_before = stack.log_bytes()
-    arrivals_before = len(receiver.snapshot())
-    time.sleep(ticks * TICK_SECONDS)
-    until = time.time()
-    counters = stack.counters()
-    logs_after = stack.log_bytes()
-    executions = sum(1 for a in receiver.snapshot() if since <= a.received_at < until)
+    # from then on each tick claims one occurrence per cron. Each repetition is a fixed window of
+    # whole tick periods from half a second after the 5th second of a period, so it holds its ticks
+    # whole (each lasts well under 5 s) and exactly one occurrence of each cron (they fire on whole
+    # seconds).
+    tick, end = _next_tick(stack, time.time())
+    since = tick + 5.5 if end < tick + 5.5 else tick + TICK_SECONDS + 5.5
+    scenarios = []
+    for r in range(repetitions):
+        until = since + ticks * TICK_SECONDS
+        time.sleep(max(0.0, until + 0.5 - time.time()))
+        executions = sum(1 for a in receiver.snapshot() if since <= a.received_at < until)
+        scenarios.append(
+            Scenario(
+                "recurring",
+                r,
+                None,
+                dispatcher=[(since, until)],
+                worker=[(since, until)],
+                executions=executions,
+                extra={"crons": count, "every_seconds": 10, "ticks": ticks},
+            )
+        )
+        since = until
     for job_id in jobs:
         stack.api.call("DELETE", f"/v1/jobs/{job_id}")
-    return Window(
-        "recurring",
-        since,
-        until,
-        executions,
-        0,
-        counters,
-        {r: logs_after[r] - logs_before[r] for r in ROLES},
-        {"crons": count, "every_seconds": 10, "arrivals_before": arrivals_before},
-    )
+    return scenarios
 
 
 # ------------------------------------------------------------------------------------- analysis
@@ -309,17 +398,67 @@ def _table_sizes(settings: Settings) -> tuple[dict[tuple[str, str], int], dict[s
     return sizes, kinds
 
 
-def _wru(
+def _wcu(
     event: dict[str, Any], sizes: dict[tuple[str, str], int], put_sizes: dict[tuple[str, str], int]
 ) -> float:
-    """Write request units of one write: per item and KB, doubled in a transaction. An update is
-    sized by the item as it is now (after every later write too: a slight overestimate)."""
+    """Write capacity units of one write, by DynamoDB's rules: per item and 1 KB, doubled in a
+    transaction (a failed conditional write is charged too). An update is sized by the item as it
+    is now (after every later write too: a slight overestimate)."""
     total = 0.0
     for pk, sk, _action, size in event.get("writes", []):
         key = (pk, sk)
         known = max(size or 0, sizes.get(key, 0), put_sizes.get(key, 0)) or 100
         total += max(1, math.ceil(known / 1024)) * (2 if event.get("tx") else 1)
     return total
+
+
+@dataclass
+class Units:
+    """Requests and capacity units of one operation: computed from item sizes, and as reported in
+    the answers' ``ConsumedCapacity`` (with how many answers carried one)."""
+
+    requests: float = 0.0
+    rcu: float = 0.0
+    wcu: float = 0.0
+    reported_rcu: float = 0.0
+    reported_wcu: float = 0.0
+
+    def add(self, other: Units, factor: float = 1.0) -> None:
+        for name in ("requests", "rcu", "wcu", "reported_rcu", "reported_wcu"):
+            setattr(self, name, max(0.0, getattr(self, name) + factor * getattr(other, name)))
+
+    def per(self, jobs: int) -> dict[str, float]:
+        return {name: round(value / jobs, 3) for name, value in vars(self).items()}
+
+
+def _units(
+    call: dict[str, Any], sizes: dict[tuple[str, str], int], put_sizes: dict[tuple[str, str], int]
+) -> Units:
+    reported = call.get("reported")
+    return Units(
+        requests=1.0,
+        rcu=float(call.get("rru", 0.0)),
+        wcu=_wcu(call, sizes, put_sizes) if call["op"].startswith("dynamodb:") else 0.0,
+        reported_rcu=float(reported["rcu"]) if reported else 0.0,
+        reported_wcu=float(reported["wcu"]) if reported else 0.0,
+    )
+
+
+def _who(call: dict[str, Any]) -> str:
+    """api / dispatcher / worker (inside its handler) / esm (the local event source mapping)."""
+    return "esm" if call["role"] == "worker" and call["ctx"] == "outside" else str(call["role"])
+
+
+def _inside(t: float, intervals: list[Interval]) -> bool:
+    return any(since <= t < until for since, until in intervals)
+
+
+def _belongs(event: dict[str, Any], scenario: Scenario) -> bool:
+    if event["role"] == "api":
+        return scenario.tag is not None and str(event.get("tag", "")).startswith(scenario.tag)
+    if event["role"] == "dispatcher":
+        return _inside(event["t"], scenario.dispatcher)
+    return _inside(event["t"], scenario.worker)
 
 
 def _idle_ticks(events: list[dict[str, Any]], warmup_until: float) -> list[dict[str, Any]]:
@@ -337,91 +476,99 @@ def _idle_ticks(events: list[dict[str, Any]], warmup_until: float) -> list[dict[
     return ticks
 
 
-def _analyse_window(
-    window: Window,
+def _log_lines(path: Path) -> list[tuple[float, int]]:
+    """(time, bytes) of every line of a role's JSON log; a line without a timestamp takes the one
+    before it."""
+    lines: list[tuple[float, int]] = []
+    last = 0.0
+    if not path.exists():
+        return lines
+    for raw in path.read_bytes().splitlines(keepends=True):
+        try:
+            stamp = json.loads(raw)["timestamp"]
+            last = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f%z").timestamp()
+        except (ValueError, KeyError, TypeError):
+            pass
+        lines.append((last, len(raw)))
+    return lines
+
+
+def _analyse(
+    scenario: Scenario,
     events: list[dict[str, Any]],
     idle: dict[str, Any],
     sizes: dict[tuple[str, str], int],
     put_sizes: dict[tuple[str, str], int],
+    logs: dict[str, list[tuple[float, int]]],
 ) -> dict[str, Any]:
-    inside = [e for e in events if window.since <= e["t"] < window.until]
-    calls = [e for e in inside if not e.get("invocation")]
-    invocations = [e for e in inside if e.get("invocation")]
-    jobs = max(1, window.executions)
+    mine = [e for e in events if _belongs(e, scenario)]
+    calls = [e for e in mine if not e.get("invocation")]
+    invocations = [e for e in mine if e.get("invocation")]
+    jobs = max(1, scenario.executions)
     ticks = [i for i in invocations if i["role"] == "dispatcher"]
-    # Requests by who made them: api / dispatcher / worker (handler) / esm (the SQS poller).
-    by_who: dict[str, dict[str, float]] = {"api": {}, "dispatcher": {}, "worker": {}, "esm": {}}
+    by_op: dict[tuple[str, str], Units] = {}
     empty_receives = 0
-    wru = {"api": 0.0, "dispatcher": 0.0, "worker": 0.0}
-    rru = {"api": 0.0, "dispatcher": 0.0, "worker": 0.0}
     for call in calls:
-        who = "esm" if call["role"] == "worker" and call["ctx"] == "outside" else call["role"]
         if call["op"] == "sqs:ReceiveMessage" and not call.get("messages"):
             empty_receives += 1
             continue
-        by_who[who][call["op"]] = by_who[who].get(call["op"], 0) + 1
-        if who in wru:
-            wru[who] += _wru(call, sizes, put_sizes)
-            rru[who] += float(call.get("rru", 0.0))
+        by_op.setdefault((_who(call), call["op"]), Units()).add(_units(call, sizes, put_sizes))
     # The dispatcher's fixed cost per tick is not the jobs': subtract what idle ticks make.
-    n_ticks = len(ticks)
-    for op, mean in idle["requests_per_tick"].items():
-        if op in by_who["dispatcher"]:
-            by_who["dispatcher"][op] = max(0.0, by_who["dispatcher"][op] - n_ticks * mean)
-    wru["dispatcher"] = max(0.0, wru["dispatcher"] - n_ticks * idle["wru_per_tick"])
-    rru["dispatcher"] = max(0.0, rru["dispatcher"] - n_ticks * idle["rru_per_tick"])
+    for op, per_tick in idle["units_per_tick"].items():
+        by_op.setdefault(("dispatcher", op), Units()).add(Units(**per_tick), factor=-len(ticks))
+    by_op = {key: units for key, units in by_op.items() if units.requests >= 0.0005 * jobs}
+    requests_per_job: dict[str, dict[str, float]] = {"api": {}, "dispatcher": {}, "worker": {}, "esm": {}}
+    capacity: dict[str, dict[str, float]] = {}
+    total = Units()
+    for (who, op), units in sorted(by_op.items()):
+        requests_per_job[who][op] = round(units.requests / jobs, 3)
+        if op.startswith("dynamodb:"):
+            capacity[f"{who} {op}"] = units.per(jobs)
+            total.add(units)
     worker_invocations = [i for i in invocations if i["role"] == "worker"]
     api_invocations = [i for i in invocations if i["role"] == "api" and i.get("method") == "POST"]
-    dispatcher_seconds = max(0.0, sum(t["duration"] for t in ticks) - n_ticks * idle["seconds_per_tick"])
-    per_job = {
-        who: {op: round(n / jobs, 3) for op, n in sorted(ops.items()) if n} for who, ops in by_who.items()
+    dispatcher_seconds = max(0.0, sum(t["duration"] for t in ticks) - len(ticks) * idle["seconds_per_tick"])
+    intervals = {"api": scenario.api, "dispatcher": scenario.dispatcher, "worker": scenario.worker}
+    log_bytes = {
+        role: sum(size for t, size in logs.get(role, []) if _inside(t, intervals[role])) for role in ROLES
     }
-    hook_total = sum(1 for c in calls) + 0
-    emulator_total = sum(window.counters.values())
     return {
-        "window_seconds": round(window.until - window.since, 1),
-        "executions": window.executions,
-        "creates": window.creates,
-        "dispatcher_ticks": n_ticks,
-        "emulator_requests": dict(sorted(window.counters.items())),
-        "emulator_requests_total": emulator_total,
-        "recorded_calls_total": hook_total,
+        "repetition": scenario.repetition,
+        "executions": scenario.executions,
+        "creates": scenario.creates,
+        "dispatcher_ticks": len(ticks),
+        "intervals": {k: [[round(a, 1), round(b, 1)] for a, b in v] for k, v in intervals.items() if v},
+        "recorded_calls_total": len(calls),
         "empty_receives_excluded": empty_receives,
-        "requests_per_job": per_job,
-        "wru_per_job": {who: round(v / jobs, 2) for who, v in wru.items()},
-        "rru_per_job": {who: round(v / jobs, 2) for who, v in rru.items()},
+        "requests_per_job": requests_per_job,
+        "dynamodb_capacity_per_job": {
+            "rcu": round(total.rcu / jobs, 2),
+            "wcu": round(total.wcu / jobs, 2),
+            "reported_rcu": round(total.reported_rcu / jobs, 2),
+            "reported_wcu": round(total.reported_wcu / jobs, 2),
+        },
+        "dynamodb_capacity_per_job_by_operation": capacity,
         "worker_invocations": len(worker_invocations),
         "worker_records_per_invocation": round(
             sum(i["records"] for i in worker_invocations) / max(1, len(worker_invocations)), 2
         ),
         "worker_seconds_per_job": round(sum(i["duration"] for i in worker_invocations) / jobs, 3),
-        "worker_invocation_seconds": _spread([i["duration"] for i in worker_invocations]),
         "dispatcher_seconds_per_job": round(dispatcher_seconds / jobs, 4),
         "api_creates": len(api_invocations),
         "api_seconds_per_create": round(
             sum(i["duration"] for i in api_invocations) / max(1, len(api_invocations)), 4
         ),
-        "log_bytes_per_job": {r: round(b / jobs) for r, b in window.log_bytes.items()},
-        **window.extra,
-    }
-
-
-def _spread(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {}
-    ordered = sorted(values)
-    return {
-        "median": round(statistics.median(ordered), 3),
-        "p90": round(ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)], 3),
-        "max": round(ordered[-1], 3),
+        "log_bytes_per_job": {r: round(b / jobs) for r, b in log_bytes.items()},
+        **scenario.extra,
     }
 
 
 def _dollars(figures: dict[str, Any], *, include_create: bool) -> dict[str, Any]:
-    """Dollars per million jobs, by service, from the per-job figures of one scenario."""
+    """Dollars per million jobs, by service, from the per-job figures of one scenario. DynamoDB
+    on demand is billed per request unit: one per capacity unit consumed (the computed ones)."""
     requests = figures["requests_per_job"]
-    wru = sum(figures["wru_per_job"].values())
-    rru = sum(figures["rru_per_job"].values())
+    wcu = figures["dynamodb_capacity_per_job"]["wcu"]
+    rcu = figures["dynamodb_capacity_per_job"]["rcu"]
     sqs_function = sum(
         n
         for who in ("api", "dispatcher", "worker")
@@ -446,8 +593,8 @@ def _dollars(figures: dict[str, Any], *, include_create: bool) -> dict[str, Any]
     log_bytes = sum(figures["log_bytes_per_job"].values())
     million = 1e6
     lines = {
-        "dynamodb_writes": wru * prices.DYNAMODB_WRITE_REQUEST_UNIT * million,
-        "dynamodb_reads": rru * prices.DYNAMODB_READ_REQUEST_UNIT * million,
+        "dynamodb_writes": wcu * prices.DYNAMODB_WRITE_REQUEST_UNIT * million,
+        "dynamodb_reads": rcu * prices.DYNAMODB_READ_REQUEST_UNIT * million,
         "sqs_function_requests": sqs_function * prices.SQS_REQUEST * million,
         "sqs_event_source_mapping": sqs_esm * prices.SQS_REQUEST * million,
         "lambda_requests": (worker_invocations + api_requests) * prices.LAMBDA_REQUEST * million,
@@ -463,8 +610,11 @@ def _dollars(figures: dict[str, Any], *, include_create: bool) -> dict[str, Any]
     )
     return {
         "aws_requests_per_job": round(aws_requests, 2),
-        "wru_per_job": round(wru, 2),
-        "rru_per_job": round(rru, 2),
+        "dynamodb_requests_per_job": round(
+            sum(n for ops in requests.values() for op, n in ops.items() if op.startswith("dynamodb:")), 2
+        ),
+        "wcu_per_job": round(wcu, 2),
+        "rcu_per_job": round(rcu, 2),
         "sqs_requests_per_job": round(sqs_function + sqs_esm, 2),
         "lambda_gb_seconds_per_job": round(gb_seconds, 4),
         "usd_per_million_jobs": {k: round(v, 2) for k, v in lines.items()},
@@ -481,18 +631,19 @@ def _idle(
 ) -> dict[str, Any]:
     ticks = _idle_ticks(events, warmup_until)
     n = max(1, len(ticks))
-    ops: dict[str, float] = {}
+    by_op: dict[str, Units] = {}
     for tick in ticks:
         for call in tick["calls"]:
-            ops[call["op"]] = ops.get(call["op"], 0) + 1
-    requests = {op: round(v / n, 2) for op, v in sorted(ops.items())}
-    wru = sum(_wru(c, sizes, put_sizes) for t in ticks for c in t["calls"]) / n
-    rru = sum(float(c.get("rru", 0.0)) for t in ticks for c in t["calls"]) / n
+            by_op.setdefault(call["op"], Units()).add(_units(call, sizes, put_sizes))
+    units_per_tick = {op: {k: v / n for k, v in vars(units).items()} for op, units in sorted(by_op.items())}
+    requests = {op: round(u["requests"], 2) for op, u in units_per_tick.items()}
+    wcu = sum(u["wcu"] for u in units_per_tick.values())
+    rcu = sum(u["rcu"] for u in units_per_tick.values())
     seconds = sum(t["tick"]["duration"] for t in ticks) / n
     scale = AWS_SHARDS / SHARDS
     month_requests = sum(requests.values()) * scale * TICKS_PER_MONTH
     month = {
-        "dynamodb": (wru * prices.DYNAMODB_WRITE_REQUEST_UNIT + rru * prices.DYNAMODB_READ_REQUEST_UNIT)
+        "dynamodb": (wcu * prices.DYNAMODB_WRITE_REQUEST_UNIT + rcu * prices.DYNAMODB_READ_REQUEST_UNIT)
         * scale
         * TICKS_PER_MONTH,
         "lambda": TICKS_PER_MONTH
@@ -501,8 +652,11 @@ def _idle(
     return {
         "idle_ticks_measured": len(ticks),
         "requests_per_tick": requests,
-        "wru_per_tick": round(wru, 2),
-        "rru_per_tick": round(rru, 2),
+        "wcu_per_tick": round(wcu, 2),
+        "rcu_per_tick": round(rcu, 2),
+        "reported_wcu_per_tick": round(sum(u["reported_wcu"] for u in units_per_tick.values()), 2),
+        "reported_rcu_per_tick": round(sum(u["reported_rcu"] for u in units_per_tick.values()), 2),
+        "units_per_tick": units_per_tick,
         "seconds_per_tick": round(seconds, 4),
         "shards": SHARDS,
         "per_month_on_aws": {
@@ -514,65 +668,131 @@ def _idle(
     }
 
 
+# Headline figures of a scenario: each as the median over the repetitions, with the spread.
+HEADLINE = (
+    "aws_requests_per_job",
+    "dynamodb_requests_per_job",
+    "wcu_per_job",
+    "rcu_per_job",
+    "sqs_requests_per_job",
+    "lambda_gb_seconds_per_job",
+    "usd_per_million_jobs_total",
+)
+
+
+def _aggregate(runs: list[dict[str, Any]], pooled: dict[str, Any]) -> dict[str, Any]:
+    """A scenario over its repetitions: the median of every figure (``median``), the spread of the
+    headline ones, the pooled figures (all repetitions' jobs together) and each run."""
+    return {
+        "repetitions": len(runs),
+        "executions": sum(r["executions"] for r in runs),
+        "spread": {key: spread((r["cost"][key] for r in runs), 2) for key in HEADLINE},
+        "median": median_tree(runs),
+        "pooled": pooled,
+        "runs": runs,
+    }
+
+
+CAPACITY_NOTE = (
+    "rcu/wcu: computed from the item sizes by DynamoDB's rules (1 WCU per KB written per item, 2 in a"
+    " transaction; 1 RCU per 4 KB read strongly consistent, half eventually consistent, 2 in a"
+    " transaction); they price the jobs. reported_*: the ConsumedCapacity the emulator answered"
+    " (ReturnConsumedCapacity=TOTAL on every request): moto reports a fixed figure per request"
+    " (0.5 per GetItem and UpdateItem, 1 per PutItem, DeleteItem, Query and BatchWriteItem whatever the"
+    " size, 1 per key of a BatchGetItem) and nothing for TransactWriteItems, so they are shown, not used."
+)
+
+
 def run(
-    *, one_off: int = 200, soon: int = 100, crons: int = 20, cron_ticks: int = 3, seed: int = 7
+    *,
+    one_off: int = 60,
+    soon: int = 40,
+    crons: int = 20,
+    cron_ticks: int = 1,
+    repetitions: int = 3,
+    seed: int = 7,
 ) -> dict[str, Any]:
     began = time.monotonic()
     rng = random.Random(seed)
     with timed_stack() as stack, Receiver() as receiver:
         # Warm-up: the first tick sweeps the catch-up horizon from an empty cursor; not typical.
-        warmup_until = _wait_for_dispatcher_ticks(stack, 2, since=0)
-        log("cost: one-off jobs due within seconds (claimed by the api)")
-        soon_window = _one_offs(stack, receiver, "soon", soon, (4.0, 9.0), rng)
-        log("cost: one-off jobs created beyond the look-ahead (claimed by the dispatcher)")
-        ahead_window = _one_offs(
-            stack, receiver, "ahead", one_off, (LOOKAHEAD_SECONDS + 2.0, LOOKAHEAD_SECONDS + 6.0), rng
-        )
-        log(f"cost: {crons} crons every 10 s, {cron_ticks} ticks in steady state")
-        cron_window = _recurring(stack, receiver, crons, cron_ticks)
+        warmup = _next_tick(stack, 0)
+        warmup_until = warmup[1]
+        stack.counters(reset=True)
+        counted_since = time.time()
+        scenarios = _one_offs(stack, receiver, repetitions, one_off, soon, rng, warmup)
+        log(f"cost: {crons} crons every 10 s, {repetitions} x {cron_ticks} tick(s) in steady state")
+        scenarios += _recurring(stack, receiver, repetitions, crons, cron_ticks)
+        counters = stack.counters()
+        counted_until = time.time()
         time.sleep(1)
         events = stack.events(0, time.time() + 1)
         sizes, kinds = _table_sizes(stack.settings)
+        logs = {role: _log_lines(stack.workdir / f"{role}.log") for role in ROLES}
     put_sizes: dict[tuple[str, str], int] = {}
     for event in events:
         for pk, sk, action, size in event.get("writes", []):
             if action == "put" and size:
                 put_sizes[(pk, sk)] = max(size, put_sizes.get((pk, sk), 0))
     idle = _idle(events, warmup_until, sizes, put_sizes)
-    scenarios: dict[str, Any] = {}
-    for window, include_create in ((ahead_window, True), (soon_window, True), (cron_window, False)):
-        figures = _analyse_window(window, events, idle, sizes, put_sizes)
-        figures["cost"] = _dollars(figures, include_create=include_create)
-        scenarios[window.name] = figures
-    # Creating a job (ahead): the api's requests during the create phase only.
-    ahead = scenarios["ahead"]
-    create_calls = [
-        e
-        for e in events
-        if e["role"] == "api"
-        and not e.get("invocation")
-        and ahead_window.since <= e["t"] < ahead["create_window_until"]
-    ]
-    create_ops: dict[str, int] = {}
-    for call in create_calls:
-        create_ops[call["op"]] = create_ops.get(call["op"], 0) + 1
-    scenarios["create_only"] = {
-        "requests_per_create": {op: round(n / one_off, 2) for op, n in sorted(create_ops.items())},
-        "wru_per_create": round(sum(_wru(c, sizes, put_sizes) for c in create_calls) / one_off, 2),
-        "api_seconds_per_create": ahead["api_seconds_per_create"],
+    names = {"one_off_ahead": True, "one_off_soon": True, "recurring": False}  # the create is counted
+    result_scenarios: dict[str, Any] = {}
+    for name, include_create in names.items():
+        runs = []
+        for scenario in (s for s in scenarios if s.name == name):
+            figures = _analyse(scenario, events, idle, sizes, put_sizes, logs)
+            figures["cost"] = _dollars(figures, include_create=include_create)
+            runs.append(figures)
+        mine = [s for s in scenarios if s.name == name]
+        together = Scenario(
+            name,
+            -1,
+            mine[0].tag[: -len(str(mine[0].repetition)) - 1] if mine[0].tag else None,
+            dispatcher=[i for s in mine for i in s.dispatcher],
+            worker=[i for s in mine for i in s.worker],
+            api=[i for s in mine for i in s.api],
+            creates=sum(s.creates for s in mine),
+            executions=sum(s.executions for s in mine),
+        )
+        pooled = _analyse(together, events, idle, sizes, put_sizes, logs)
+        pooled["cost"] = _dollars(pooled, include_create=include_create)
+        for key in ("intervals", "repetition"):
+            pooled.pop(key, None)
+        result_scenarios[name] = _aggregate(runs, pooled)
+    # Creating a job: the api's requests for the ahead batches (claimed later by the dispatcher).
+    ahead_runs = result_scenarios["one_off_ahead"]["runs"]
+    result_scenarios["create_only"] = {
+        "requests_per_create": median_tree([r["requests_per_job"]["api"] for r in ahead_runs]),
+        "wcu_per_create": median_tree(
+            [
+                sum(
+                    v["wcu"]
+                    for k, v in r["dynamodb_capacity_per_job_by_operation"].items()
+                    if k[:4] == "api "
+                )
+                for r in ahead_runs
+            ]
+        ),
+        "api_seconds_per_create": median_tree([r["api_seconds_per_create"] for r in ahead_runs]),
     }
-    renamed = {
-        "one_off_ahead": scenarios["ahead"],
-        "one_off_soon": scenarios["soon"],
-        "recurring": scenarios["recurring"],
-        "create_only": scenarios["create_only"],
-    }
+    recorded = sum(1 for e in events if not e.get("invocation") and counted_since <= e["t"] < counted_until)
+    # Which answers carried a ConsumedCapacity at all (successful DynamoDB calls; errors never do).
+    answered: dict[str, list[int]] = {}
+    for event in events:
+        if event.get("op", "").startswith("dynamodb:") and event.get("ok"):
+            tally = answered.setdefault(event["op"], [0, 0])
+            tally[0] += event.get("reported") is not None
+            tally[1] += 1
     return {
         "name": "cost",
-        "what": "AWS requests per executed job by operation and who makes them, and dollars per million jobs",
+        "what": "AWS requests and DynamoDB capacity units per executed job by operation and who makes"
+        " them, and dollars per million jobs; each scenario repeated, the median of the repetitions",
+        "repetitions": repetitions,
+        "capacity_units": CAPACITY_NOTE,
         "prices": {"as_of": prices.AS_OF, "region": prices.REGION, "table": prices.TABLE},
         "eventbridge_scheduler_usd_per_million": prices.EVENTBRIDGE_SCHEDULER_INVOCATION * 1e6,
         "config": {
+            "repetitions": repetitions,
             "tick_seconds": TICK_SECONDS,
             "lookahead_seconds": LOOKAHEAD_SECONDS,
             "shards": SHARDS,
@@ -580,38 +800,88 @@ def run(
             "one_off_ahead_jobs": one_off,
             "one_off_soon_jobs": soon,
             "crons": crons,
-            "cron_ticks_measured": cron_ticks,
+            "cron_ticks_per_repetition": cron_ticks,
             "memory_gb": prices.MEMORY_GB,
+        },
+        "request_count_check": {
+            "emulator_requests": sum(counters.values()),
+            "recorded_calls": recorded,
+            "emulator_requests_by_operation": dict(sorted(counters.items())),
+        },
+        "consumed_capacity_in_answers": {
+            op: round(with_capacity / total, 2) for op, (with_capacity, total) in sorted(answered.items())
         },
         "item_sizes": kinds,
         "idle_sweep": idle,
-        "scenarios": renamed,
+        "scenarios": result_scenarios,
         "machine": machine(),
         "elapsed_seconds": round(time.monotonic() - began, 1),
     }
 
 
+def _range(figure: dict[str, Any], unit: str = "") -> str:
+    if figure.get("runs", 0) < 2:
+        return f"{unit}{figure.get('median')}"
+    return f"{unit}{figure['median']} ({unit}{figure['min']}-{unit}{figure['max']})"
+
+
 def report(result: dict[str, Any]) -> str:
-    lines = ["== cost per executed job (us-east-1 list prices) =="]
-    for name, figures in result["scenarios"].items():
-        if "cost" not in figures:
+    repetitions = result["config"]["repetitions"]
+    lines = [
+        f"== cost per executed job (us-east-1 list prices); median of {repetitions} repetitions"
+        " (lowest-highest) =="
+    ]
+    for name, scenario in result["scenarios"].items():
+        if "median" not in scenario:
             continue
-        cost = figures["cost"]
+        median, spread_ = scenario["median"], scenario["spread"]
+        capacity = median["dynamodb_capacity_per_job"]
         lines.append(
-            f"{name}: {figures['executions']} executions, {cost['aws_requests_per_job']} AWS requests/job,"
-            f" {cost['wru_per_job']} WRU, {cost['rru_per_job']} RRU, {cost['sqs_requests_per_job']} SQS,"
-            f" {cost['lambda_gb_seconds_per_job']} GB-s -> ${cost['usd_per_million_jobs_total']} per million"
-            f" (${cost['usd_per_million_jobs_without_logs']} without logs)"
+            f"{name}: {scenario['executions']} executions in {scenario['repetitions']} runs;"
+            f" AWS requests/job {_range(spread_['aws_requests_per_job'])},"
+            f" DynamoDB {_range(spread_['dynamodb_requests_per_job'])} requests,"
+            f" WCU {_range(spread_['wcu_per_job'])}, RCU {_range(spread_['rcu_per_job'])} (computed;"
+            f" reported by the emulator: WCU {capacity['reported_wcu']}, RCU {capacity['reported_rcu']}),"
+            f" SQS {_range(spread_['sqs_requests_per_job'])},"
+            f" {_range(spread_['lambda_gb_seconds_per_job'])} GB-s"
+            f" -> {_range(spread_['usd_per_million_jobs_total'], '$')} per million"
         )
-        for who, ops in figures["requests_per_job"].items():
+        for who, ops in median["requests_per_job"].items():
             if ops:
-                lines.append(f"    {who:<10} " + ", ".join(f"{op} {n:g}" for op, n in ops.items()))
-        lines.append("    $/M: " + ", ".join(f"{k} {v:g}" for k, v in cost["usd_per_million_jobs"].items()))
+                lines.append(f"    {who:<10} " + ", ".join(f"{op} {n:g}" for op, n in ops.items() if n))
+        lines.append(
+            "    DynamoDB per job: requests, computed RCU / WCU | reported by the emulator RCU / WCU"
+        )
+        answered = result["consumed_capacity_in_answers"]
+        for op, units in median["dynamodb_capacity_per_job_by_operation"].items():
+            if not units["requests"]:
+                continue
+            share = answered.get(op.split(" ", 1)[1], 0.0)
+            reported = (
+                "none reported"
+                if share == 0
+                else f"{units['reported_rcu']:g} / {units['reported_wcu']:g}"
+                + ("" if share == 1 else f" ({share:.0%} of answers)")
+            )
+            lines.append(
+                f"      {op:<38} {units['requests']:6g}   {units['rcu']:6g} / {units['wcu']:<6g} | {reported}"
+            )
+        lines.append(
+            "    $/M (medians): "
+            + ", ".join(f"{k} {v:g}" for k, v in median["cost"]["usd_per_million_jobs"].items())
+        )
     idle = result["idle_sweep"]
     lines.append(
-        f"idle sweep: {idle['requests_per_tick']} per tick ({idle['shards']} shards);"
+        f"idle sweep: {idle['requests_per_tick']} per tick ({idle['shards']} shards),"
+        f" {idle['rcu_per_tick']} RCU + {idle['wcu_per_tick']} WCU computed;"
         f" per month on AWS: {idle['per_month_on_aws']['usd']}"
     )
+    check = result["request_count_check"]
+    lines.append(
+        f"requests counted by the emulator {check['emulator_requests']},"
+        f" by the hooks {check['recorded_calls']}"
+    )
+    lines.append("capacity units: " + result["capacity_units"])
     lines.append(
         "EventBridge Scheduler for comparison:"
         f" ${result['eventbridge_scheduler_usd_per_million']:g} per million"
@@ -623,12 +893,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--jobs", type=int, default=200, help="one-off jobs created beyond the look-ahead")
-    parser.add_argument("--soon", type=int, default=100, help="one-off jobs due within seconds")
+    parser.add_argument(
+        "--jobs", type=int, default=60, help="one-off jobs created beyond the look-ahead, per repetition"
+    )
+    parser.add_argument(
+        "--soon", type=int, default=40, help="one-off jobs due within seconds, per repetition"
+    )
     parser.add_argument("--crons", type=int, default=20)
+    parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    result = run(one_off=args.jobs, soon=args.soon, crons=args.crons)
+    result = run(one_off=args.jobs, soon=args.soon, crons=args.crons, repetitions=args.repetitions)
     write_json("cost", result)
     print(json.dumps(result, indent=2) if args.json else report(result))
 

@@ -40,8 +40,9 @@ class _State:
 _state = _State()
 
 # Threads that only ever run inside a handler invocation: the records of a worker batch, the
-# heartbeat of a running attempt, the dispatcher's per-shard sweeps.
-_HANDLER_THREADS = ("record", "heartbeat-", "sweep")
+# heartbeat of a running attempt, a target's call, the dispatcher's per-shard sweeps, its groups of
+# shards and its concurrent claims.
+_HANDLER_THREADS = ("record", "heartbeat-", "punctual-target", "sweep", "group", "fanout", "claim")
 
 
 def _emit(event: dict[str, Any]) -> None:
