@@ -12,7 +12,7 @@ On AWS each shard is a different partition and the shards' requests run in paral
 Repeated (``--repetitions``, each shard count in turn within a repetition, on fresh tables): the
 figures are the median over the runs, with the lowest and highest.
 
-    python -m bench.claims [--jobs 200] [--repetitions 3]
+    python -m bench.claims [--jobs 150] [--repetitions 3]
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def _measure(endpoint: str, shards: int, jobs: int, rng: random.Random, repetiti
 SPREAD = ("claims_per_second", "claims_per_second_per_shard", "dispatcher_cpu_ms_per_claim", "sweep_seconds")
 
 
-def run(jobs: int = 200, shard_counts: tuple[int, ...] = (1, 4), repetitions: int = 3) -> dict[str, Any]:
+def run(jobs: int = 150, shard_counts: tuple[int, ...] = (1, 4), repetitions: int = 3) -> dict[str, Any]:
     began = time.monotonic()
     # The dispatcher logs every run it sends; here that is noise on the terminal.
     logging.getLogger("punctual").setLevel(logging.WARNING)
@@ -189,7 +189,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--jobs", type=int, default=150)
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

@@ -190,6 +190,9 @@ def main() -> None:
     args = parser.parse_args()
     result = run(args.repeat, args.repeat_as_deployed)
     write_json("coldstart", result)
+    from bench import plots
+
+    plots.write("coldstart", result)
     print(json.dumps(result, indent=2) if args.json else report(result))
 
 

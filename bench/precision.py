@@ -13,7 +13,7 @@ The run is repeated (``--repetitions``, each on a fresh stack with its own rando
 statistic is reported as the median over the runs with the lowest and highest, and pooled over all
 the runs' deliveries together; lost, early and duplicated deliveries are summed.
 
-    python -m bench.precision [--faults] [--repetitions 3] [--jobs 125] [--window 75]
+    python -m bench.precision [--faults] [--repetitions 3] [--jobs 115] [--window 70]
 """
 
 from __future__ import annotations
@@ -119,8 +119,8 @@ def _missing(
 def run(
     *,
     repetitions: int = 3,
-    jobs: int = 125,
-    window: int = 75,
+    jobs: int = 115,
+    window: int = 70,
     burst: int = 20,
     workers: int = 3,
     faults: bool = False,
@@ -546,9 +546,9 @@ def main() -> None:
     )
     parser.add_argument("--faults", action="store_true", help="SIGKILL workers/dispatcher during the window")
     parser.add_argument("--repetitions", type=int, default=3)
-    parser.add_argument("--jobs", type=int, default=125)
+    parser.add_argument("--jobs", type=int, default=115)
     parser.add_argument("--burst", type=int, default=20)
-    parser.add_argument("--window", type=int, default=75)
+    parser.add_argument("--window", type=int, default=70)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print the JSON result")
     args = parser.parse_args()

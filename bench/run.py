@@ -1,11 +1,13 @@
 """``make bench``: every benchmark in turn, the figures printed and written to ``bench/results/``.
 
-    python -m bench.run                      # all of them (about 10 minutes on 2 cores)
+    python -m bench.run                      # all of them (about 12 minutes on 2 cores)
     python -m bench.run --only coldstart,cost
     python -m bench.run --quick              # shorter windows, to try the harness (results in /tmp)
 
-Writes ``bench/results/<name>.json`` for each benchmark, ``latest.json`` with all of them,
-``summary.md`` (the figures next to the SPEC's targets) and SVG histograms of lateness.
+Every benchmark is repeated and reports the median over its runs, with the lowest and highest
+(coldstart: the median of 10 fresh interpreters per module). Writes ``bench/results/<name>.json``
+for each benchmark (with every run's own figures), ``latest.json`` with all of them, ``summary.md``
+(the figures next to the SPEC's targets) and PNG plots (with matplotlib, the ``bench`` extra).
 Run them on a quiet machine: other processes on the same cores show up as lateness.
 """
 
@@ -19,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import claims, coldstart, common, cost, precision
+from bench import claims, coldstart, common, cost, plots, precision
 from bench.common import log, machine, write_json, write_text
 
 ALL = ("coldstart", "claims", "precision", "precision_faults", "cost")
@@ -28,36 +30,66 @@ ALL = ("coldstart", "claims", "precision", "precision_faults", "cost")
 def _benchmarks(
     quick: bool,
 ) -> dict[str, tuple[Callable[[], dict[str, Any]], Callable[[dict[str, Any]], str]]]:
+    # Sized so that everything takes about 12 minutes on 2 cores (docs/benchmarks.md has the sums):
+    # coldstart ~0.5 min, claims ~0.6, precision 3 x ~1.5, precision_faults 3 x ~1.3, cost ~2.8.
     return {
         "coldstart": (
             lambda: coldstart.run(repeat=3 if quick else 10, repeat_cold=2 if quick else 5),
             coldstart.report,
         ),
-        "claims": (lambda: claims.run(jobs=100 if quick else 300), claims.report),
+        "claims": (
+            lambda: claims.run(jobs=100 if quick else 150, repetitions=2 if quick else 3),
+            claims.report,
+        ),
+        # Windows longer than the 60 s look-ahead, so some jobs are due beyond it when created.
         "precision": (
             lambda: precision.run(
-                jobs=60 if quick else 300, window=45 if quick else 180, burst=10 if quick else 50
+                repetitions=2 if quick else 3,
+                jobs=40 if quick else 115,
+                window=40 if quick else 70,
+                burst=8 if quick else 20,
             ),
             precision.report,
         ),
-        # The same density of jobs as the precision run (1.7 a second), over two minutes.
+        # The same density of jobs as the precision runs (~1.7 a second), with kills.
         "precision_faults": (
             lambda: precision.run(
-                jobs=60 if quick else 200, window=45 if quick else 120, burst=10 if quick else 30, faults=True
+                repetitions=2 if quick else 3,
+                jobs=40 if quick else 100,
+                window=40 if quick else 60,
+                burst=8 if quick else 15,
+                faults=True,
             ),
             precision.report,
         ),
         "cost": (
             lambda: cost.run(
-                one_off=50 if quick else 200, soon=30 if quick else 100, crons=10 if quick else 20
+                repetitions=2 if quick else 3,
+                one_off=20 if quick else 60,
+                soon=10 if quick else 40,
+                crons=6 if quick else 20,
             ),
             cost.report,
         ),
     }
 
 
-def _cell(value: Any) -> str:
-    return "—" if value is None else str(value)
+def _median(figure: dict[str, Any], unit: str = "", scale: float = 1.0, money: bool = False) -> str:
+    """A ``spread()`` as "median (lowest-highest)", e.g. "246 ms (150-300)"."""
+    if not figure.get("runs"):
+        return "—"
+
+    def text(value: float) -> str:
+        value = value * scale
+        return f"${value:,.2f}" if money else f"{value:,.3g}" if value < 100 else f"{value:,.0f}"
+
+    spread = f" ({text(figure['min'])}-{text(figure['max'])})" if figure["runs"] > 1 else ""
+    return f"{text(figure['median'])}{unit}{spread}"
+
+
+def _current(name: str, result: dict[str, Any]) -> bool:
+    """Results written before the benchmarks were repeated have no place in this summary."""
+    return name == "coldstart" or "repetitions" in result
 
 
 def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | None = None) -> str:
@@ -69,9 +101,11 @@ def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | 
         f" Python {info['python']}, commit {info['commit']};"
         + (f" this run ({', '.join(only)}) took" if only else " `make bench` took")
         + f" {elapsed / 60:.1f} min."
+        " Each figure is the median over the benchmark's runs (how many: in the first column), with the"
+        " lowest and highest run in parentheses; pooled = all runs' deliveries in one distribution."
         " Full figures: `latest.json`; method and discussion: `docs/benchmarks.md`.",
         "",
-        "| what | SPEC target | measured | |",
+        "| what | SPEC target | measured: median (lowest-highest) | |",
         "| --- | --- | --- | --- |",
     ]
 
@@ -81,71 +115,100 @@ def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | 
 
     if "precision" in results:
         p = results["precision"]
+        n = p["repetitions"]
         stats = p["arrival_lateness_ms"]["spread_one_offs_and_crons"]
-        row("early deliveries, local", "0", str(p["early"]), p["early"] == 0)
+        pooled = p["arrival_lateness_ms_pooled"]["spread_one_offs_and_crons"]
         row(
-            "lateness p99, local, jobs spread over minutes",
+            f"early deliveries, local ({n} runs, {p['delivered_runs']} deliveries)",
+            "0",
+            f"{p['early']} (sum)",
+            p["early"] == 0,
+        )
+        row(
+            f"lateness p99, local, jobs spread over minutes ({n} runs,"
+            f" ~{stats['count'].get('median'):g} each)",
             "≤ 20 ms",
-            f"{stats.get('p99')} ms (p50 {stats.get('p50')} ms)",
+            f"{_median(stats['p99'], ' ms')}; pooled {pooled.get('p99')} ms;"
+            f" p50 {_median(stats['p50'], ' ms')}",
             p["targets"]["p99 <= 20 ms (spread jobs)"],
         )
         row(
-            "lateness max, local, spread",
+            f"lateness max, local, spread ({n} runs)",
             "< 100 ms",
-            f"{stats.get('max')} ms",
+            f"{_median(stats['max'], ' ms')}; pooled {pooled.get('max')} ms",
             p["targets"]["max < 100 ms (spread jobs)"],
         )
         burst = p["arrival_lateness_ms"]["burst_same_millisecond"]
-        if burst.get("count"):
+        if burst["count"].get("median"):
             row(
-                f"lateness, {burst['count']} jobs due at the same millisecond",
+                f"lateness, {burst['count']['median']:g} jobs due at the same millisecond ({n} runs)",
                 "—",
-                f"p50 {burst.get('p50')} ms, max {burst.get('max')} ms",
+                f"p50 {_median(burst['p50'], ' ms')}, max {_median(burst['max'], ' ms')}",
                 None,
             )
     if "precision_faults" in results:
         f = results["precision_faults"]
+        n = f["repetitions"]
         stats = f["arrival_lateness_ms"]["spread_one_offs_and_crons"]
-        row(f"lost under faults ({f.get('kills')} kills)", "0", str(f["lost"]), f["lost"] == 0)
-        row("early under faults", "0", str(f["early"]), f["early"] == 0)
+        pooled = f["arrival_lateness_ms_pooled"]["spread_one_offs_and_crons"]
         row(
-            "lateness p99 under faults, spread",
+            f"lost under faults ({n} runs, {f.get('kills')} kills, {f['deliveries_expected']} deliveries)",
+            "0",
+            f"{f['lost']} (sum)",
+            f["lost"] == 0,
+        )
+        row(f"early under faults ({n} runs)", "0", f"{f['early']} (sum)", f["early"] == 0)
+        row(
+            f"lateness p99 under faults, spread ({n} runs)",
             "≤ 5 s",
-            f"{stats.get('p99')} ms (max {stats.get('max')} ms)",
+            f"{_median(stats['p99'], ' s', scale=0.001)}; pooled {pooled.get('p99', 0) / 1000:.2f} s;"
+            f" max {_median(stats['max'], ' s', scale=0.001)}",
             f["targets"]["p99 <= 5000 ms (spread jobs)"],
         )
     if "coldstart" in results:
-        c = results["coldstart"]["modules"]
+        c = results["coldstart"]
         for module in ("functions.api.handler", "functions.dispatcher.handler", "functions.worker.handler"):
-            figures = c[module]
+            figures = c["modules"][module]
             cold, cold_ratio = (
                 figures["as_deployed_import_ms"]["median"],
                 figures["ratio_to_boto3_as_deployed"],
             )
             row(
-                f"import {module.split('.')[1]} handler",
+                f"import {module.split('.')[1]} handler ({c['repeat']} runs; as deployed"
+                f" {c['repeat_as_deployed']})",
                 "little more than boto3",
-                f"{figures['warm_bytecode_import_ms']['median']} ms = {figures['ratio_to_boto3_warm']}x boto3"
+                f"{_median(figures['warm_bytecode_import_ms'], ' ms')} ="
+                f" {figures['ratio_to_boto3_warm']}x boto3"
                 f" ({cold} ms = {cold_ratio}x without bytecode, as deployed)",
                 figures["ratio_to_boto3_warm"] <= 1.25,
             )
     if "cost" in results:
-        for name, figures in results["cost"]["scenarios"].items():
-            if "cost" in figures:
-                c = figures["cost"]
-                dollars = c["usd_per_million_jobs_total"]
-                row(
-                    f"cost, {name.replace('_', ' ')}",
-                    "counted",
-                    f"{c['aws_requests_per_job']} AWS requests/job, ${dollars} per million",
-                    None,
-                )
-    if "claims" in results:
-        for r in results["claims"]["runs"]:
+        titles = {
+            "one_off_ahead": "one-off job created ahead",
+            "one_off_soon": "one-off job due within seconds",
+            "recurring": "recurring, per execution",
+        }
+        for name, scenario in results["cost"]["scenarios"].items():
+            if "spread" not in scenario:
+                continue
+            spread, capacity = scenario["spread"], scenario["median"]["dynamodb_capacity_per_job"]
             row(
-                f"claims, {r['shards']} shard(s), emulator",
+                f"cost, {titles.get(name, name)} ({scenario['repetitions']} runs,"
+                f" {scenario['executions']} executions)",
+                "counted",
+                f"{_median(spread['aws_requests_per_job'])} AWS requests/job, of which DynamoDB"
+                f" {_median(spread['dynamodb_requests_per_job'])} using {capacity['wcu']:.1f} WCU +"
+                f" {capacity['rcu']:.1f} RCU (computed from item sizes);"
+                f" {_median(spread['usd_per_million_jobs_total'], money=True)} per million",
+                None,
+            )
+    if "claims" in results:
+        c = results["claims"]
+        for r in c["shards"]:
+            row(
+                f"claims, {r['shards']} shard(s), emulator ({r['claims_per_second']['runs']} runs)",
                 "(lower bound)",
-                f"{r['claims_per_second']} claims/s",
+                f"{_median(r['claims_per_second'], ' claims/s')}",
                 None,
             )
     lines.append("")
@@ -183,10 +246,10 @@ def main() -> None:
         log(f"benchmark {name}")
         run, report = benchmarks[name]
         result = run()
-        if name.startswith("precision"):
-            precision.save(result)
-        else:
-            write_json(name, result)
+        write_json(name, result)
+        plotted = plots.write(name, result)
+        if plotted:
+            log(f"{name}: {', '.join(plotted)}")
         results[name] = result
         text = report(result)
         texts.append(text)
@@ -196,6 +259,10 @@ def main() -> None:
         # A partial run updates its benchmarks in latest.json and keeps the others' figures (each
         # result carries its own date and machine).
         earlier = json.loads((common.RESULTS / "latest.json").read_text()).get("results", {})
+        stale = sorted(name for name, result in earlier.items() if not _current(name, result))
+        if stale:
+            log(f"left out of latest.json, written before the benchmarks were repeated: {', '.join(stale)}")
+        earlier = {name: result for name, result in earlier.items() if name not in stale}
         results = {
             name: results.get(name) or earlier[name] for name in ALL if name in results or name in earlier
         }
