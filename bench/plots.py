@@ -115,7 +115,9 @@ def _lateness_histogram(name: str, result: dict[str, Any]) -> Figure:
         label=[LABELS[k] for k in kinds],
     )
     axes.set_xscale("log")
-    marks = [(value, label, "black", "--") for value, label in targets]
+    marks = [
+        (value, label, "black", style) for (value, label), style in zip(targets, ("--", "-."), strict=False)
+    ]
     p99 = result["arrival_lateness_ms"]["spread_one_offs_and_crons"]["p99"]
     if p99.get("median") is not None:
         marks.append(
