@@ -131,13 +131,21 @@ def test_long_backoff_goes_through_the_table(harness: Harness) -> None:
         assert run.status is RunStatus.SUCCEEDED and run.attempt == 2
 
 
-def test_worker_dying_after_start_is_taken_over_after_its_lease(harness: Harness, receiver: Receiver) -> None:
-    job = one_off(harness, receiver, "/crash", seconds=0)
+def crashed_after_start(
+    harness: Harness, receiver: Receiver, path: str
+) -> tuple[dict[str, Any], WorkMessage]:
+    """A one-off due now whose worker died right after starting the attempt (lease held, not called)."""
+    job = one_off(harness, receiver, path, seconds=0)
     message: WorkMessage = harness.queue.sent[0][0]
     harness.crash_at.add("after_start_before_execute")
     with pytest.raises(SimulatedCrash):
         harness.executor.handle(message, None)
     harness.crash_at.clear()
+    return job, message
+
+
+def test_worker_dying_after_start_is_taken_over_after_its_lease(harness: Harness, receiver: Receiver) -> None:
+    job, message = crashed_after_start(harness, receiver, "/crash")
     # While the lease holds for longer than a worker waits in-process, a redelivery goes back
     settings = harness.executor.settings
     harness.executor.settings = settings.replace(max_early_wait_seconds=5)
@@ -158,12 +166,7 @@ def test_worker_dying_after_start_is_taken_over_after_its_lease(harness: Harness
 def test_a_redelivery_shortly_before_a_dead_workers_lease_ends_holds_and_takes_over_at_its_end(
     harness: Harness, receiver: Receiver
 ) -> None:
-    job = one_off(harness, receiver, "/takeover", seconds=0)
-    message: WorkMessage = harness.queue.sent[0][0]
-    harness.crash_at.add("after_start_before_execute")
-    with pytest.raises(SimulatedCrash):
-        harness.executor.handle(message, None)
-    harness.crash_at.clear()
+    job, message = crashed_after_start(harness, receiver, "/takeover")
     lease_until = only_run(harness, job["job_id"]).lease_until
     assert lease_until is not None
     # The message comes back a few seconds before the lease ends: rather than going back to the
@@ -183,12 +186,7 @@ def test_a_redelivery_shortly_before_a_dead_workers_lease_ends_holds_and_takes_o
 def test_a_redelivery_holds_only_once_for_a_lease_that_a_live_worker_keeps_renewing(
     harness: Harness, receiver: Receiver
 ) -> None:
-    job = one_off(harness, receiver, "/alive", seconds=0)
-    message: WorkMessage = harness.queue.sent[0][0]
-    harness.crash_at.add("after_start_before_execute")
-    with pytest.raises(SimulatedCrash):
-        harness.executor.handle(message, None)
-    harness.crash_at.clear()
+    job, message = crashed_after_start(harness, receiver, "/alive")
     run = only_run(harness, job["job_id"])
     assert run.lease_until is not None
     harness.clock.now = run.lease_until - timedelta(seconds=2)
