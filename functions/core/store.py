@@ -752,6 +752,11 @@ class Store:
             if codes and codes[0] == "ConditionalCheckFailed":
                 # Lost to another dispatcher, or our own claim took effect and only its answer was lost.
                 return ClaimResult(claimed=self._claimed_by(trigger, token), stale=False)
+            if "TransactionConflict" in codes:
+                # Another transaction held one of the items (a concurrent claim of the same job's
+                # other trigger): nothing was written, the trigger stays PENDING and the sweep's next
+                # round of the bucket claims it.
+                return ClaimResult(claimed=False, stale=False)
             if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
                 return ClaimResult(claimed=False, stale=True)
             if len(codes) > 2 and codes[2] == "ConditionalCheckFailed":

@@ -137,3 +137,46 @@ def test_concurrent_claims_of_a_large_page_send_each_trigger_exactly_once(harnes
     sent = sent_jobs(harness)
     assert len(sent) == len(set(sent)) == sum(len(ids) for ids in by_shard.values())
     assert report.dispatch.claimed == len(sent) and report.dispatch.lost_races == 0
+
+
+class ConflictOnce:
+    """The DynamoDB client, but the first claim transaction is cancelled by a TransactionConflict,
+    as DynamoDB does when another transaction holds one of its items."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.conflicts = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    def transact_write_items(self, **kwargs: Any) -> Any:
+        if self.conflicts == 0:
+            self.conflicts += 1
+            from botocore.exceptions import ClientError
+
+            raise ClientError(
+                {
+                    "Error": {"Code": "TransactionCanceledException", "Message": "conflict"},
+                    "CancellationReasons": [
+                        {"Code": "None"},
+                        {"Code": "TransactionConflict"},
+                        {"Code": "None"},
+                    ],
+                },
+                "TransactWriteItems",
+            )
+        return self.client.transact_write_items(**kwargs)
+
+
+def test_a_claim_cancelled_by_a_transaction_conflict_is_retried_by_the_sweep_not_lost(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    by_shard = jobs_due_in_every_shard(harness, per_shard=1)
+    conflicting = ConflictOnce(harness.store.client)
+    monkeypatch.setattr(harness.store, "client", conflicting)
+    report = harness.dispatcher.sweep()
+    assert conflicting.conflicts == 1
+    sent = sent_jobs(harness)
+    assert sorted(sent) == sorted(job for ids in by_shard.values() for job in ids)
+    assert report.dispatch.lost_races == 1 and report.dispatch.claimed == len(sent)
