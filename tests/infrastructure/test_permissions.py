@@ -258,6 +258,12 @@ def test_given_a_fanned_out_sweep_when_synthesized_then_the_dispatcher_may_invok
     resource = json.dumps(invokes[0]["Resource"])
     assert ":function:punctual-dev-dispatcher" in resource, resource
     assert "*" not in resource
+    from aws_cdk.assertions import Annotations, Match
+
+    annotations = Annotations.from_stack(synthesized.stack)
+    findings = annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*"))
+    findings += annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*"))
+    assert [str(finding.entry.data) for finding in findings] == []
     environment = synthesized.function("dispatcher")["Properties"]["Environment"]["Variables"]
     assert environment["PUNCTUAL_SWEEP_INVOCATIONS"] == "70"
     assert environment["PUNCTUAL_CLAIM_CONCURRENCY"] == "8"
