@@ -64,12 +64,18 @@ def _timing_aws_calls() -> Iterator[dict[str, list[float]]]:
         client_class._make_api_call = original
 
 
-def _measure(endpoint: str, shards: int, jobs: int, rng: random.Random, repetition: int) -> dict[str, Any]:
+def _measure(
+    endpoint: str, shards: int, threads: int, jobs: int, rng: random.Random, repetition: int
+) -> dict[str, Any]:
     settings = provision(
         local_settings(
             endpoint,
-            prefix=f"claims{shards}r{repetition}",
-            overrides={"shard_count": shards, "lookahead_seconds": LOOKAHEAD_SECONDS},
+            prefix=f"claims{shards}t{threads}r{repetition}",
+            overrides={
+                "shard_count": shards,
+                "lookahead_seconds": LOOKAHEAD_SECONDS,
+                "claim_concurrency": threads,
+            },
         )
     )
     store = build_store(settings)
@@ -100,6 +106,7 @@ def _measure(endpoint: str, shards: int, jobs: int, rng: random.Random, repetiti
     return {
         "repetition": repetition,
         "shards": shards,
+        "claim_threads": threads,
         "jobs": jobs,
         "claimed": claimed,
         "sent": report.dispatch.sent,
@@ -120,25 +127,36 @@ def _measure(endpoint: str, shards: int, jobs: int, rng: random.Random, repetiti
 SPREAD = ("claims_per_second", "claims_per_second_per_shard", "dispatcher_cpu_ms_per_claim", "sweep_seconds")
 
 
-def run(jobs: int = 150, shard_counts: tuple[int, ...] = (1, 4), repetitions: int = 3) -> dict[str, Any]:
+# (shards, concurrent claims per shard's sweep): one claim at a time, the default four at a time,
+# and four shards swept in parallel with four claims each.
+CONFIGURATIONS: tuple[tuple[int, int], ...] = ((1, 1), (1, 4), (4, 4))
+
+
+def run(
+    jobs: int = 150, configurations: tuple[tuple[int, int], ...] = CONFIGURATIONS, repetitions: int = 3
+) -> dict[str, Any]:
     began = time.monotonic()
     # The dispatcher logs every run it sends; here that is noise on the terminal.
     logging.getLogger("punctual").setLevel(logging.WARNING)
     rng = random.Random(11)
     runs = []
     for k in range(repetitions):
-        for shards in shard_counts:
-            log(f"claims: run {k + 1} of {repetitions}, {jobs} jobs due in one minute, {shards} shard(s)")
+        for shards, threads in configurations:
+            log(
+                f"claims: run {k + 1} of {repetitions}, {jobs} jobs due in one minute, {shards} shard(s),"
+                f" {threads} claim(s) at a time"
+            )
             # A fresh emulator each time: the messages a sweep sends stay in its queue, and moto's
             # SendMessageBatch slows as they pile up (31 ms, then 78 and 95 in the same emulator).
             with emulator(Path(tempfile.mkdtemp(prefix="punctual-bench-claims-"))) as endpoint:
-                runs.append(_measure(endpoint, shards, jobs, rng, k))
+                runs.append(_measure(endpoint, shards, threads, jobs, rng, k))
     by_shards = []
-    for shards in shard_counts:
-        mine = [r for r in runs if r["shards"] == shards]
+    for shards, threads in configurations:
+        mine = [r for r in runs if r["shards"] == shards and r["claim_threads"] == threads]
         by_shards.append(
             {
                 "shards": shards,
+                "claim_threads": threads,
                 **{key: spread((r[key] for r in mine), 2) for key in SPREAD},
                 "creates_per_second": spread(r["creates_per_second"] for r in mine),
                 "requests_during_sweep": median_tree([r["requests_during_sweep"] for r in mine], 1),
@@ -173,7 +191,8 @@ def report(result: dict[str, Any]) -> str:
     ]
     for r in result["shards"]:
         lines.append(
-            f"{r['shards']} shard(s), {result['jobs']} claims: {_range(r['claims_per_second'])}/s"
+            f"{r['shards']} shard(s) x {r.get('claim_threads', 1)} claim(s) at a time,"
+            f" {result['jobs']} claims: {_range(r['claims_per_second'])}/s"
             f" ({_range(r['claims_per_second_per_shard'])}/s per shard);"
             f" sweep {_range(r['sweep_seconds'])} s; creates {r['creates_per_second'].get('median')}/s;"
             f" dispatcher CPU {_range(r['dispatcher_cpu_ms_per_claim'])} ms/claim"

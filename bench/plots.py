@@ -8,7 +8,7 @@ Without it the benchmarks still run and write every figure; only the plots are s
 - ``<precision|precision_faults>_timeline.png``: lateness against due time, one panel per run,
   coloured by kind of job, with the kills of the faults runs;
 - ``coldstart.png``: import time of each handler next to boto3's, warm and as deployed;
-- ``claims.png``: dispatcher claims per second against the number of shards.
+- ``claims.png``: dispatcher claims per second against shards and concurrent claims.
 """
 
 from __future__ import annotations
@@ -279,7 +279,14 @@ def _claims(_name: str, result: dict[str, Any]) -> Figure:
         for p, row in zip(positions, rows, strict=True):
             values = row["per_run"][key]
             axes.scatter([p + offset] * len(values), values, color="black", s=8, zorder=3)
-    axes.set_xticks(positions, [f"{row['shards']} shard{'s' if row['shards'] != 1 else ''}" for row in rows])
+    axes.set_xticks(
+        positions,
+        [
+            f"{row['shards']} shard{'s' if row['shards'] != 1 else ''},"
+            f" {row.get('claim_threads', 1)} claim{'s' if row.get('claim_threads', 1) != 1 else ''} at a time"
+            for row in rows
+        ],
+    )
     axes.set_ylabel("claims per second")
     axes.set_title(
         f"Dispatcher claims against the emulator, {result['jobs']} jobs,"

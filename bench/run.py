@@ -207,7 +207,8 @@ def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | 
         c = results["claims"]
         for r in c["shards"]:
             row(
-                f"claims, {r['shards']} shard(s), emulator ({r['claims_per_second']['runs']} runs)",
+                f"claims, {r['shards']} shard(s) x {r.get('claim_threads', 1)} at a time, emulator"
+                f" ({r['claims_per_second']['runs']} runs)",
                 "(lower bound)",
                 f"{_median(r['claims_per_second'], ' claims/s')}",
                 None,
