@@ -6,12 +6,10 @@ import json
 import math
 import os
 import platform
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -20,14 +18,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from punctual.local.env import LOCAL_CREDENTIALS
-from punctual.local.httpserver import LocalHTTPServer
 from punctual.local.supervisor import free_port, wait_for_port
+from tests.support.stack import StackProcess
+from tests.support.stack import local_stack as start_local_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -236,17 +234,20 @@ class Api:
 
 @dataclass
 class StackHandle:
+    """A running ``punctual local`` (``tests/support/stack.py``) and a client for its API."""
+
     api: Api
-    state_dir: Path
-    workdir: Path
-    process: subprocess.Popen[bytes]
+    stack: StackProcess
+
+    @property
+    def state_dir(self) -> Path:
+        return self.stack.state_dir
 
     def roles(self) -> dict[str, int]:
-        roles: dict[str, int] = json.loads((self.state_dir / "roles.json").read_text())
-        return roles
+        return self.stack.roles()
 
     def log_text(self) -> str:
-        return (self.workdir / "stack.log").read_text(errors="replace")
+        return self.stack.log_text()
 
 
 @contextmanager
@@ -254,43 +255,16 @@ def local_stack(
     workers: int = 3, tick_seconds: float = 10, lookahead_seconds: int = 60, shards: int = 4
 ) -> Iterator[StackHandle]:
     """``punctual local`` as a subprocess on free ports, in a temporary directory; stopped with SIGINT."""
-    port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix="punctual-bench-"))
-    log_file = (workdir / "stack.log").open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "punctual",
-            "local",
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-            "--tick-seconds",
-            str(tick_seconds),
-            "--lookahead-seconds",
-            str(lookahead_seconds),
-            "--shards",
-            str(shards),
-        ],
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        cwd=workdir,
-        env={**os.environ, "PUNCTUAL_LOG_FORMAT": "text", "PYTHONUNBUFFERED": "1"},
-    )
-    handle = StackHandle(Api(f"http://127.0.0.1:{port}"), workdir / ".punctual", workdir, process)
-    try:
-        handle.api.wait_healthy(process=process)
-        yield handle
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log_file.close()
+    with start_local_stack(
+        workdir,
+        workers=workers,
+        tick_seconds=tick_seconds,
+        lookahead_seconds=lookahead_seconds,
+        shards=shards,
+        env={"PUNCTUAL_LOG_FORMAT": "text"},
+    ) as stack:
+        yield StackHandle(Api(stack.base_url), stack)
 
 
 @contextmanager
@@ -340,73 +314,3 @@ def write_text(name: str, text: str) -> Path:
 def utc_ms(moment: datetime) -> float:
     """Epoch seconds of a moment, at millisecond precision."""
     return round(moment.timestamp() * 1000) / 1000
-
-
-# --------------------------------------------------------------------------------------- receiver
-
-
-@dataclass(frozen=True)
-class Arrival:
-    path: str
-    received_at: float  # epoch seconds, taken as soon as the request line and headers are read
-    scheduled_for: str
-    idempotency_key: str
-    attempt: str
-
-
-class Receiver:
-    """A webhook target that notes when each delivery arrives (and answers 200 at once)."""
-
-    def __init__(self) -> None:
-        self.arrivals: list[Arrival] = []
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def do_POST(self) -> None:
-                received_at = time.time()
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                arrival = Arrival(
-                    self.path,
-                    received_at,
-                    self.headers.get("Punctual-Scheduled-For", ""),
-                    self.headers.get("Idempotency-Key", ""),
-                    self.headers.get("Punctual-Attempt", ""),
-                )
-                with receiver.lock:
-                    receiver.arrivals.append(arrival)
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"{}")
-
-        self.server = LocalHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, name="receiver", daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> Receiver:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def snapshot(self) -> list[Arrival]:
-        with self.lock:
-            return list(self.arrivals)
-
-    def by_path(self) -> dict[str, list[Arrival]]:
-        grouped: dict[str, list[Arrival]] = {}
-        for arrival in self.snapshot():
-            grouped.setdefault(arrival.path, []).append(arrival)
-        return grouped

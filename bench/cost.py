@@ -59,13 +59,14 @@ from pathlib import Path
 from typing import Any
 
 from bench import prices
-from bench.common import ROOT, Api, Receiver, emulator, log, machine, median_tree, spread, write_json
+from bench.common import ROOT, Api, emulator, log, machine, median_tree, spread, write_json
 from functions.core import aws
 from functions.core.model import iso
 from functions.core.settings import Settings
 from punctual.local.env import LOCAL_CREDENTIALS, local_settings
 from punctual.local.provision import provision
 from punctual.local.supervisor import free_port
+from tests.support.receiver import Receiver
 
 TICK_SECONDS = 10
 LOOKAHEAD_SECONDS = 60

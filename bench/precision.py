@@ -31,8 +31,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench.common import (
-    Arrival,
-    Receiver,
     histogram,
     histogram_text,
     local_stack,
@@ -43,6 +41,7 @@ from bench.common import (
     write_json,
 )
 from functions.core.model import iso, parse_iso
+from tests.support.receiver import Delivery, Receiver
 
 LOOKAHEAD_SECONDS = 60
 TICK_SECONDS = 10
@@ -105,7 +104,7 @@ def _cron_expected(offset: int, after: float, until: float) -> set[int]:
 
 
 def _missing(
-    planned: list[Planned], crons: list[dict[str, Any]], arrivals: dict[str, list[Arrival]], end: float
+    planned: list[Planned], crons: list[dict[str, Any]], arrivals: dict[str, list[Delivery]], end: float
 ) -> bool:
     if any(p.path not in arrivals for p in planned):
         return True
@@ -263,7 +262,7 @@ def _analyse(
     name: str,
     planned: list[Planned],
     crons: list[dict[str, Any]],
-    arrivals: dict[str, list[Arrival]],
+    arrivals: dict[str, list[Delivery]],
     runs_by_job: dict[str, list[dict[str, Any]]],
     end: float,
     *,
@@ -295,7 +294,7 @@ def _analyse(
     cron_lost: list[str] = []
     for k, cron in enumerate(crons):
         got = arrivals.get(f"/cron/{k}", [])
-        by_occurrence: dict[str, list[Arrival]] = {}
+        by_occurrence: dict[str, list[Delivery]] = {}
         for arrival in got:
             by_occurrence.setdefault(arrival.scheduled_for, []).append(arrival)
         for occurrence, group in by_occurrence.items():

@@ -22,7 +22,7 @@ import pytest
 
 from functions.core.model import iso
 from tests.support.receiver import Receiver
-from tests.support.stack import local_stack_process
+from tests.support.stack import StackProcess, local_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("chaos")]
 
@@ -42,13 +42,13 @@ def call(base: str, method: str, path: str, body: object = None) -> tuple[int, o
 
 
 @pytest.fixture
-def chaotic_stack(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    with local_stack_process(tmp_path, workers=3, env={"PUNCTUAL_LOG_FORMAT": "text"}) as base_url:
-        yield base_url, tmp_path / ".punctual"
+def chaotic_stack(tmp_path: Path) -> Iterator[StackProcess]:
+    with local_stack(tmp_path, workers=3, env={"PUNCTUAL_LOG_FORMAT": "text"}) as stack:
+        yield stack
 
 
-def test_nothing_is_lost_early_or_doubled_while_roles_are_killed(chaotic_stack: tuple[str, Path]) -> None:
-    base, state = chaotic_stack
+def test_nothing_is_lost_early_or_doubled_while_roles_are_killed(chaotic_stack: StackProcess) -> None:
+    base = chaotic_stack.base_url
     rng = random.Random(20261122)
     with Receiver() as receiver:
         start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=15)
@@ -72,7 +72,7 @@ def test_nothing_is_lost_early_or_doubled_while_roles_are_killed(chaotic_stack: 
         end = start + timedelta(seconds=WINDOW_SECONDS)
         while datetime.now(UTC) < end:
             time.sleep(rng.uniform(3, 8))
-            roles = json.loads((state / "roles.json").read_text())
+            roles = chaotic_stack.roles()
             victims = [name for name in roles if name.startswith("worker") or name == "dispatcher"]
             victim = rng.choice(victims)
             try:

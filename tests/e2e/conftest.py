@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.stack import local_stack_process
+from tests.support.stack import local_stack as run_local_stack
 
 TOKEN = "local-dev-token"
 
@@ -38,5 +38,5 @@ class Api:
 @pytest.fixture(scope="session")
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     state = tmp_path_factory.mktemp("stack")
-    with local_stack_process(state) as base_url:
-        yield Api(base_url, state / ".punctual")
+    with run_local_stack(state) as stack:
+        yield Api(stack.base_url, stack.state_dir)

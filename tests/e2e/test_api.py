@@ -26,7 +26,7 @@ from functions.core.signing import verify_signature
 from functions.worker.execute import PRESTART_SECONDS
 from tests.e2e.conftest import Api
 from tests.support.receiver import Receiver
-from tests.support.stack import local_stack_process
+from tests.support.stack import local_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 
@@ -123,8 +123,8 @@ def owners_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     """A second local stack that knows three owners (the session's stack only knows ``local``)."""
     state = tmp_path_factory.mktemp("owners-stack")
     tokens = ",".join(f"{token}={owner}" for owner, token in TOKENS.items())
-    with local_stack_process(state, workers=1, env={"PUNCTUAL_TOKENS": tokens}) as base_url:
-        yield Api(base_url, state / ".punctual", token=TOKENS["alice"])
+    with local_stack(state, workers=1, env={"PUNCTUAL_TOKENS": tokens}) as stack:
+        yield Api(stack.base_url, stack.state_dir, token=TOKENS["alice"])
 
 
 # ----------------------------------------------------------------------------------- system routes

@@ -1,4 +1,4 @@
-"""A webhook receiver for tests: records every delivery with its arrival time."""
+"""A webhook receiver for tests and benchmarks: records every delivery with its arrival time."""
 
 from __future__ import annotations
 
@@ -18,11 +18,19 @@ class Delivery:
     path: str
     headers: dict[str, str]
     body: bytes
-    received_at: float  # epoch seconds
+    received_at: float  # epoch seconds, taken as soon as the request line and headers are read
 
     @property
     def json(self) -> Any:
         return json.loads(self.body) if self.body else None
+
+    @property
+    def scheduled_for(self) -> str:
+        return self.headers.get("Punctual-Scheduled-For", "")
+
+    @property
+    def idempotency_key(self) -> str:
+        return self.headers.get("Idempotency-Key", "")
 
 
 Responder = Callable[[str, int], tuple[int, bytes]]  # (path, nth delivery to this path) -> (status, body)
@@ -70,6 +78,16 @@ class Receiver:
     def __exit__(self, *_exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+    def snapshot(self) -> list[Delivery]:
+        with self.lock:
+            return list(self.deliveries)
+
+    def by_path(self) -> dict[str, list[Delivery]]:
+        grouped: dict[str, list[Delivery]] = {}
+        for delivery in self.snapshot():
+            grouped.setdefault(delivery.path, []).append(delivery)
+        return grouped
 
     def for_path(self, path: str) -> list[Delivery]:
         with self.lock:
