@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,3 +41,14 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     state = tmp_path_factory.mktemp("stack")
     with run_local_stack(state) as stack:
         yield Api(stack.base_url, stack.state_dir)
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.2) -> Any:
+    """Poll ``predicate`` until it returns something truthy or ``timeout`` passes; its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)
+    return predicate()

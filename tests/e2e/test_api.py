@@ -15,7 +15,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,7 +24,7 @@ import pytest
 from functions.core.model import iso, parse_iso
 from functions.core.signing import verify_signature
 from functions.worker.execute import PRESTART_SECONDS
-from tests.e2e.conftest import Api
+from tests.e2e.conftest import Api, wait_until
 from tests.support.receiver import Receiver
 from tests.support.stack import local_stack
 
@@ -94,16 +94,6 @@ def daily(url: str = "https://example.com/hook", **extra: Any) -> dict[str, Any]
         "target": {"type": "http", "url": url},
         **extra,
     }
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(interval)
-    return predicate()
 
 
 def run_status(api: Api, job_id: str, run_id: str, token: str | None = None) -> str:

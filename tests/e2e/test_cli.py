@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from punctual.local.supervisor import free_port, wait_for_port
-from tests.e2e.conftest import Api
+from tests.e2e.conftest import Api, wait_until
 from tests.support.receiver import Receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
@@ -85,16 +85,6 @@ def cli(local_stack: Api, tmp_path_factory: pytest.TempPathFactory) -> Cli:
 def receiver() -> Iterator[Receiver]:
     with Receiver() as server:
         yield server
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.3) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(interval)
-    return predicate()
 
 
 def field(text: str, name: str) -> str:

@@ -14,16 +14,6 @@ from tests.support.receiver import Receiver
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(interval)
-    return predicate()
-
-
 def test_health_needs_no_token(local_stack: Api) -> None:
     status, body = local_stack.call("GET", "/v1/health", token="wrong")
     assert (status, body) == (200, {"status": "ok"})
