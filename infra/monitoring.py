@@ -44,82 +44,91 @@ class Monitoring(Construct):
         super().__init__(scope, construct_id)
         prefix = config.name_prefix
         self.lag_metric = self._lag_metric(config, dispatcher_logs)
-        self.alarms: dict[str, cloudwatch.Alarm] = {
-            "DlqNotEmpty": cloudwatch.Alarm(
+        above = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
+        at_least = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+
+        def make_alarm(
+            construct_id: str,
+            description: str,
+            metric: cloudwatch.IMetric,
+            threshold: float,
+            comparison: cloudwatch.ComparisonOperator,
+            periods: int = 1,
+            datapoints: int | None = None,
+            missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
+        ) -> cloudwatch.Alarm:
+            """One alarm; its name is its id in kebab case after the stack's prefix."""
+            name = "".join(f"-{c.lower()}" if c.isupper() else c for c in construct_id).lstrip("-")
+            return cloudwatch.Alarm(
                 self,
+                construct_id,
+                alarm_name=f"{prefix}-{name}",
+                alarm_description=description,
+                metric=metric,
+                threshold=threshold,
+                comparison_operator=comparison,
+                evaluation_periods=periods,
+                datapoints_to_alarm=datapoints,
+                treat_missing_data=missing,
+            )
+
+        alarms = [
+            make_alarm(
                 "DlqNotEmpty",
-                alarm_name=f"{prefix}-dlq-not-empty",
-                alarm_description="Runs failed for good and their messages are in the dead-letter queue.",
-                metric=queues.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                "Runs failed for good and their messages are in the dead-letter queue.",
+                queues.dead_letter_queue.metric_approximate_number_of_messages_visible(
                     period=_ONE_MINUTE, statistic="Maximum"
                 ),
-                threshold=0,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                0,
+                above,
             ),
-            "DispatcherErrors": cloudwatch.Alarm(
-                self,
+            make_alarm(
                 "DispatcherErrors",
-                alarm_name=f"{prefix}-dispatcher-errors",
-                alarm_description="Dispatcher ticks fail (two of the last three minutes).",
-                metric=dispatcher.metric_errors(period=_ONE_MINUTE, statistic="Sum"),
-                threshold=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                evaluation_periods=3,
-                datapoints_to_alarm=2,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "Dispatcher ticks fail (two of the last three minutes).",
+                dispatcher.metric_errors(period=_ONE_MINUTE, statistic="Sum"),
+                1,
+                at_least,
+                periods=3,
+                datapoints=2,
             ),
-            "WorkerErrors": cloudwatch.Alarm(
-                self,
+            make_alarm(
                 "WorkerErrors",
-                alarm_name=f"{prefix}-worker-errors",
-                alarm_description="Worker invocations fail as a whole (crash or timeout), not single runs.",
-                metric=worker.metric_errors(period=_FIVE_MINUTES, statistic="Sum"),
-                threshold=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "Worker invocations fail as a whole (crash or timeout), not single runs.",
+                worker.metric_errors(period=_FIVE_MINUTES, statistic="Sum"),
+                1,
+                at_least,
             ),
-            "WorkerThrottles": cloudwatch.Alarm(
-                self,
+            make_alarm(
                 "WorkerThrottles",
-                alarm_name=f"{prefix}-worker-throttles",
-                alarm_description="The worker is throttled: runs start late. Raise the account's "
+                "The worker is throttled: runs start late. Raise the account's "
                 "concurrency or the event source's maximum concurrency.",
-                metric=worker.metric_throttles(period=_FIVE_MINUTES, statistic="Sum"),
-                threshold=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                worker.metric_throttles(period=_FIVE_MINUTES, statistic="Sum"),
+                1,
+                at_least,
             ),
-            "OldestMessageAge": cloudwatch.Alarm(
-                self,
+            make_alarm(
                 "OldestMessageAge",
-                alarm_name=f"{prefix}-oldest-message-age",
-                alarm_description="A work message has waited longer than any retry through the queue "
+                "A work message has waited longer than any retry through the queue "
                 "should take: the workers are not keeping up or a message is stuck.",
-                metric=queues.work_queue.metric_approximate_age_of_oldest_message(
+                queues.work_queue.metric_approximate_age_of_oldest_message(
                     period=_ONE_MINUTE, statistic="Maximum"
                 ),
-                threshold=config.oldest_message_alarm_seconds,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=5,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                config.oldest_message_alarm_seconds,
+                above,
+                periods=5,
             ),
-            "DispatcherLag": cloudwatch.Alarm(
-                self,
+            make_alarm(
                 "DispatcherLag",
-                alarm_name=f"{prefix}-dispatcher-lag",
-                alarm_description="The oldest unswept minute bucket is falling behind, or the dispatcher "
+                "The oldest unswept minute bucket is falling behind, or the dispatcher "
                 "has stopped reporting (missing data counts as lag).",
-                metric=self.lag_metric,
-                threshold=config.dispatcher_lag_alarm_seconds,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=3,
-                treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+                self.lag_metric,
+                config.dispatcher_lag_alarm_seconds,
+                above,
+                periods=3,
+                missing=cloudwatch.TreatMissingData.BREACHING,
             ),
-        }
+        ]
+        self.alarms: dict[str, cloudwatch.Alarm] = {a.node.id: a for a in alarms}
         if config.alarm_topic_arn:
             topic = sns.Topic.from_topic_arn(self, "AlarmTopic", config.alarm_topic_arn)
             for alarm in self.alarms.values():
