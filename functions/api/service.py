@@ -251,7 +251,7 @@ class JobService:
             changes["tags"] = request.tags
         if "signing_secret" in given:
             changes["secret"] = request.signing_secret
-        trigger = None
+        first = None
         if "schedule" in given:
             if request.schedule is None:
                 raise InvalidInput("a job needs a schedule", "schedule")
@@ -265,10 +265,13 @@ class JobService:
                 version=job.version + 1,
                 next_trigger_at=first if job.status is JobStatus.ACTIVE else None,
             )
-            updated = replace(job, **changes)
-            if job.status is JobStatus.ACTIVE:
-                trigger = make_trigger(updated, first, now=now, shard_count=self.settings.shard_count)
         updated = replace(job, **changes)
+        # A new schedule of an active job starts its chain again from the first fire time.
+        trigger = (
+            make_trigger(updated, first, now=now, shard_count=self.settings.shard_count)
+            if first is not None and job.status is JobStatus.ACTIVE
+            else None
+        )
         self._write(job, updated, trigger)
         if trigger is not None:
             self._dispatch_if_due(trigger, now)
