@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from functions.api import handler as api
 from functions.api.models import CreateJobIn
 from functions.api.service import JobService
 from functions.core import aws
@@ -20,6 +21,7 @@ from functions.core.settings import Settings
 from functions.core.store import Store
 from functions.core.targets import TargetExecutor
 from functions.worker.execute import ReturnLater, RunExecutor
+from punctual.local.gateway import LambdaContext, build_event
 from punctual.local.provision import provision
 from tests.conftest import Clock
 from tests.support.receiver import Receiver
@@ -141,3 +143,40 @@ def http_target(receiver: Receiver, path: str = "/hook") -> dict[str, Any]:
 
 def body_of(delivery: Any) -> Any:
     return json.loads(delivery.body)
+
+
+# ------------------------------------------------------------------------- the api handler, called
+
+Call = Callable[..., tuple[int, Any]]
+
+# A valid job body; tests change one part of it.
+GOOD_JOB: dict[str, Any] = {
+    "schedule": {"cron": "0 13 * * 1-5", "timezone": "Europe/Berlin"},
+    "target": {"type": "http", "url": "https://example.com/hook"},
+}
+
+
+def make_call(service: JobService, monkeypatch: pytest.MonkeyPatch) -> Call:
+    """Call ``functions.api.handler.handler`` with API Gateway proxy events, as the gateway does, for
+    ``service``; returns ``(status, parsed JSON body)``. Bytes bodies are sent as they are."""
+    monkeypatch.setattr(api, "service", lambda: service)
+
+    def invoke(
+        method: str,
+        path: str,
+        body: Any = None,
+        owner: str | None = "alice",
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else b""
+        event = build_event(method, path, {"Content-Type": "application/json", **(headers or {})}, raw, owner)
+        result = api.handler(event, LambdaContext())  # type: ignore[arg-type]
+        return result["statusCode"], json.loads(result["body"]) if result.get("body") else None
+
+    return invoke
+
+
+@pytest.fixture
+def call(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Call:
+    """The api handler over the harness's service (loopback targets allowed, no AWS targets)."""
+    return make_call(harness.service, monkeypatch)

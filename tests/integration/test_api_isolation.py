@@ -7,41 +7,11 @@ owner is the authorizer's principal, so "alice" and "bob" are two authenticated 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
-import pytest
-
-from functions.api import handler as api
-from punctual.local.gateway import LambdaContext, build_event
-from tests.integration.conftest import Harness, http_target
+from tests.integration.conftest import GOOD_JOB as GOOD
+from tests.integration.conftest import Call, Harness, http_target
 from tests.support.receiver import Receiver
-
-Call = Callable[..., tuple[int, Any]]
-
-GOOD: dict[str, Any] = {
-    "schedule": {"cron": "0 13 * * 1-5", "timezone": "Europe/Berlin"},
-    "target": {"type": "http", "url": "https://example.com/hook"},
-}
-
-
-@pytest.fixture
-def call(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Call:
-    monkeypatch.setattr(api, "service", lambda: harness.service)
-
-    def invoke(
-        method: str,
-        path: str,
-        body: Any = None,
-        owner: str | None = "alice",
-        headers: dict[str, str] | None = None,
-    ) -> tuple[int, Any]:
-        raw = json.dumps(body).encode() if body is not None else b""
-        event = build_event(method, path, {"Content-Type": "application/json", **(headers or {})}, raw, owner)
-        result = api.handler(event, LambdaContext())  # type: ignore[arg-type]
-        return result["statusCode"], json.loads(result["body"]) if result.get("body") else None
-
-    return invoke
 
 
 def create(call: Call, owner: str = "alice", **body: Any) -> dict[str, Any]:

@@ -2,33 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from functions.api import handler as api
-from punctual.local.gateway import LambdaContext, build_event
+from tests.integration.conftest import GOOD_JOB as GOOD
 from tests.integration.conftest import Harness
-
-
-@pytest.fixture
-def call(harness: Harness, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(api, "service", lambda: harness.service)
-
-    def invoke(method: str, path: str, body: Any = None, owner: str | None = "alice") -> tuple[int, Any]:
-        raw = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else b""
-        event = build_event(method, path, {"Content-Type": "application/json"}, raw, owner)
-        result = api.handler(event, LambdaContext())  # type: ignore[arg-type]
-        return result["statusCode"], json.loads(result["body"]) if result.get("body") else None
-
-    return invoke
-
-
-GOOD = {
-    "schedule": {"cron": "0 13 * * 1-5", "timezone": "Europe/Berlin"},
-    "target": {"type": "http", "url": "https://example.com/hook"},
-}
 
 
 def test_create_returns_the_job_view_with_upcoming_fire_times(call) -> None:

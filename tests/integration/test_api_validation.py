@@ -11,49 +11,22 @@ from __future__ import annotations
 import base64
 import copy
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from functions.api import handler as api
 from functions.api.service import JobService
 from functions.core.netguard import NetworkPolicy
-from punctual.local.gateway import LambdaContext, build_event
-from tests.integration.conftest import Harness
+from tests.integration.conftest import GOOD_JOB as GOOD
+from tests.integration.conftest import Call, Harness, make_call
 
-Call = Callable[..., tuple[int, Any]]
-
-GOOD: dict[str, Any] = {
-    "schedule": {"cron": "0 13 * * 1-5", "timezone": "Europe/Berlin"},
-    "target": {"type": "http", "url": "https://example.com/hook"},
-}
 ERROR_CODES = {400: "bad_request", 409: "conflict", 413: "payload_too_large", 422: "invalid_input"}
 
 
-def make_call(service: JobService, monkeypatch: pytest.MonkeyPatch) -> Call:
-    monkeypatch.setattr(api, "service", lambda: service)
-
-    def invoke(
-        method: str,
-        path: str,
-        body: Any = None,
-        owner: str | None = "alice",
-        headers: dict[str, str] | None = None,
-    ) -> tuple[int, Any]:
-        raw = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else b""
-        event = build_event(method, path, {"Content-Type": "application/json", **(headers or {})}, raw, owner)
-        result = api.handler(event, LambdaContext())  # type: ignore[arg-type]
-        return result["statusCode"], json.loads(result["body"]) if result.get("body") else None
-
-    return invoke
-
-
-@pytest.fixture
-def call(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Call:
-    """The harness's service: loopback targets allowed (as in the local stack), no AWS targets."""
+@pytest.fixture(autouse=True)
+def _no_aws_targets(harness: Harness) -> None:
+    """The harness's service allows loopback targets (as the local stack does) and no AWS targets."""
     assert harness.settings.allowed_target_arns == ()
-    return make_call(harness.service, monkeypatch)
 
 
 @pytest.fixture
