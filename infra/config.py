@@ -132,13 +132,18 @@ class DeploymentConfig(BaseModel):
         queue_url: str = "",
         dlq_url: str = "",
         region: str = "us-east-1",
+        account_id: str = "",
+        partition: str = "aws",
     ) -> Settings:
-        """The functions' settings for this deployment, given the names of its table, queues and region."""
+        """The functions' settings for this deployment, given the names of its table, queues, region,
+        account and partition."""
         return Settings(
             table_name=table_name,
             queue_url=queue_url,
             dlq_url=dlq_url,
             region=region,
+            account_id=account_id,
+            partition=partition,
             shard_count=self.shard_count,
             lookahead_seconds=self.lookahead_seconds,
             min_interval_seconds=self.min_interval_seconds,

@@ -70,6 +70,8 @@ class Functions(Construct):
             queue_url=queues.work_queue.queue_url,
             dlq_url=queues.dead_letter_queue.queue_url,
             region=Aws.REGION,
+            account_id=Aws.ACCOUNT_ID,
+            partition=Aws.PARTITION,
         )
         self._environment = {**settings.to_env(), "POWERTOOLS_SERVICE_NAME": "punctual"}
         self._code = lambda_.Code.from_asset(str(code_dir))

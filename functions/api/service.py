@@ -458,12 +458,19 @@ def run_view(run: Run, *, with_attempts: bool = False) -> dict[str, Any]:
     return view
 
 
-def target_identifiers(target: dict[str, Any], region: str) -> list[str]:
-    """The names under which an AWS target may be allowed: as given, and as an ARN where derivable."""
+def target_identifiers(target: dict[str, Any], settings: Settings) -> list[str]:
+    """The names under which an AWS target may be allowed: as given, and as the ARN it resolves to.
+
+    A bare name (a function name, the bus ``default``) means a resource of the deployment's own
+    account, partition and region, which is how Lambda and EventBridge resolve it when delivering.
+    """
     kind = target["type"]
+    partition, region, account = settings.partition, settings.region, settings.account_id
     if kind == "lambda":
         name = str(target["function"])
-        return [name] if name.startswith("arn:") else [name, f"arn:aws:lambda:{region}:*:function:{name}"]
+        if name.startswith("arn:") or not account:
+            return [name]
+        return [name, f"arn:{partition}:lambda:{region}:{account}:function:{name}"]
     if kind == "sqs":
         url = str(target["queue_url"])
         parts = urlsplit(url)
@@ -472,17 +479,19 @@ def target_identifiers(target: dict[str, Any], region: str) -> list[str]:
             parts.hostname.split(".")[1] if parts.hostname and parts.hostname.startswith("sqs.") else region
         )
         if len(path) == 2:
-            return [url, f"arn:aws:sqs:{host_region}:{path[0]}:{path[1]}"]
+            return [url, f"arn:{partition}:sqs:{host_region}:{path[0]}:{path[1]}"]
         return [url]
     if kind == "sns":
         return [str(target["topic_arn"])]
     bus = str(target.get("bus", "default"))
-    return [bus] if bus.startswith("arn:") else [bus, f"arn:aws:events:{region}:*:event-bus/{bus}"]
+    if bus.startswith("arn:") or not account:
+        return [bus]
+    return [bus, f"arn:{partition}:events:{region}:{account}:event-bus/{bus}"]
 
 
 def target_allowed(target: dict[str, Any], settings: Settings) -> bool:
     """Whether the deployment lets jobs target this AWS resource (``allowed_target_arns``)."""
-    identifiers = target_identifiers(target, settings.region)
+    identifiers = target_identifiers(target, settings)
     return any(
         fnmatch.fnmatchcase(identifier, pattern)
         for pattern in settings.allowed_target_arns

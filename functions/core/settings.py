@@ -34,6 +34,10 @@ class Settings:
     queue_url: str = ""
     dlq_url: str = ""
     region: str = "us-east-1"
+    # The deployment's own account and partition: a target named by bare name (a function name, the
+    # bus "default") is checked against allowed_target_arns as the ARN it resolves to in this account.
+    account_id: str = ""
+    partition: str = "aws"
     # Set locally (moto server, LocalStack); unset on AWS.
     aws_endpoint_url: str | None = None
 

@@ -42,6 +42,7 @@ def local_settings(
         "dlq_url": f"{endpoint}/{account}/{prefix}-dlq",
         "aws_endpoint_url": endpoint,
         "region": "us-east-1",
+        "account_id": account,
         "shard_count": 4,
         "http_allow_loopback": True,
         "allowed_target_arns": ("*",),

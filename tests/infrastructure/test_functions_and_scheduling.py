@@ -140,6 +140,9 @@ def test_given_the_default_context_when_synthesized_then_every_function_reads_th
         assert settings.allowed_target_arns == ()
     variables = default_stack.function("api")["Properties"]["Environment"]["Variables"]
     assert variables["PUNCTUAL_TABLE_NAME"] == {"Ref": default_stack.logical_id("AWS::DynamoDB::Table")}
+    # Targets named by bare name resolve in the deployment's own account and partition.
+    assert variables["PUNCTUAL_ACCOUNT_ID"] == {"Ref": "AWS::AccountId"}
+    assert variables["PUNCTUAL_PARTITION"] == {"Ref": "AWS::Partition"}
 
 
 def test_given_operator_context_when_synthesized_then_the_functions_get_those_settings(
