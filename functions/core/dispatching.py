@@ -79,6 +79,8 @@ class _Outcome:
     report: DispatchReport
     outgoing: _Outgoing | None = None
     finished: Trigger | None = None
+    # The next occurrence this claim wrote (recurring jobs), to be claimed too if it is due soon.
+    chained: Trigger | None = None
 
 
 def shard_groups(shard_count: int, sweeps: int) -> list[list[int]]:
@@ -117,26 +119,49 @@ class Dispatcher:
     def dispatch(self, triggers: Iterable[Trigger], now: datetime) -> DispatchReport:
         """Claim each trigger, send the claimed ones in batches, then delete their triggers.
 
+        A claim of a recurring occurrence writes the next one; when that is still to come but falls
+        due within the look-ahead (a seconds-level cron), it is claimed and sent in the next round
+        here rather than left for the next tick, which may come too late for it. Whoever dispatches
+        (the sweep, or the API right after a create, PATCH, resume or run now) thus sends the chain up
+        to ``now + look-ahead``, and the next tick carries on from there. Occurrences already missed
+        (a ``run_all`` catch-up) are not followed here: the sweep re-reads their bucket, within its
+        own time budget, and an API request is not held up by an outage's worth of claims.
+        """
+        horizon = now + timedelta(seconds=self.settings.lookahead_seconds)
+        jobs: dict[str, Job | None] = {}
+        report = DispatchReport()
+        pending = list(triggers)
+        while pending:
+            chained = self._dispatch_round(pending, now, jobs, report)
+            pending = [trigger for trigger in chained if now < trigger.fire_at <= horizon]
+        return report
+
+    def _dispatch_round(
+        self, pending: list[Trigger], now: datetime, jobs: dict[str, Job | None], report: DispatchReport
+    ) -> list[Trigger]:
+        """Claim ``pending``, send what was claimed, delete the sent triggers; return the next
+        occurrences the claims wrote.
+
         Claims are independent conditional writes, so a page of triggers is claimed
         ``claim_concurrency`` at a time: one sweep waits on several round trips at once.
         """
-        pending = list(triggers)
-        jobs: dict[str, Job | None] = {}
         concurrency = min(self.settings.claim_concurrency, len(pending))
         if concurrency > 1:
             with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="claim") as pool:
                 outcomes = list(pool.map(lambda trigger: self._dispatch_one(trigger, now, jobs), pending))
         else:
             outcomes = [self._dispatch_one(trigger, now, jobs) for trigger in pending]
-        report = DispatchReport()
         outgoing: list[_Outgoing] = []
         finished: list[Trigger] = []
+        chained: list[Trigger] = []
         for outcome in outcomes:
             report.add(outcome.report)
             if outcome.outgoing is not None:
                 outgoing.append(outcome.outgoing)
             if outcome.finished is not None:
                 finished.append(outcome.finished)
+            if outcome.chained is not None:
+                chained.append(outcome.chained)
         self.crash_point("after_claim_before_send")
         if outgoing:
             send_time = self.clock()
@@ -149,7 +174,7 @@ class Dispatcher:
                 )
         self.crash_point("after_send_before_delete")
         self.store.delete_triggers([item.trigger for item in outgoing] + finished)
-        return report
+        return chained
 
     def _dispatch_one(self, trigger: Trigger, now: datetime, jobs: dict[str, Job | None]) -> _Outcome:
         """Claim one trigger; ``jobs`` caches the jobs read so far (shared by concurrent claims)."""
@@ -175,7 +200,7 @@ class Dispatcher:
             self.store.delete_trigger(trigger)
             report.stale += 1
             return _Outcome(report)
-        result = self._claim(trigger, job, token, now)
+        result, next_trigger = self._claim(trigger, job, token, now)
         if result is None:
             report.lost_races += 1
         elif result == "stale":
@@ -187,12 +212,17 @@ class Dispatcher:
             if result.status is RunStatus.QUEUED:
                 message = WorkMessage(job.job_id, result.run_id)
                 fire_at = max(result.scheduled_for, trigger.fire_at)
-                return _Outcome(report, outgoing=_Outgoing(trigger, message, fire_at))
+                return _Outcome(report, outgoing=_Outgoing(trigger, message, fire_at), chained=next_trigger)
             report.skipped += 1
-            return _Outcome(report, finished=trigger)
+            return _Outcome(report, finished=trigger, chained=next_trigger)
         return _Outcome(report)
 
-    def _claim(self, trigger: Trigger, job: Job, token: str, now: datetime) -> Run | str | None:
+    def _claim(
+        self, trigger: Trigger, job: Job, token: str, now: datetime
+    ) -> tuple[Run | str | None, Trigger | None]:
+        """The claim's result (the run, ``"stale"``, or None for a lost race) and the next trigger
+        it wrote."""
+        next_trigger = None
         if trigger.kind is RunKind.MANUAL:
             run = _new_run(job, trigger.scheduled_for, RunKind.MANUAL, RunStatus.QUEUED, now)
             result = self.store.claim(trigger, job, token=token, now=now, run=run, next_trigger=None)
@@ -205,7 +235,6 @@ class Dispatcher:
                 assert plan.skipped is not None
                 run = _new_run(job, plan.skipped, RunKind.SCHEDULED, RunStatus.SKIPPED, now)
                 run = replace(run, finished_at=now, error="missed (misfire policy)")
-            next_trigger = None
             if plan.next_occurrence is not None:
                 next_trigger = make_trigger(
                     job, plan.next_occurrence, now=now, shard_count=self.settings.shard_count
@@ -216,10 +245,10 @@ class Dispatcher:
                 trigger, job, token=token, now=now, run=run, next_trigger=next_trigger, job_status=job_status
             )
         if result.stale:
-            return "stale"
+            return "stale", None
         if not result.claimed:
-            return None
-        return run
+            return None, None
+        return run, next_trigger
 
     # ------------------------------------------------------------------------------------- sweep
 

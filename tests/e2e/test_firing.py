@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from functions.core.model import iso, parse_iso
 from tests.e2e.conftest import Api
 from tests.support.receiver import Receiver
+from tests.support.stack import local_stack as run_local_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 
@@ -97,3 +99,33 @@ def test_one_off_and_cron_jobs_fire_at_their_second_exactly_once(local_stack: Ap
         status, runs = local_stack.call("GET", f"/v1/jobs/{cron_job['job_id']}/runs?limit=100")
         succeeded = [r for r in runs["items"] if r["status"] == "SUCCEEDED"]
         assert len(succeeded) >= len(expected)
+
+
+@pytest.mark.xdist_group("default-tick-stack")
+def test_a_seconds_cron_fires_on_time_between_ticks_of_the_default_one_minute_tick(tmp_path: Path) -> None:
+    """The stack as ``make run`` starts it (one-minute tick, 120 s look-ahead): each occurrence of a
+    10-second cron is dispatched by whoever wrote its trigger (the create, then each claim), not by
+    the next tick, which may come up to a minute after it was due."""
+    with (
+        run_local_stack(tmp_path, tick_seconds=None, lookahead_seconds=None) as stack,
+        Receiver() as receiver,
+    ):
+        api = Api(stack.base_url, stack.state_dir)
+        status, job = api.call(
+            "POST",
+            "/v1/jobs",
+            {"schedule": {"cron": "*/10 * * * * *"}, "target": {"type": "http", "url": receiver.url + "/s"}},
+        )
+        assert status == 201, job
+        deliveries = receiver.wait_for("/s", 5, timeout=65)
+        assert len(deliveries) >= 5, f"only {len(deliveries)} of the first five occurrences arrived in 65 s"
+        for delivery in deliveries[:5]:
+            slot = parse_iso(delivery.headers["Punctual-Scheduled-For"]).timestamp()
+            lateness = delivery.received_at - slot
+            assert lateness >= 0, (
+                f"the occurrence of {iso(parse_iso(delivery.headers['Punctual-Scheduled-For']))} fired early"
+            )
+            slot_text = delivery.headers["Punctual-Scheduled-For"]
+            assert lateness < 1.0, (
+                f"the occurrence of {slot_text} arrived {lateness:.1f} s late: it waited for a tick"
+            )

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from functions.api.models import PatchJobIn
 from functions.core.model import JobStatus, RunStatus, iso
 from tests.integration.conftest import Harness, SimulatedCrash
 
@@ -70,6 +71,70 @@ def test_recurring_chain_sends_each_occurrence_once(harness: Harness) -> None:
     expected = {start + timedelta(seconds=10 * k) for k in range(1, 43)}
     assert expected <= slots, f"missing slots: {sorted(expected - slots)[:3]}"
     assert harness.job(job["job_id"]).next_trigger_at is not None
+
+
+def _scheduled_slots(h: Harness, job_id: str) -> list[object]:
+    runs = [h.store.get_run(job_id, run_id) for run_id in sent_run_ids(h)]
+    return sorted(run.scheduled_for for run in runs if run is not None and run.job_id == job_id)
+
+
+def _every_10s_until_lookahead(h: Harness, after: object) -> list[object]:
+    """The 10-second slots after ``after`` up to now + look-ahead."""
+    horizon = h.clock() + timedelta(seconds=h.settings.lookahead_seconds)
+    first = h.clock().replace(microsecond=0) + timedelta(seconds=10 - h.clock().second % 10)
+    slots = [first + timedelta(seconds=10 * k) for k in range(50)]
+    return [slot for slot in slots if slot <= horizon and slot > after]  # type: ignore[operator]
+
+
+def test_a_seconds_cron_is_dispatched_up_to_the_lookahead_by_its_create_not_by_the_next_tick(
+    harness: Harness,
+) -> None:
+    # Given a 10-second cron created between two ticks
+    job = harness.create(
+        schedule={"cron": "*/10 * * * * *"}, target={"type": "http", "url": "http://127.0.0.1:9/"}
+    )
+    # Then, with no tick at all, every occurrence due before now + look-ahead was already sent: the
+    # claim of each wrote the next, and the API went on claiming the chain (the next tick may come
+    # up to a minute later, after several of them were due)
+    expected = _every_10s_until_lookahead(harness, harness.clock() - timedelta(seconds=1))
+    assert _scheduled_slots(harness, job["job_id"]) == expected
+    ids = sent_run_ids(harness)
+    assert len(ids) == len(set(ids)), "an occurrence was sent twice"
+    # And the next tick continues the chain without sending any of them again
+    harness.clock.advance(60)
+    harness.dispatcher.sweep()
+    ids = sent_run_ids(harness)
+    assert len(ids) == len(set(ids)), "the tick sent an occurrence the API had sent"
+
+
+@pytest.mark.parametrize("change", ["resume", "patch"])
+def test_a_seconds_cron_resumed_or_rescheduled_is_dispatched_up_to_the_lookahead_at_once(
+    harness: Harness, change: str
+) -> None:
+    # Given a paused job (its queued runs are superseded), or one rescheduled to a 10-second cron
+    job = harness.create(
+        schedule={"cron": "0 3 * * *"}, target={"type": "http", "url": "http://127.0.0.1:9/"}
+    )
+    harness.clock.advance(30)
+    if change == "resume":
+        harness.service.patch_job(
+            harness.owner, job["job_id"], PatchJobIn.model_validate({"schedule": {"cron": "*/10 * * * * *"}})
+        )
+        harness.service.pause_job(harness.owner, job["job_id"])
+        harness.clock.advance(5)
+        sent_before = len(harness.queue.sent)
+        harness.service.resume_job(harness.owner, job["job_id"])
+    else:
+        sent_before = len(harness.queue.sent)
+        harness.service.patch_job(
+            harness.owner, job["job_id"], PatchJobIn.model_validate({"schedule": {"cron": "*/10 * * * * *"}})
+        )
+    # Then every occurrence up to now + look-ahead is sent by that request, not by the next tick
+    sent = [message.run_id for message, _ in harness.queue.sent[sent_before:]]
+    runs = [harness.store.get_run(job["job_id"], run_id) for run_id in sent]
+    slots = sorted(run.scheduled_for for run in runs if run is not None)
+    expected = _every_10s_until_lookahead(harness, harness.clock())
+    assert set(expected) <= set(slots), f"not sent at once: {sorted(set(expected) - set(slots))[:3]}"
 
 
 def test_two_dispatchers_at_once_send_each_trigger_once(harness: Harness) -> None:

@@ -44,13 +44,14 @@ def local_stack(
     workdir: Path,
     *,
     workers: int = 2,
-    tick_seconds: float = 10,
-    lookahead_seconds: int = 60,
+    tick_seconds: float | None = 10,
+    lookahead_seconds: int | None = 60,
     shards: int | None = None,
     env: dict[str, str] | None = None,
 ) -> Iterator[StackProcess]:
     """Run ``punctual local`` with its working directory (and so ``.punctual/``) in ``workdir``;
-    yields it once the API answers, stops the stack with Ctrl-C afterwards."""
+    yields it once the API answers, stops the stack with Ctrl-C afterwards. ``tick_seconds`` and
+    ``lookahead_seconds`` of None leave the stack's defaults (a one-minute tick), as ``make run``."""
     port = free_port()
     log_path = workdir / "stack.log"
     command = [
@@ -62,11 +63,11 @@ def local_stack(
         str(port),
         "--workers",
         str(workers),
-        "--tick-seconds",
-        str(tick_seconds),
-        "--lookahead-seconds",
-        str(lookahead_seconds),
     ]
+    if tick_seconds is not None:
+        command += ["--tick-seconds", str(tick_seconds)]
+    if lookahead_seconds is not None:
+        command += ["--lookahead-seconds", str(lookahead_seconds)]
     if shards is not None:
         command += ["--shards", str(shards)]
     with log_path.open("wb") as log:
