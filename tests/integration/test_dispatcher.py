@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -73,17 +73,17 @@ def test_recurring_chain_sends_each_occurrence_once(harness: Harness) -> None:
     assert harness.job(job["job_id"]).next_trigger_at is not None
 
 
-def _scheduled_slots(h: Harness, job_id: str) -> list[object]:
+def _scheduled_slots(h: Harness, job_id: str) -> list[datetime]:
     runs = [h.store.get_run(job_id, run_id) for run_id in sent_run_ids(h)]
     return sorted(run.scheduled_for for run in runs if run is not None and run.job_id == job_id)
 
 
-def _every_10s_until_lookahead(h: Harness, after: object) -> list[object]:
+def _every_10s_until_lookahead(h: Harness, after: datetime) -> list[datetime]:
     """The 10-second slots after ``after`` up to now + look-ahead."""
     horizon = h.clock() + timedelta(seconds=h.settings.lookahead_seconds)
     first = h.clock().replace(microsecond=0) + timedelta(seconds=10 - h.clock().second % 10)
     slots = [first + timedelta(seconds=10 * k) for k in range(50)]
-    return [slot for slot in slots if slot <= horizon and slot > after]  # type: ignore[operator]
+    return [slot for slot in slots if after < slot <= horizon]
 
 
 def test_a_seconds_cron_is_dispatched_up_to_the_lookahead_by_its_create_not_by_the_next_tick(
