@@ -14,6 +14,7 @@ from aws_cdk import aws_logs as logs
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
+from functions.core.definitions import WORKER_TIMEOUT_SECONDS
 from infra import permissions
 from infra.assets import LAMBDA_PYTHON_VERSION
 from infra.config import ALLOW_ALL_TARGETS, DeploymentConfig
@@ -24,8 +25,8 @@ ARCHITECTURE: Final = lambda_.Architecture.ARM_64
 if RUNTIME.name != f"python{LAMBDA_PYTHON_VERSION}":
     raise RuntimeError("the layer's wheels and the functions' runtime must be the same Python version")
 
-# A job may run for up to 900 s (SPEC's longest timeout), which is also Lambda's ceiling.
-WORKER_TIMEOUT: Final = Duration.minutes(15)
+# Lambda's ceiling; the longest job timeout leaves room in it for the wait and the outcome's write.
+WORKER_TIMEOUT: Final = Duration.seconds(WORKER_TIMEOUT_SECONDS)
 # Ticks come every minute; a slow sweep may overlap the next one (dispatchers are safe to run twice).
 DISPATCHER_TIMEOUT: Final = Duration.minutes(3)
 # API Gateway gives up on an integration after 29 s.

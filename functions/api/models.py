@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from functions.core.definitions import MAX_JOB_TIMEOUT_SECONDS
+
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 JobStatusName = Literal["ACTIVE", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"]
 RunStatusName = Literal[
@@ -71,7 +73,7 @@ class CreateJobIn(BaseModel):
     )
     payload: Any = None
     retry: RetryIn = Field(default_factory=RetryIn)
-    timeout_seconds: int = Field(default=30, ge=1, le=900, strict=True)
+    timeout_seconds: int = Field(default=30, ge=1, le=MAX_JOB_TIMEOUT_SECONDS, strict=True)
     tags: dict[str, str] = Field(default_factory=dict, max_length=50)
     signing_secret: str | None = Field(default=None, min_length=16, max_length=256)
 
@@ -88,7 +90,7 @@ class PatchJobIn(BaseModel):
     target: dict[str, Any] | None = None
     payload: Any = None
     retry: RetryIn | None = None
-    timeout_seconds: int | None = Field(default=None, ge=1, le=900, strict=True)
+    timeout_seconds: int | None = Field(default=None, ge=1, le=MAX_JOB_TIMEOUT_SECONDS, strict=True)
     tags: dict[str, str] | None = Field(default=None, max_length=50)
     signing_secret: str | None = Field(default=None, min_length=16, max_length=256)
 

@@ -24,6 +24,15 @@ WORK_QUEUE_MAX_RECEIVE_COUNT: Final = 50
 DLQ_RETENTION_SECONDS: Final = 14 * 24 * 3600
 SQS_MAX_DELAY_SECONDS: Final = 900
 
+# The worker function's limit (Lambda's maximum). One attempt must fit into one invocation: it may
+# first wait for its second (up to the worker's max_early_wait_seconds, 20 s by default), then run
+# for the job's timeout, then needs time to record its outcome. So the longest job timeout leaves
+# that margin; a job that asked for the whole 900 s would be killed with its batch before its outcome
+# was written, and run again and again until its message was dead-lettered.
+WORKER_TIMEOUT_SECONDS: Final = 900
+OUTCOME_MARGIN_SECONDS: Final = 30
+MAX_JOB_TIMEOUT_SECONDS: Final = 840
+
 
 def table_definition(table_name: str) -> dict[str, Any]:
     """Arguments for DynamoDB ``CreateTable`` (the CDK construct mirrors them)."""

@@ -46,6 +46,7 @@ from urllib3.exceptions import (
     SSLError,
 )
 
+from functions.core.definitions import MAX_JOB_TIMEOUT_SECONDS
 from functions.core.netguard import (
     ForbiddenAddressError,
     NetworkPolicy,
@@ -73,7 +74,7 @@ __all__ = [
 TARGET_TYPES: Final = ("http", "lambda", "sqs", "sns", "eventbridge")
 HTTP_METHODS: Final = ("GET", "POST", "PUT", "PATCH", "DELETE")
 DEFAULT_HTTP_METHOD: Final = "POST"
-MAX_TIMEOUT_SECONDS: Final = 900  # Lambda's own ceiling; a worker could not wait longer anyway
+MAX_TIMEOUT_SECONDS: Final = MAX_JOB_TIMEOUT_SECONDS  # an HTTP call cannot outlast its attempt
 DEFAULT_EVENT_BUS: Final = "default"
 DEFAULT_EVENT_SOURCE: Final = "punctual"
 DEFAULT_EVENT_DETAIL_TYPE: Final = "Punctual Job Run"

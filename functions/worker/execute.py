@@ -15,7 +15,11 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from functions.core import faults
-from functions.core.definitions import SQS_MAX_DELAY_SECONDS
+from functions.core.definitions import (
+    OUTCOME_MARGIN_SECONDS,
+    SQS_MAX_DELAY_SECONDS,
+    WORK_QUEUE_MAX_RECEIVE_COUNT,
+)
 from functions.core.model import (
     Attempt,
     Job,
@@ -113,9 +117,33 @@ class RunExecutor:
         self.rng = random.Random()
 
     def handle(
-        self, message: WorkMessage, receipt_handle: str | None = None, body: str = "", *, held: bool = False
+        self,
+        message: WorkMessage,
+        receipt_handle: str | None = None,
+        body: str = "",
+        *,
+        receive_count: int = 1,
+        time_left_seconds: float | None = None,
     ) -> None:
-        """Process one work message; raise ``ReturnLater`` to leave it on the queue."""
+        """Process one work message; raise ``ReturnLater`` to leave it on the queue.
+
+        ``receive_count`` is how often SQS has delivered this message (its last delivery ends the
+        run, see ``_last_delivery``); ``time_left_seconds`` is how long the invocation has before it
+        is stopped (an attempt that could not finish by then is left to a fresh invocation).
+        """
+        deadline = None if time_left_seconds is None else self.clock() + timedelta(seconds=time_left_seconds)
+        self._handle(message, receipt_handle, body, receive_count=receive_count, deadline=deadline)
+
+    def _handle(
+        self,
+        message: WorkMessage,
+        receipt_handle: str | None,
+        body: str,
+        *,
+        receive_count: int,
+        deadline: datetime | None,
+        held: bool = False,
+    ) -> None:
         log = {"job_id": message.job_id, "run_id": message.run_id}
         run, job = self.store.get_run_and_job(message.job_id, message.run_id)
         if run is None or run.status.is_terminal:
@@ -123,6 +151,9 @@ class RunExecutor:
             return
         if job is None or job.status is JobStatus.CANCELLED:
             self.store.mark_run(run, RunStatus.CANCELLED, now=self.clock(), error="job cancelled")
+            return
+        if receive_count >= WORK_QUEUE_MAX_RECEIVE_COUNT:
+            self._last_delivery(message, run, job, body or message.to_json(), receive_count)
             return
         now = self.clock()
         if run.status is RunStatus.RUNNING and run.lease_until is not None and now < run.lease_until:
@@ -134,7 +165,9 @@ class RunExecutor:
                 raise ReturnLater("attempt in progress elsewhere", math.ceil(remaining))
             self._hold(receipt_handle, remaining)
             self._sleep_until(run.lease_until)
-            self.handle(message, receipt_handle, body, held=True)
+            self._handle(
+                message, receipt_handle, body, receive_count=receive_count, deadline=deadline, held=True
+            )
             return
         if run.status is RunStatus.QUEUED and run.kind is RunKind.SCHEDULED:
             reason = self._superseded(run, job)
@@ -142,6 +175,7 @@ class RunExecutor:
                 if self.store.mark_run(run, RunStatus.SKIPPED, now=self.clock(), error=reason):
                     logger.info("run skipped", extra={**log, "reason": reason})
                 return
+        self._check_time_left(run, job, deadline)
         if self._wait_until_due(run, receipt_handle):
             # A pause, cancel or reschedule may have landed while we waited for the second.
             job = self.store.get_job(run.job_id)
@@ -200,6 +234,70 @@ class RunExecutor:
         self._record(job, run, started_at, outcome, body or message.to_json())
 
     # -------------------------------------------------------------------------------------------
+
+    def _check_time_left(self, run: Run, job: Job, deadline: datetime | None) -> None:
+        """Give the message back at once if this invocation would be stopped before the attempt ends.
+
+        An attempt takes the wait for its second, the job's timeout and the time to record its
+        outcome. Killed midway, the outcome would never be written and the target would run again on
+        the next delivery. The longest job timeout fits into a fresh invocation with that margin
+        (``MAX_JOB_TIMEOUT_SECONDS``), so giving the message back costs one receive, not the run.
+        """
+        if deadline is None:
+            return
+        now = self.clock()
+        wait = max(0.0, ((run.next_attempt_at or run.scheduled_for) - now).total_seconds())
+        if wait > self.settings.max_early_wait_seconds:
+            return  # not due yet: it goes back to the queue anyway
+        needed = wait + job.timeout_seconds + OUTCOME_MARGIN_SECONDS
+        left = (deadline - now).total_seconds()
+        if left < needed:
+            logger.info(
+                "attempt left to a fresh invocation",
+                extra={"job_id": run.job_id, "run_id": run.run_id, "seconds_left": round(left, 1)},
+            )
+            raise ReturnLater("not enough time left in this invocation", 0)
+
+    def _last_delivery(self, message: WorkMessage, run: Run, job: Job, body: str, receive_count: int) -> None:
+        """SQS will not deliver this message again: end the run now rather than let the queue move the
+        message to the DLQ with the run still open.
+
+        A run whose attempt another worker holds keeps going: a fresh copy of the message, delayed to
+        the end of that lease, covers it in case that worker dies too. Otherwise the run is FAILED
+        (one-off jobs with it), the attempt that could not finish is recorded as such, and the message
+        is copied to the DLQ, like any run that failed for good.
+        """
+        log = {"job_id": run.job_id, "run_id": run.run_id, "receive_count": receive_count}
+        now = self.clock()
+        if run.status is RunStatus.RUNNING and run.lease_until is not None and now < run.lease_until:
+            remaining = math.ceil((run.lease_until - now).total_seconds())
+            self.queue.send([(message, min(SQS_MAX_DELAY_SECONDS, remaining + HOLD_MARGIN_SECONDS))])
+            logger.warning("last delivery of a running attempt: message renewed", extra=log)
+            return
+        reason = (
+            f"delivery exhausted: the run's message was received {receive_count} times without an "
+            "outcome (the workers that took it crashed or ran out of time)"
+        )
+        try:
+            run = self.store.start_attempt(
+                run,
+                token=uuid.uuid4().hex,
+                now=now,
+                lease_until=now + timedelta(seconds=self.settings.lease_seconds),
+            )
+        except ConflictError:
+            logger.info("last delivery: another worker started the attempt", extra=log)
+            return
+        outcome = TargetOutcome(
+            succeeded=False,
+            retriable=False,
+            status_code=None,
+            error=reason,
+            response_excerpt="",
+            duration_ms=0,
+        )
+        logger.error("run failed: delivery exhausted", extra=log)
+        self._record(job, run, now, outcome, body)
 
     def _wait_until_due(self, run: Run, receipt_handle: str | None) -> bool:
         """Hold the message until the attempt is due, or give it back if that is too far off.

@@ -40,10 +40,18 @@ def run_executor() -> RunExecutor:
     )
 
 
-def record_handler(record: SQSRecord) -> None:
+def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:
     executor = run_executor()
+    time_left = None if lambda_context is None else lambda_context.get_remaining_time_in_millis() / 1000
     try:
-        executor.handle(WorkMessage.from_json(record.body), record.receipt_handle, record.body)
+        executor.handle(
+            WorkMessage.from_json(record.body),
+            record.receipt_handle,
+            record.body,
+            # SQS always sends it; a hand-made event without it counts as a first delivery.
+            receive_count=int(record.attributes.get("ApproximateReceiveCount") or 1),
+            time_left_seconds=time_left,
+        )
     except ReturnLater as later:
         if later.seconds is not None:
             executor.queue.change_visibility(record.receipt_handle, later.seconds)

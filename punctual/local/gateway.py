@@ -11,11 +11,12 @@ import base64
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from functions.core.definitions import WORKER_TIMEOUT_SECONDS
 from functions.core.observability import logger
 from punctual.local.httpserver import LocalHTTPServer
 
@@ -25,11 +26,17 @@ MAX_BODY_BYTES = 64 * 1024
 
 @dataclass
 class LambdaContext:
-    """Enough of Lambda's context object for Powertools."""
+    """Enough of Lambda's context object for Powertools and the worker's time budget."""
 
     function_name: str = "punctual-api-local"
     memory_limit_in_mb: int = 512
     aws_request_id: str = ""
+    # The function's timeout: an invocation has this long from when its context is made.
+    timeout_seconds: float = WORKER_TIMEOUT_SECONDS
+    started: float = field(default_factory=time.monotonic)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.started + self.timeout_seconds - time.monotonic()) * 1000))
 
     @property
     def invoked_function_arn(self) -> str:

@@ -208,6 +208,13 @@ CREATE_CASES = [
     pytest.param(body_with(timeout_seconds="soon"), "timeout_seconds", id="timeout-wrong-type"),
     pytest.param(body_with(timeout_seconds=0), "timeout_seconds", id="timeout-zero"),
     pytest.param(body_with(timeout_seconds=901), "timeout_seconds", id="timeout-above-900"),
+    # the worker's 900 s must also hold the wait for the second and the outcome's write
+    pytest.param(body_with(timeout_seconds=841), "timeout_seconds", id="timeout-above-840"),
+    pytest.param(
+        http("https://example.com", timeout_seconds=841),
+        "target.timeout_seconds",
+        id="http-timeout-above-840",
+    ),
     pytest.param(body_with(timeout_seconds=1.5), "timeout_seconds", id="timeout-fraction"),
     pytest.param(body_with(name=""), "name", id="name-empty"),
     pytest.param(body_with(name="has spaces"), "name", id="name-spaces"),

@@ -7,8 +7,15 @@ from typing import Any
 
 import pytest
 
+from functions.core.definitions import (
+    MAX_JOB_TIMEOUT_SECONDS,
+    OUTCOME_MARGIN_SECONDS,
+    WORK_QUEUE_MAX_RECEIVE_COUNT,
+    WORKER_TIMEOUT_SECONDS,
+)
 from functions.core.model import JobStatus, RunStatus, iso
 from functions.core.queue import WorkMessage
+from functions.core.settings import Settings
 from functions.worker.execute import HOLD_MARGIN_SECONDS, ReturnLater
 from tests.integration.conftest import Harness, SimulatedCrash
 from tests.support.receiver import Receiver
@@ -324,3 +331,72 @@ def test_a_received_message_is_hidden_only_briefly_so_a_dead_worker_delays_it_se
     harness.work()
     # Not the queue's long timeout (on AWS six times the worker's): the wait plus a short margin.
     assert sorted(hidden) == [HOLD_MARGIN_SECONDS, 4 + HOLD_MARGIN_SECONDS]
+
+
+# ------------------------------------------------------- the invocation's time and the last delivery
+
+
+def test_an_attempt_that_would_outlive_the_invocation_is_left_to_a_fresh_one(
+    harness: Harness, receiver: Receiver
+) -> None:
+    # Given a long job (the longest timeout allowed) due now, and an invocation with 10 minutes left
+    job = one_off(harness, receiver, "/long", seconds=0, timeout_seconds=MAX_JOB_TIMEOUT_SECONDS)
+    message, _ = harness.queue.sent[0]
+    # When a worker gets its message, it does not start an attempt it would be killed in the middle of
+    with pytest.raises(ReturnLater) as returned:
+        harness.executor.handle(message, None, time_left_seconds=600)
+    assert returned.value.seconds == 0, "the message must go back at once, for a fresh invocation"
+    assert receiver.for_path("/long") == []
+    assert only_run(harness, job["job_id"]).status is RunStatus.QUEUED
+    # And a fresh invocation (Lambda's 900 s) has room for the wait, the timeout and the outcome
+    harness.executor.handle(message, None, time_left_seconds=WORKER_TIMEOUT_SECONDS)
+    assert only_run(harness, job["job_id"]).status is RunStatus.SUCCEEDED
+
+
+def test_the_longest_job_timeout_fits_a_fresh_invocation_with_the_wait_and_the_outcome() -> None:
+    wait = Settings().max_early_wait_seconds
+    assert wait + MAX_JOB_TIMEOUT_SECONDS + OUTCOME_MARGIN_SECONDS <= WORKER_TIMEOUT_SECONDS
+
+
+def test_the_last_delivery_of_a_dead_workers_run_fails_it_and_its_one_off_job_and_reaches_the_dlq(
+    harness: Harness, receiver: Receiver
+) -> None:
+    # Given a run whose worker died mid-attempt (killed by its invocation's timeout, say), again and
+    # again, until SQS is about to give its message to the dead-letter queue
+    job, message = crashed_after_start(harness, receiver, "/dies")
+    harness.clock.advance(harness.settings.lease_seconds + 1)
+    # When the last delivery SQS will make arrives
+    harness.executor.handle(message, None, receive_count=WORK_QUEUE_MAX_RECEIVE_COUNT)
+    # Then the run ends FAILED with the reason, without calling the target again
+    run = only_run(harness, job["job_id"])
+    assert run.status is RunStatus.FAILED, "a dead-lettered run must have a terminal status"
+    assert run.error is not None and "delivery exhausted" in run.error
+    assert [a.outcome for a in run.attempts] == ["FAILED"]
+    assert receiver.for_path("/dies") == []
+    # And the one-off job failed with it, and the message is in the DLQ
+    assert harness.job(job["job_id"]).status is JobStatus.FAILED
+    assert len(harness.queue.dlq_bodies()) == 1
+
+
+def test_the_last_delivery_of_a_queued_run_fails_it(harness: Harness, receiver: Receiver) -> None:
+    job = one_off(harness, receiver, "/never", seconds=0)
+    message, _ = harness.queue.sent[0]
+    harness.executor.handle(message, None, receive_count=WORK_QUEUE_MAX_RECEIVE_COUNT)
+    run = only_run(harness, job["job_id"])
+    assert run.status is RunStatus.FAILED and run.error is not None and "delivery exhausted" in run.error
+    assert receiver.for_path("/never") == []
+
+
+def test_the_last_delivery_of_a_run_a_live_worker_holds_renews_the_message(
+    harness: Harness, receiver: Receiver
+) -> None:
+    # Given a run whose attempt a live worker holds (its lease is current)
+    job, message = crashed_after_start(harness, receiver, "/held")
+    sent_before = len(harness.queue.sent)
+    # When this message's last delivery arrives (a duplicate, or the holder's own)
+    harness.executor.handle(message, None, receive_count=WORK_QUEUE_MAX_RECEIVE_COUNT)
+    # Then the run keeps going, covered by a fresh copy of the message due when the lease ends
+    assert only_run(harness, job["job_id"]).status is RunStatus.RUNNING
+    renewed = harness.queue.sent[sent_before:]
+    assert [m.run_id for m, _ in renewed] == [message.run_id]
+    assert renewed[0][1] <= harness.settings.lease_seconds + HOLD_MARGIN_SECONDS

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from functions.core.definitions import MAX_JOB_TIMEOUT_SECONDS, WORK_QUEUE_MAX_RECEIVE_COUNT
 from functions.core.model import RunStatus, iso
 from functions.worker import handler as worker
 from punctual.local.gateway import LambdaContext
@@ -80,3 +81,25 @@ def test_a_batch_whose_every_record_goes_back_is_not_a_failed_invocation(
     messages = wired.queue.receive()
     result = invoke(messages)
     assert [item["itemIdentifier"] for item in result["batchItemFailures"]] == [messages[0]["MessageId"]]
+
+
+def test_the_handler_reads_the_receive_count_and_the_invocations_time_from_sqs_and_lambda(
+    wired: Harness, receiver: Receiver
+) -> None:
+    # A long job with too little time left in the invocation goes back at once, as a batch item failure
+    long_job = wired.create(
+        schedule={"at": iso(wired.clock())},
+        target={"type": "http", "url": receiver.url + "/long"},
+        timeout_seconds=MAX_JOB_TIMEOUT_SECONDS,
+    )
+    (message,) = wired.queue.receive()
+    event = _to_event([message], "arn:aws:sqs:us-east-1:123456789012:work", "us-east-1")
+    result = worker.handler(event, LambdaContext(timeout_seconds=300))  # type: ignore[arg-type]
+    assert [item["itemIdentifier"] for item in result["batchItemFailures"]] == [message["MessageId"]]
+    assert receiver.for_path("/long") == []
+    # And SQS's last delivery of it (ApproximateReceiveCount) ends the run instead of executing it
+    event["Records"][0]["attributes"]["ApproximateReceiveCount"] = str(WORK_QUEUE_MAX_RECEIVE_COUNT)
+    result = worker.handler(event, LambdaContext())  # type: ignore[arg-type]
+    assert result["batchItemFailures"] == []
+    runs, _ = wired.store.list_runs(long_job["job_id"], limit=5)
+    assert runs[0].status is RunStatus.FAILED
