@@ -252,9 +252,10 @@ class StackHandle:
 
 @contextmanager
 def local_stack(
-    workers: int = 3, tick_seconds: float = 10, lookahead_seconds: int = 60, shards: int = 4
+    workers: int = 3, tick_seconds: float | None = 10, lookahead_seconds: int | None = 60, shards: int = 4
 ) -> Iterator[StackHandle]:
-    """``punctual local`` as a subprocess on free ports, in a temporary directory; stopped with SIGINT."""
+    """``punctual local`` as a subprocess on free ports, in a temporary directory; stopped with SIGINT.
+    ``None`` for the tick or the look-ahead leaves the stack's default."""
     workdir = Path(tempfile.mkdtemp(prefix="punctual-bench-"))
     with start_local_stack(
         workdir,

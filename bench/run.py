@@ -1,6 +1,6 @@
 """``make bench``: every benchmark in turn, the figures printed and written to ``bench/results/``.
 
-    python -m bench.run                      # all of them (about 12 minutes on 2 cores)
+    python -m bench.run                      # all of them (about 20 minutes on 2 cores)
     python -m bench.run --only coldstart,cost
     python -m bench.run --quick              # shorter windows, to try the harness (results in /tmp)
 
@@ -30,8 +30,8 @@ ALL = ("coldstart", "claims", "precision", "precision_faults", "cost")
 def _benchmarks(
     quick: bool,
 ) -> dict[str, tuple[Callable[[], dict[str, Any]], Callable[[dict[str, Any]], str]]]:
-    # Sized so that everything takes about 12 minutes on 2 cores (docs/benchmarks.md has the sums):
-    # coldstart ~0.5 min, claims ~0.5, precision 3 x ~1.5, precision_faults 3 x ~1.4, cost ~2.7.
+    # Sized so that everything takes about 20 minutes on 2 cores (docs/benchmarks.md has the sums):
+    # coldstart ~0.5 min, claims ~0.5, precision 3 x ~2.7, precision_faults 3 x ~2.7, cost ~2.7.
     return {
         "coldstart": (
             lambda: coldstart.run(repeat=3 if quick else 10, repeat_cold=2 if quick else 5),
@@ -41,23 +41,24 @@ def _benchmarks(
             lambda: claims.run(jobs=100 if quick else 150, repetitions=2 if quick else 3),
             claims.report,
         ),
-        # Windows longer than the 60 s look-ahead, so some jobs are due beyond it when created.
+        # The stack's defaults (one-minute tick, 120 s look-ahead), with windows longer than the
+        # look-ahead, so that some jobs are due beyond it when created and a tick sweeps them.
         "precision": (
             lambda: precision.run(
                 repetitions=2 if quick else 3,
-                jobs=40 if quick else 115,
-                window=40 if quick else 70,
+                jobs=40 if quick else 215,
+                window=40 if quick else 130,
                 burst=8 if quick else 20,
             ),
             precision.report,
         ),
-        # The same density of jobs as the precision runs (~1.7 a second), with kills. At 60 s only
-        # 3 of 300 one-offs were due beyond the look-ahead when created; at 65 s about 10 a run are.
+        # The same density of jobs as the precision runs (~1.7 a second), with kills; as above, some
+        # one-offs are due beyond the look-ahead when created.
         "precision_faults": (
             lambda: precision.run(
                 repetitions=2 if quick else 3,
-                jobs=40 if quick else 108,
-                window=40 if quick else 65,
+                jobs=40 if quick else 215,
+                window=40 if quick else 130,
                 burst=8 if quick else 15,
                 faults=True,
             ),
