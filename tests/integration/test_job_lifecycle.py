@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from functions.api.models import PatchJobIn
@@ -79,6 +79,13 @@ def test_patching_target_and_payload_applies_to_the_next_run(harness: Harness, r
     assert [d.json for d in receiver.for_path("/new")] == [{"v": 2}]
 
 
+def first_minute_after_the_lookahead(h: Harness, moment: datetime) -> datetime:
+    """The next trigger of an every-minute job dispatched at ``moment``: its occurrences up to the
+    look-ahead were claimed and sent then, the first one beyond it waits in the table."""
+    horizon = moment + timedelta(seconds=h.settings.lookahead_seconds)
+    return (horizon + timedelta(minutes=1)).replace(second=0, microsecond=0)
+
+
 def test_pause_stops_firing_and_resume_runs_once_for_what_was_missed(
     harness: Harness, receiver: Receiver
 ) -> None:
@@ -93,15 +100,15 @@ def test_pause_stops_firing_and_resume_runs_once_for_what_was_missed(
     assert receiver.for_path("/m") == []
     assert {run.status for run in runs_of(harness, job["job_id"])} <= {RunStatus.SKIPPED}
     # Then resuming runs the latest missed occurrence once (misfire run_once) and continues
+    resumed_at = harness.clock.now
     resumed = harness.service.resume_job(harness.owner, job["job_id"])
     assert resumed["status"] == "ACTIVE"
     while harness.work():
         pass
     fired = [parse_iso(d.headers["Punctual-Scheduled-For"]) for d in receiver.for_path("/m")]
     assert fired == [harness.clock.now.replace(second=0)], "only the latest missed occurrence runs"
-    assert harness.job(job["job_id"]).next_trigger_at == harness.clock.now.replace(second=0) + timedelta(
-        minutes=1
-    )
+    # (the resume dispatched the occurrences within the look-ahead; the chain goes on after them)
+    assert harness.job(job["job_id"]).next_trigger_at == first_minute_after_the_lookahead(harness, resumed_at)
 
 
 def test_resume_with_skip_policy_runs_nothing_missed(harness: Harness, receiver: Receiver) -> None:
@@ -111,13 +118,12 @@ def test_resume_with_skip_policy_runs_nothing_missed(harness: Harness, receiver:
     harness.service.pause_job(harness.owner, job["job_id"])
     tick(harness, 5)
     harness.clock.advance(30)
+    resumed_at = harness.clock.now
     harness.service.resume_job(harness.owner, job["job_id"])
     while harness.work():
         pass
     assert receiver.for_path("/s") == []
-    assert harness.job(job["job_id"]).next_trigger_at == (harness.clock.now + timedelta(minutes=1)).replace(
-        second=0
-    )
+    assert harness.job(job["job_id"]).next_trigger_at == first_minute_after_the_lookahead(harness, resumed_at)
 
 
 def test_a_paused_one_off_runs_when_resumed_even_if_its_run_was_skipped(
