@@ -5,13 +5,25 @@ The functions run on arm64 (Graviton). Their third-party dependencies come from 
 ``--platform``/``--only-binary``: no container, no compiler. The layer is rebuilt only when its pinned
 requirements (or how it is built) change; the code is staged afresh on every synth, which is a copy.
 
-Run ``python -m infra.assets`` (``make infra-setup`` does) to build the layer before ``cdk synth``.
+Both ship **bytecode compiled by exactly the runtime's Python** (3.13): ``/var/task`` and ``/opt`` are
+read-only, so without it every cold start compiles every module it imports, and bytecode is specific
+to a Python minor version. The pycs are hash-based and unchecked (PEP 552): a zip does not keep mtimes
+faithfully, so timestamp pycs could be judged stale, and checking the hash would read and hash each
+source on import; the asset is immutable, so its pycs can never disagree with its sources.
+
+A *twin* of the layer for this machine's architecture (x86_64 wheels of the same pins, plus the
+boto3 the runtime provides, ``runtime-requirements.txt``) lets ``make test`` import every handler from
+the assets in a fresh Python 3.13, and ``make bench`` time it, as Lambda would.
+
+Run ``python -m infra.assets`` (``make infra-setup`` does) to build both layers before ``cdk synth``.
 """
 
 from __future__ import annotations
 
 import atexit
+import glob
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -22,18 +34,78 @@ from typing import Final
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 BUILD_DIR: Final = REPO_ROOT / "build" / "lambda"
 LAYER_REQUIREMENTS: Final = Path(__file__).resolve().parent / "lambda-requirements.txt"
+# What the Lambda runtime itself provides (boto3 and its dependencies), for the twin layer only.
+RUNTIME_REQUIREMENTS: Final = Path(__file__).resolve().parent / "runtime-requirements.txt"
 
 # The Lambda runtime and architecture the wheels are chosen for; functions.py uses the same values.
-LAMBDA_PYTHON_VERSION: Final = "3.14"
+LAMBDA_PYTHON_VERSION: Final = "3.13"
 WHEEL_PLATFORM: Final = "manylinux2014_aarch64"
+# The twin layer: the same pins for the machine that runs the tests and benchmarks.
+TWIN_WHEEL_PLATFORM: Final = "manylinux2014_x86_64"
+# Overrides where the build finds the runtime's interpreter.
+PYTHON_ENV: Final = "PUNCTUAL_LAMBDA_PYTHON"
 
 
 class AssetError(RuntimeError):
     """An asset is missing or could not be built."""
 
 
+def runtime_python() -> str:
+    """The interpreter that compiles the assets: exactly the Lambda runtime's Python version.
+
+    ``$PUNCTUAL_LAMBDA_PYTHON``, else ``python3.13`` on the PATH, else one installed by pyenv.
+    """
+    candidates = [os.environ.get(PYTHON_ENV, "")]
+    candidates.append(shutil.which(f"python{LAMBDA_PYTHON_VERSION}") or "")
+    pyenv_root = os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv")
+    pattern = f"{pyenv_root}/versions/{LAMBDA_PYTHON_VERSION}*/bin/python{LAMBDA_PYTHON_VERSION}"
+    candidates += sorted(glob.glob(pattern), reverse=True)
+    for candidate in filter(None, candidates):
+        probe = subprocess.run(
+            [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if probe.returncode == 0 and probe.stdout.strip() == LAMBDA_PYTHON_VERSION:
+            return candidate
+    raise AssetError(
+        f"the Lambda assets are compiled by Python {LAMBDA_PYTHON_VERSION}, the functions' runtime, and none "
+        f"was found: install it (e.g. `pyenv install {LAMBDA_PYTHON_VERSION}`, or your system's "
+        f"python{LAMBDA_PYTHON_VERSION} package) or point {PYTHON_ENV} at it"
+    )
+
+
+def compile_bytecode(directory: Path, deployed_at: str) -> None:
+    """Compile every module under ``directory`` for the runtime, as unchecked hash-based pycs.
+
+    Tracebacks name the files where Lambda puts them (``deployed_at``), which also keeps the pycs
+    the same from one build directory to the next.
+    """
+    result = subprocess.run(
+        [
+            runtime_python(),
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "0",
+            "--invalidation-mode",
+            "unchecked-hash",
+            "-d",
+            deployed_at,
+            str(directory),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise AssetError(f"compiling {directory} failed:\n{result.stdout}\n{result.stderr}")
+
+
 def stage_code(destination: Path | None = None) -> Path:
-    """Copy the ``functions`` package (sources only) into a clean asset directory.
+    """Copy the ``functions`` package into a clean asset directory, with its bytecode.
 
     By default a fresh temporary directory, removed when the process exits (synthesis has copied it
     into the cloud assembly by then): two synths running at once never see each other's copy.
@@ -49,13 +121,15 @@ def stage_code(destination: Path | None = None) -> Path:
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo"),
         dirs_exist_ok=True,
     )
+    compile_bytecode(destination, "/var/task")
     return destination
 
 
-def _layer_inputs_digest(requirements: Path) -> str:
+def _layer_inputs_digest(requirements: tuple[Path, ...], platform: str) -> str:
     digest = hashlib.sha256()
-    digest.update(requirements.read_bytes())
-    digest.update(f"{LAMBDA_PYTHON_VERSION}|{WHEEL_PLATFORM}".encode())
+    for path in requirements:
+        digest.update(path.read_bytes())
+    digest.update(f"{LAMBDA_PYTHON_VERSION}|{platform}".encode())
     digest.update(Path(__file__).read_bytes())  # how the layer is built is an input too
     return digest.hexdigest()[:16]
 
@@ -63,7 +137,13 @@ def _layer_inputs_digest(requirements: Path) -> str:
 def layer_dir(build_dir: Path = BUILD_DIR, requirements: Path = LAYER_REQUIREMENTS) -> Path:
     """Where the layer for these inputs lives. A directory per inputs digest, created whole by a
     rename, is never changed afterwards: a synth reading it cannot race a rebuild."""
-    return build_dir / f"layer-{_layer_inputs_digest(requirements)}"
+    return build_dir / f"layer-{_layer_inputs_digest((requirements,), WHEEL_PLATFORM)}"
+
+
+def twin_layer_dir(build_dir: Path = BUILD_DIR) -> Path:
+    """Where the twin layer lives: this machine's wheels of the layer's pins and the runtime's boto3."""
+    digest = _layer_inputs_digest((LAYER_REQUIREMENTS, RUNTIME_REQUIREMENTS), TWIN_WHEEL_PLATFORM)
+    return build_dir / f"twin-{digest}"
 
 
 def build_dependency_layer(build_dir: Path = BUILD_DIR, requirements: Path = LAYER_REQUIREMENTS) -> Path:
@@ -71,9 +151,20 @@ def build_dependency_layer(build_dir: Path = BUILD_DIR, requirements: Path = LAY
 
     Returns at once when the layer for the same inputs exists.
     """
-    target = layer_dir(build_dir, requirements)
+    return _build_layer(layer_dir(build_dir, requirements), (requirements,), WHEEL_PLATFORM)
+
+
+def build_twin_layer(build_dir: Path = BUILD_DIR) -> Path:
+    """The twin of the layer for this machine, with what the runtime provides besides."""
+    return _build_layer(
+        twin_layer_dir(build_dir), (LAYER_REQUIREMENTS, RUNTIME_REQUIREMENTS), TWIN_WHEEL_PLATFORM
+    )
+
+
+def _build_layer(target: Path, requirements: tuple[Path, ...], platform: str) -> Path:
     if target.is_dir():
         return target
+    build_dir = target.parent
     build_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.partial-", dir=build_dir))
     try:
@@ -88,20 +179,21 @@ def build_dependency_layer(build_dir: Path = BUILD_DIR, requirements: Path = LAY
             "--no-deps",  # the requirements file pins every dependency
             "--only-binary=:all:",
             "--platform",
-            WHEEL_PLATFORM,
+            platform,
             "--implementation",
             "cp",
             "--python-version",
             LAMBDA_PYTHON_VERSION,
             "--target",
             str(staging / "python"),
-            "--requirement",
-            str(requirements),
         ]
+        for path in requirements:
+            command += ["--requirement", str(path)]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise AssetError(f"building the dependency layer failed:\n{result.stdout}\n{result.stderr}")
         _drop_console_scripts(staging / "python")
+        compile_bytecode(staging / "python", "/opt/python")
         staging.chmod(0o755)  # mkdtemp made it private; the zip keeps the mode
         try:
             staging.rename(target)
@@ -137,6 +229,8 @@ def require_dependency_layer(build_dir: Path = BUILD_DIR) -> Path:
 def main() -> None:
     layer = build_dependency_layer()
     print(f"dependency layer ready: {layer}")
+    twin = build_twin_layer()
+    print(f"twin layer (this machine, for tests and benchmarks) ready: {twin}")
 
 
 if __name__ == "__main__":

@@ -91,7 +91,8 @@ def test_given_the_layer_when_built_without_docker_then_it_holds_arm64_wheels_fo
     extensions = [path.name for path in (packages / "pydantic_core").glob("*.so")]
     assert extensions == [f"_pydantic_core.cpython-{version}-aarch64-linux-gnu.so"], extensions
     assert not (packages / "boto3").exists(), "boto3 comes with the Lambda runtime"
-    assert not list(packages.rglob("__pycache__")), "bytecode compiled here would be for the wrong Python"
+    foreign = [pyc.name for pyc in packages.rglob("*.pyc") if f".cpython-{version}." not in pyc.name]
+    assert foreign == [], f"bytecode for another Python than the runtime's: {foreign[:5]}"
     for record in packages.glob("*.dist-info/RECORD"):
         assert "../../bin/" not in record.read_text(), f"{record}: console scripts are machine-specific"
 
@@ -104,7 +105,10 @@ def test_given_the_code_asset_when_staged_then_it_holds_the_functions_package_an
     assert sorted(path.name for path in asset.iterdir()) == ["functions"], "only functions/ is uploaded"
     for role in ROLES:
         assert (asset / "functions" / role / "handler.py").is_file()
-    assert not list(asset.rglob("__pycache__"))
+    version = LAMBDA_PYTHON_VERSION.replace(".", "")
+    foreign = [pyc.name for pyc in asset.rglob("*.pyc") if f".cpython-{version}." not in pyc.name]
+    assert foreign == [], f"bytecode for another Python than the runtime's: {foreign[:5]}"
+    assert (asset / "functions" / "worker" / "__pycache__" / f"handler.cpython-{version}.pyc").is_file()
 
 
 def test_given_pyproject_dependencies_when_the_layer_is_pinned_then_every_pin_satisfies_them() -> None:

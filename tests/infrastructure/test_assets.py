@@ -1,0 +1,150 @@
+"""The Lambda assets as a deployment ships them: code and layer, with bytecode for the runtime.
+
+Each handler is imported in a fresh interpreter of the runtime's Python version, isolated, with
+nothing on its path but the staged code, the twin of the layer (the same pins, built for this
+machine) and the boto3 the runtime provides, and it must run from the shipped bytecode alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from infra.assets import (
+    LAMBDA_PYTHON_VERSION,
+    LAYER_REQUIREMENTS,
+    REPO_ROOT,
+    build_twin_layer,
+    require_dependency_layer,
+    runtime_python,
+    stage_code,
+)
+from infra.config import DeploymentConfig
+
+HANDLERS = ("functions.api.handler", "functions.dispatcher.handler", "functions.worker.handler")
+# What the Lambda runtime itself provides; everything else the functions import must be in the layer.
+RUNTIME_PROVIDED = {"boto3", "botocore"}
+PYC_TAG = f"cpython-{LAMBDA_PYTHON_VERSION.replace('.', '')}"
+
+PROBE = """
+import json, sys
+sys.path[:0] = {paths!r}
+import {module}
+shipped = tuple({paths!r})
+loaded = []
+for name, module in list(sys.modules.items()):
+    path = getattr(module, "__file__", None) or ""
+    if path.startswith(shipped):
+        loaded.append([name, path, getattr(module, "__cached__", None)])
+print(json.dumps({{"version": list(sys.version_info[:2]), "path": sys.path, "loaded": loaded}}))
+"""
+
+
+@pytest.fixture(scope="module")
+def code(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return stage_code(tmp_path_factory.mktemp("asset") / "code")
+
+
+@pytest.fixture(scope="module")
+def twin() -> Path:
+    return build_twin_layer() / "python"
+
+
+def _pyc_is_unchecked_hash(pyc: Path) -> bool:
+    flags = int.from_bytes(pyc.read_bytes()[4:8], "little")
+    return flags == 0b01  # PEP 552: hash-based, source not checked
+
+
+def _missing_bytecode(root: Path) -> list[str]:
+    missing = []
+    for source in root.rglob("*.py"):
+        pyc = source.parent / "__pycache__" / f"{source.stem}.{PYC_TAG}.pyc"
+        if not pyc.is_file() or not _pyc_is_unchecked_hash(pyc):
+            missing.append(str(source.relative_to(root)))
+    return missing
+
+
+@pytest.mark.parametrize("module", HANDLERS)
+def test_given_the_built_assets_when_a_fresh_runtime_python_imports_a_handler_then_it_runs_from_bytecode(
+    code: Path, twin: Path, module: str
+) -> None:
+    settings = DeploymentConfig().runtime_settings(
+        table_name="punctual-dev", queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/work"
+    )
+    environment = {
+        **settings.to_env(),
+        "AWS_REGION": "eu-west-1",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "POWERTOOLS_SERVICE_NAME": "punctual",
+        "PYTHONDONTWRITEBYTECODE": "1",  # the deployment package is read-only
+    }
+    paths = [str(code), str(twin)]
+    result = subprocess.run(
+        [runtime_python(), "-I", "-S", "-c", PROBE.format(paths=paths, module=module)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=False,
+    )
+    assert result.returncode == 0, f"{module} does not import from the assets:\n{result.stderr[-3000:]}"
+    report = json.loads(result.stdout)
+    assert report["version"] == [int(part) for part in LAMBDA_PYTHON_VERSION.split(".")]
+    outside = [p for p in report["path"] if p not in paths and "site-packages" in p]
+    assert outside == [], f"something besides the assets was importable: {outside}"
+    without = [
+        name
+        for name, path, cached in report["loaded"]
+        if path.endswith(".py") and (not cached or not Path(cached).is_file())
+    ]
+    assert without == [], f"modules compiled on import (no shipped bytecode): {without[:10]}"
+
+
+def test_given_the_staged_code_and_the_layer_then_every_module_has_unchecked_hash_bytecode_for_the_runtime(
+    code: Path,
+) -> None:
+    layer = require_dependency_layer() / "python"
+    for root in (code, layer):
+        missing = _missing_bytecode(root)
+        assert missing == [], f"{root}: no {PYC_TAG} hash-based bytecode for {missing[:10]}"
+
+
+def test_given_the_functions_imports_then_every_third_party_package_is_pinned_in_the_layer() -> None:
+    # e.g. targets.py's urllib3: the runtime's botocore may come with an older one than it needs.
+    imported: set[str] = set()
+    for source in (REPO_ROOT / "functions").rglob("*.py"):
+        imported |= _runtime_imports(ast.parse(source.read_text()))
+    third_party = {name for name in imported if name not in sys.stdlib_module_names and name != "functions"}
+    distributions = metadata.packages_distributions()
+    pins = {
+        line.split("==")[0].strip().lower().replace("_", "-")
+        for line in LAYER_REQUIREMENTS.read_text().splitlines()
+        if "==" in line and not line.lstrip().startswith("#")
+    }
+    unpinned = {
+        name: dist
+        for name in third_party
+        for dist in distributions.get(name, [name])
+        if dist.lower().replace("_", "-") not in pins and dist.lower() not in RUNTIME_PROVIDED
+    }
+    assert unpinned == {}, f"imported by functions/ but neither in the layer nor the runtime: {unpinned}"
+
+
+def _runtime_imports(tree: ast.AST) -> set[str]:
+    """Top-level packages a module imports when it runs (not those under ``if TYPE_CHECKING:``)."""
+    found: set[str] = set()
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            found |= _runtime_imports(ast.Module(body=node.orelse, type_ignores=[]))
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+        found |= _runtime_imports(node)
+    return found
