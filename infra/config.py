@@ -55,6 +55,9 @@ class DeploymentConfig(BaseModel):
 
     # The API: who may call it, and how fast.
     api_auth: Literal["iam", "api_key"] = "iam"
+    # IAM callers: jobs belong to the role ("role", every session of it shares them) or to the role's
+    # session ("session": people sharing one SSO permission set are told apart by session name).
+    owner_mode: Literal["role", "session"] = "role"
     api_key_names: tuple[str, ...] = ("default",)
     api_throttle_rate_limit: float = Field(default=50, gt=0)
     api_throttle_burst_limit: int = Field(default=100, ge=1)
@@ -144,6 +147,8 @@ class DeploymentConfig(BaseModel):
             region=region,
             account_id=account_id,
             partition=partition,
+            api_auth=self.api_auth,
+            owner_mode=self.owner_mode,
             shard_count=self.shard_count,
             lookahead_seconds=self.lookahead_seconds,
             min_interval_seconds=self.min_interval_seconds,

@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Server
 from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
@@ -34,21 +33,10 @@ from functions.core.wiring import build_network_policy, build_store, default_dis
 MAX_BODY_BYTES = 64 * 1024
 # Powertools reports header names in lower case; errors name them as the caller wrote them.
 HEADER_NAMES = {"idempotency-key": "Idempotency-Key"}
-TITLE = "Punctual"
-DESCRIPTION = (
-    "Schedule one-off and recurring jobs that fire at their second. Authenticate with AWS SigV4 "
-    "(deployed) or `Authorization: Bearer <token>` (local stack)."
-)
 
+# The OpenAPI document and Swagger UI are routes of their own (functions/api/openapi.py, imported on
+# demand) rather than Powertools' enable_swagger, whose models would be imported on every cold start.
 app = APIGatewayRestResolver(enable_validation=True)
-app.enable_swagger(
-    path="/docs",
-    title=TITLE,
-    version="0.1.0",
-    description=DESCRIPTION,
-    security_schemes={"bearer": HTTPBearer()},
-    security=[{"bearer": []}],
-)
 
 ERRORS: dict[int, Any] = {
     status: {"description": text, "content": {"application/json": {"model": ErrorOut}}}
@@ -80,12 +68,16 @@ def service() -> JobService:
 
 
 def current_owner() -> str:
-    """The authenticated caller: a Lambda/local authorizer's principal, the IAM caller (a role for
-    its sessions), or an API key."""
+    """The authenticated caller: a Lambda/local authorizer's principal, the IAM caller (a role, or a
+    role's session, per the deployment's owner mode), or an API key."""
     context = app.current_event.request_context
     authorizer = context.authorizer
     principal = authorizer.get("principalId") if authorizer else None
-    owner = principal or owner_of_arn(context.identity.user_arn) or context.identity.api_key_id
+    owner = (
+        principal
+        or owner_of_arn(context.identity.user_arn, get_settings().owner_mode)
+        or context.identity.api_key_id
+    )
     if not owner:
         raise Unauthorized("missing or invalid credentials")
     return str(owner)
@@ -96,13 +88,18 @@ _ASSUMED_ROLE = re.compile(
 )
 
 
-def owner_of_arn(arn: str | None) -> str | None:
-    """The owner for an IAM caller: a role's sessions (Lambda, ECS, SSO logins) all act as the role,
-    so jobs created in one session stay visible in the next."""
+def owner_of_arn(arn: str | None, mode: str = "role") -> str | None:
+    """The owner for an IAM caller.
+
+    ``role`` (the default): a role's sessions (Lambda, ECS, SSO logins) all act as the role, so jobs
+    created in one session stay visible in the next, and every SSO user of one permission set shares
+    them. ``session``: the assumed-role ARN as it is, with the session name (for SSO, the user), so
+    people sharing a role are told apart; a service's sessions then need a stable session name.
+    """
     if not arn:
         return None
     match = _ASSUMED_ROLE.match(arn)
-    if match:
+    if match and mode == "role":
         return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
     return arn
 
@@ -156,79 +153,34 @@ def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@app.get("/openapi.json", tags=["system"], include_in_schema=False)
+@app.get("/openapi.json", include_in_schema=False)
 def openapi_document() -> Response[str]:
-    document = json.loads(
-        app.get_openapi_json_schema(
-            title=TITLE,
-            version="0.1.0",
-            description=DESCRIPTION,
-            security_schemes={"bearer": HTTPBearer()},
-            security=[{"bearer": []}],
-            servers=[Server(url="/")],
-        )
+    from functions.api import openapi
+
+    document = openapi.openapi_document(app, app.current_event, get_settings().api_auth)
+    return _json(200, document)
+
+
+@app.get("/docs", include_in_schema=False)
+def swagger_ui() -> Response[str]:
+    from functions.api import openapi
+
+    return Response(
+        status_code=200, content_type="text/html; charset=utf-8", body=openapi.swagger_page(app.current_event)
     )
-    # Powertools drops an empty per-route security list; health is the one route without auth.
-    document["paths"]["/v1/health"]["get"]["security"] = []
-    add_links(document)
-    return Response(status_code=200, content_type="application/json", body=json.dumps(document))
 
 
-# OpenAPI links: which answer's ids feed which operation, so a client (and schemathesis's stateful
-# phase) can chain calls with real ids: create a job, read, change, pause, resume, run and cancel it,
-# then read and cancel the run it started. Every answer carrying a job (JobOut) leads to the job's
-# other operations; every answer carrying a run (RunOut) to the run's and to its job. Lists have no
-# links: `items/0` of an empty page does not resolve.
-_JOB = "/v1/jobs/{job_id}"
-_RUN = "/v1/jobs/{job_id}/runs/{run_id}"
-JOB_OPERATIONS: dict[str, tuple[str, str]] = {
-    "GetJob": ("get", _JOB),
-    "ChangeJob": ("patch", _JOB),
-    "CancelJob": ("delete", _JOB),
-    "PauseJob": ("post", _JOB + "/pause"),
-    "ResumeJob": ("post", _JOB + "/resume"),
-    "RunJobNow": ("post", _JOB + "/run"),
-    "ListRuns": ("get", _JOB + "/runs"),
-}
-RUN_OPERATIONS: dict[str, tuple[str, str]] = {
-    "GetRun": ("get", _RUN),
-    "CancelRun": ("post", _RUN + "/cancel"),
-}
-# The answers that carry a job, and those that carry a run: (method, path, status).
-JOB_ANSWERS = [
-    ("post", "/v1/jobs", "201"),
-    ("get", _JOB, "200"),
-    ("patch", _JOB, "200"),
-    ("delete", _JOB, "200"),
-    ("post", _JOB + "/pause", "200"),
-    ("post", _JOB + "/resume", "200"),
-]
-RUN_ANSWERS = [("post", _JOB + "/run", "202"), ("get", _RUN, "200"), ("post", _RUN + "/cancel", "200")]
+@app.get("/docs/<asset>", include_in_schema=False)
+def swagger_ui_asset(asset: str) -> Response[str]:
+    from functions.api import openapi
 
-
-def add_links(document: dict[str, Any]) -> None:
-    """Adds the ``links`` of every answer that carries a job or a run, naming targets by operationId."""
-    paths = document["paths"]
-
-    def link(target: tuple[str, str], parameters: dict[str, str]) -> dict[str, Any]:
-        method, path = target
-        names = {p["name"] for p in paths[path][method].get("parameters", []) if p["in"] == "path"}
-        return {
-            "operationId": paths[path][method]["operationId"],
-            "parameters": {f"path.{name}": parameters[name] for name in sorted(names)},
-        }
-
-    job = {"job_id": "$response.body#/job_id"}
-    run = {**job, "run_id": "$response.body#/run_id"}
-    for answers, targets, ids in (
-        (JOB_ANSWERS, JOB_OPERATIONS, job),
-        (RUN_ANSWERS, {**RUN_OPERATIONS, "GetJob": JOB_OPERATIONS["GetJob"]}, run),
-    ):
-        for method, path, status in answers:
-            response = paths[path][method]["responses"][status]
-            response["links"] = {
-                name: link(target, ids) for name, target in targets.items() if target != (method, path)
-            }
+    found = openapi.swagger_asset(asset)
+    if found is None:
+        return _json(404, {"error": "not_found", "field": "path", "reason": "no such asset"})
+    content_type, text = found
+    # The assets change only with the Powertools version the deployment ships.
+    headers = {"Cache-Control": "public, max-age=86400"}
+    return Response(status_code=200, content_type=content_type, body=text, headers=headers)
 
 
 @app.post(

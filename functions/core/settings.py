@@ -26,6 +26,11 @@ def _bounded(default: int, low: int, high: int | None = None) -> Any:
     return field(default=default, metadata={"bounds": (low, high)})
 
 
+def _one_of(default: str, *choices: str) -> Any:
+    """A str field that takes one of ``choices``, checked on construction."""
+    return field(default=default, metadata={"choices": (default, *choices)})
+
+
 @dataclass(frozen=True)
 class Settings:
     """Runtime configuration; each field maps to the environment variable ``PUNCTUAL_<FIELD>``."""
@@ -40,6 +45,12 @@ class Settings:
     partition: str = "aws"
     # Set locally (moto server, LocalStack); unset on AWS.
     aws_endpoint_url: str | None = None
+    # How callers authenticate, for the API's description of itself: the local stack's bearer tokens,
+    # or the deployment's SigV4 (iam) or API keys.
+    api_auth: str = _one_of("bearer", "iam", "api_key")
+    # Who owns what an IAM caller creates: its role ("role": every session of a role, such as every
+    # SSO user of one permission set, shares the jobs) or the role and session name ("session").
+    owner_mode: str = _one_of("role", "session")
 
     shard_count: int = _bounded(8, 1, 1000)
     lookahead_seconds: int = _bounded(120, 60, 840)
@@ -80,6 +91,9 @@ class Settings:
             kind = hints[spec.name]
             if not _is_instance(value, kind):
                 raise ValueError(f"{spec.name}: expected {_describe(kind)}, got {value!r}")
+            choices = spec.metadata.get("choices")
+            if choices is not None and value not in choices:
+                raise ValueError(f"{spec.name}: must be one of {', '.join(choices)}, got {value!r}")
             low, high = spec.metadata.get("bounds", (None, None))
             if low is not None and value < low:
                 raise ValueError(f"{spec.name}: must be at least {low}, got {value}")

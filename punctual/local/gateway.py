@@ -21,6 +21,8 @@ from functions.core.observability import logger
 from punctual.local.httpserver import LocalHTTPServer
 
 PUBLIC_PATHS = ("/v1/health", "/openapi.json", "/docs")
+# Swagger UI's script and style, under /docs/.
+PUBLIC_PREFIXES = ("/docs/",)
 MAX_BODY_BYTES = 64 * 1024
 
 
@@ -118,7 +120,7 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
             body = self.rfile.read(length) if length else b""
             path = urlsplit(self.path).path
             principal = None
-            if path not in PUBLIC_PATHS:
+            if path not in PUBLIC_PATHS and not path.startswith(PUBLIC_PREFIXES):
                 auth = self.headers.get("Authorization", "")
                 scheme, _, token = auth.partition(" ")
                 principal = tokens.get(token.strip()) if scheme.lower() == "bearer" else None

@@ -36,6 +36,7 @@ PRODUCTION_CONTEXT: dict[str, Any] = {
     "api_auth": "api_key",
     "api_key_names": ["team-a", "team-b"],
     "api_quota_per_day": 100000,
+    "owner_mode": "session",
     "alarm_topic_arn": "arn:aws:sns:eu-west-1:123456789012:oncall",
 }
 

@@ -10,7 +10,7 @@ from tests.infrastructure.conftest import PRODUCTION_CONTEXT, Synthesized
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
 
-PUBLIC = {"/v1/health", "/openapi.json", "/docs"}
+PUBLIC = {"/v1/health", "/openapi.json", "/docs", "/docs/{asset}"}
 
 
 def _paths(synthesized: Synthesized) -> dict[str, str]:

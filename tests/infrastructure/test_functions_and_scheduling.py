@@ -142,6 +142,8 @@ def test_given_the_default_context_when_synthesized_then_every_function_reads_th
         assert settings.lookahead_seconds == 120
         assert settings.http_allow_loopback is False
         assert settings.allowed_target_arns == ()
+        # The API describes SigV4 as its authentication; IAM callers own jobs per role.
+        assert (settings.api_auth, settings.owner_mode) == ("iam", "role")
     variables = default_stack.function("api")["Properties"]["Environment"]["Variables"]
     assert variables["PUNCTUAL_TABLE_NAME"] == {"Ref": default_stack.logical_id("AWS::DynamoDB::Table")}
     # Targets named by bare name resolve in the deployment's own account and partition.
@@ -160,6 +162,7 @@ def test_given_operator_context_when_synthesized_then_the_functions_get_those_se
         assert settings.run_retention_days == PRODUCTION_CONTEXT["run_retention_days"]
         assert settings.http_allow_list == tuple(PRODUCTION_CONTEXT["http_allow_list"])
         assert settings.allowed_target_arns == tuple(PRODUCTION_CONTEXT["allowed_target_arns"])
+        assert (settings.api_auth, settings.owner_mode) == ("api_key", "session")
 
 
 def test_given_the_worker_when_synthesized_then_its_sqs_source_batches_and_reports_partial_failures(

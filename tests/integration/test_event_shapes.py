@@ -1,0 +1,200 @@
+"""The handlers against the events AWS really sends (tests/fixtures/events): API Gateway REST proxy
+requests from an IAM user, an assumed role and an API key, an EventBridge scheduled tick and SQS
+records. A job created through such a request is dispatched and executed."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from functions.api import handler as api
+from functions.core.model import RunStatus, iso
+from functions.dispatcher import handler as dispatcher
+from functions.worker import handler as worker
+from punctual.local.gateway import LambdaContext
+from tests.integration.conftest import Harness
+from tests.support.receiver import Receiver
+
+EVENTS = Path(__file__).resolve().parent.parent / "fixtures" / "events"
+IAM_USER = "apigateway_rest_iam_user.json"
+ASSUMED_ROLE = "apigateway_rest_assumed_role.json"
+API_KEY = "apigateway_rest_api_key.json"
+DOMAIN = "abc123defg.execute-api.eu-west-1.amazonaws.com"
+
+
+def sample(name: str) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads((EVENTS / name).read_text())
+    return event
+
+
+def request(
+    name: str, method: str, path: str, body: Any = None, *, session: str | None = None
+) -> dict[str, Any]:
+    """The sample request with this method, path (under the stage ``prod``) and JSON body."""
+    event = sample(name)
+    event["httpMethod"] = event["requestContext"]["httpMethod"] = method
+    event["path"] = path
+    event["requestContext"]["path"] = f"/prod{path}"
+    event["pathParameters"] = {"proxy": path.removeprefix("/v1/")}
+    event["body"] = json.dumps(body) if body is not None else None
+    if session is not None:  # another user of the same permission set
+        identity = event["requestContext"]["identity"]
+        identity["userArn"] = identity["userArn"].rsplit("/", 1)[0] + f"/{session}"
+        identity["caller"] = identity["user"] = f"AROAEXAMPLEID:{session}"
+    return event
+
+
+@pytest.fixture
+def deployed(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Harness:
+    """The handlers wired to the harness, with a deployment's settings (SigV4, owner per role)."""
+    settings = harness.settings.replace(api_auth="iam", owner_mode="role")
+    monkeypatch.setattr(api, "service", lambda: harness.service)
+    monkeypatch.setattr(api, "get_settings", lambda: settings)
+    monkeypatch.setattr(worker, "run_executor", lambda: harness.executor)
+    monkeypatch.setattr(dispatcher, "default_dispatcher", lambda: harness.dispatcher)
+    monkeypatch.setattr(dispatcher, "get_settings", lambda: harness.settings)
+    return harness
+
+
+def use_settings(monkeypatch: pytest.MonkeyPatch, harness: Harness, **changes: str) -> None:
+    settings = harness.settings.replace(**changes)
+    monkeypatch.setattr(api, "get_settings", lambda: settings)
+
+
+def call(event: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+    result = api.handler(copy.deepcopy(event), LambdaContext())  # type: ignore[arg-type]
+    body = result.get("body") or ""
+    # A REST API proxy answer may carry its headers in either form.
+    headers = {
+        **{key: values[-1] for key, values in (result.get("multiValueHeaders") or {}).items()},
+        **(result.get("headers") or {}),
+    }
+    parsed = json.loads(body) if headers.get("Content-Type", "").startswith("application/json") else body
+    return result["statusCode"], parsed, headers
+
+
+def job_body(receiver: Receiver, harness: Harness, seconds: float = 3) -> dict[str, Any]:
+    return {
+        "schedule": {"at": iso(harness.clock() + timedelta(seconds=seconds))},
+        "target": {"type": "http", "url": receiver.url + "/shaped"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("sample_name", "owner"),
+    [
+        (IAM_USER, "arn:aws:iam::123456789012:user/alice"),
+        (ASSUMED_ROLE, "arn:aws:iam::123456789012:role/AWSReservedSSO_Developers_0123456789abcdef"),
+        (API_KEY, "k1xmpl2abc"),
+    ],
+)
+def test_given_a_caller_as_api_gateway_authenticates_it_when_it_creates_a_job_then_it_owns_it(
+    deployed: Harness, receiver: Receiver, sample_name: str, owner: str
+) -> None:
+    status, job, _ = call(request(sample_name, "POST", "/v1/jobs", job_body(receiver, deployed)))
+    assert status == 201, job
+    assert deployed.job(job["job_id"]).owner == owner
+    status, seen, _ = call(request(sample_name, "GET", f"/v1/jobs/{job['job_id']}"))
+    assert status == 200 and seen["job_id"] == job["job_id"]
+    other = IAM_USER if sample_name != IAM_USER else API_KEY
+    status, _, _ = call(request(other, "GET", f"/v1/jobs/{job['job_id']}"))
+    assert status == 404, "another caller must not see the job"
+
+
+def test_given_owner_mode_role_when_two_sso_users_share_a_permission_set_then_they_share_jobs(
+    deployed: Harness, receiver: Receiver
+) -> None:
+    status, job, _ = call(request(ASSUMED_ROLE, "POST", "/v1/jobs", job_body(receiver, deployed)))
+    assert status == 201
+    status, _, _ = call(request(ASSUMED_ROLE, "GET", f"/v1/jobs/{job['job_id']}", session="bob@example.com"))
+    assert status == 200, "the default owner is the role: every session of it sees the job"
+
+
+def test_given_owner_mode_session_when_two_sso_users_share_a_permission_set_then_each_owns_their_own(
+    deployed: Harness, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_settings(monkeypatch, deployed, api_auth="iam", owner_mode="session")
+    status, job, _ = call(request(ASSUMED_ROLE, "POST", "/v1/jobs", job_body(receiver, deployed)))
+    assert status == 201
+    assert deployed.job(job["job_id"]).owner == (
+        "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Developers_0123456789abcdef/alice@example.com"
+    )
+    status, _, _ = call(request(ASSUMED_ROLE, "GET", f"/v1/jobs/{job['job_id']}", session="bob@example.com"))
+    assert status == 404, "with owner_mode=session another session of the role must not see the job"
+    status, _, _ = call(request(ASSUMED_ROLE, "GET", f"/v1/jobs/{job['job_id']}"))
+    assert status == 200
+
+
+def test_given_a_deployed_stage_when_the_openapi_document_is_read_then_it_names_the_stage_and_sigv4(
+    deployed: Harness,
+) -> None:
+    status, document, _ = call(request(IAM_USER, "GET", "/openapi.json"))
+    assert status == 200
+    assert document["servers"] == [{"url": f"https://{DOMAIN}/prod"}], "clients must call the stage's URL"
+    assert document["security"] == [{"sigv4": []}]
+    scheme = document["components"]["securitySchemes"]["sigv4"]
+    assert scheme["x-amazon-apigateway-authtype"] == "awsSigv4" and scheme["name"] == "Authorization"
+    assert document["paths"]["/v1/health"]["get"]["security"] == []
+
+
+def test_given_api_key_mode_when_the_openapi_document_is_read_then_it_asks_for_x_api_key(
+    deployed: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_settings(monkeypatch, deployed, api_auth="api_key")
+    _, document, _ = call(request(API_KEY, "GET", "/openapi.json"))
+    assert document["security"] == [{"api_key": []}]
+    assert document["components"]["securitySchemes"]["api_key"] == {
+        "type": "apiKey",
+        "name": "x-api-key",
+        "in": "header",
+        "description": "An API key of the deployment's usage plan; the key's id owns the jobs.",
+    }
+
+
+def test_given_a_deployed_stage_when_docs_are_opened_then_the_page_is_small_and_loads_its_assets_there(
+    deployed: Harness,
+) -> None:
+    status, page, headers = call(request(IAM_USER, "GET", "/docs"))
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert len(page.encode()) < 4096, f"the docs page is {len(page.encode())} bytes"
+    assert '"/prod/openapi.json"' in page and "/prod/docs/swagger-ui-bundle.min.js" in page
+    status, script, headers = call(request(IAM_USER, "GET", "/docs/swagger-ui-bundle.min.js"))
+    assert status == 200 and headers["Content-Type"].startswith("text/javascript")
+    assert "SwaggerUIBundle" in script and "max-age" in headers["Cache-Control"]
+    status, _, _ = call(request(IAM_USER, "GET", "/docs/secrets.txt"))
+    assert status == 404
+
+
+def test_given_a_job_created_through_api_gateway_when_ticked_and_polled_then_it_runs(
+    deployed: Harness, receiver: Receiver
+) -> None:
+    # Given a job created by an IAM caller, due beyond the look-ahead
+    body = job_body(receiver, deployed, seconds=deployed.settings.lookahead_seconds + 30)
+    status, job, _ = call(request(IAM_USER, "POST", "/v1/jobs", body))
+    assert status == 201 and deployed.queue.sent == []
+    # When EventBridge ticks the dispatcher once its look-ahead reaches the job
+    deployed.clock.advance(60)
+    summary = dispatcher.handler(sample("eventbridge_scheduled.json"), LambdaContext())  # type: ignore[arg-type]
+    assert summary["sent"] == 1
+    # And the event source mapping hands the message to the worker as SQS does, ~2 s before it is due
+    deployed.clock.advance(deployed.settings.lookahead_seconds + 30 - 60 - 2)
+    (message,) = deployed.queue.client.receive_message(
+        QueueUrl=deployed.queue.queue_url, AttributeNames=["All"], VisibilityTimeout=30
+    )["Messages"]
+    record = sample("sqs_record.json")
+    record.update(
+        messageId=message["MessageId"], receiptHandle=message["ReceiptHandle"], body=message["Body"]
+    )
+    record["attributes"]["ApproximateReceiveCount"] = message["Attributes"]["ApproximateReceiveCount"]
+    result = worker.handler({"Records": [record]}, LambdaContext())  # type: ignore[arg-type]
+    # Then the run succeeded and the target was called once, at its second
+    assert result["batchItemFailures"] == []
+    (delivery,) = receiver.for_path("/shaped")
+    status, runs, _ = call(request(IAM_USER, "GET", f"/v1/jobs/{job['job_id']}/runs"))
+    assert status == 200 and runs["items"][0]["status"] == RunStatus.SUCCEEDED.value
+    assert delivery.headers["Punctual-Run-Id"] == runs["items"][0]["run_id"]
