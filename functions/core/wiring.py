@@ -7,12 +7,12 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from functions.core import aws
-from functions.core.dispatching import Dispatcher
 from functions.core.queue import WorkQueue
 from functions.core.settings import Settings, get_settings
 from functions.core.store import Store
 
-if TYPE_CHECKING:  # imported where used: only the worker executes targets, the dispatcher neither
+if TYPE_CHECKING:  # imported where used: only the worker executes targets, and it dispatches nothing
+    from functions.core.dispatching import Dispatcher
     from functions.core.netguard import NetworkPolicy
     from functions.core.targets import TargetExecutor
 
@@ -36,6 +36,8 @@ def build_network_policy(settings: Settings) -> NetworkPolicy:
 
 
 def build_dispatcher(settings: Settings) -> Dispatcher:
+    from functions.core.dispatching import Dispatcher
+
     return Dispatcher(build_store(settings), build_queue(settings), settings)
 
 

@@ -82,11 +82,11 @@ def test_given_the_built_assets_when_a_fresh_runtime_python_imports_a_handler_th
         "AWS_REGION": "eu-west-1",
         "AWS_DEFAULT_REGION": "eu-west-1",
         "POWERTOOLS_SERVICE_NAME": "punctual",
-        "PYTHONDONTWRITEBYTECODE": "1",  # the deployment package is read-only
     }
     paths = [str(code), str(twin)]
+    # -I: isolated, -S: no site-packages, -B: write no bytecode (the deployment package is read-only).
     result = subprocess.run(
-        [runtime_python(), "-I", "-S", "-c", PROBE.format(paths=paths, module=module)],
+        [runtime_python(), "-I", "-S", "-B", "-c", PROBE.format(paths=paths, module=module)],
         capture_output=True,
         text=True,
         env=environment,
