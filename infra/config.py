@@ -74,7 +74,14 @@ class DeploymentConfig(BaseModel):
     log_retention_days: int = Field(default=30, ge=1)
     oldest_message_alarm_seconds: int = Field(default=1800, ge=60)
     dispatcher_lag_alarm_seconds: int = Field(default=180, ge=60)
+    # Where alarms notify: an existing topic of yours, or (unset) a topic the stack creates, which
+    # alarm_email subscribes to (AWS sends a confirmation e-mail first).
     alarm_topic_arn: str | None = None
+    alarm_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+    # Concurrency kept for the dispatcher, so a busy worker or api cannot throttle its ticks. AWS
+    # refuses a reservation that leaves an account less than 10 unreserved (a new account's quota is
+    # 10): there, raise the quota or set 0 (docs/deploy.md). Unset: a tick and its fan-out, twice.
+    dispatcher_reserved_concurrency: int | None = Field(default=None, ge=0, le=1000)
 
     @field_validator(*_LIST_FIELDS, mode="before")
     @classmethod
@@ -119,6 +126,14 @@ class DeploymentConfig(BaseModel):
         if self.api_auth == "api_key" and not self.api_key_names:
             raise ValueError("api_auth=api_key needs at least one name in api_key_names")
         return self
+
+    @property
+    def dispatcher_concurrency(self) -> int:
+        """The dispatcher's reserved concurrency (0: none): by default room for two overlapping ticks,
+        each with its fanned-out sweeps."""
+        if self.dispatcher_reserved_concurrency is not None:
+            return self.dispatcher_reserved_concurrency
+        return 2 * (self.sweep_invocations + 1)
 
     @property
     def is_production(self) -> bool:

@@ -110,6 +110,8 @@ class Functions(Construct):
             # A failed tick is not retried: the next one, a minute later, sweeps the same buckets.
             retry_attempts=0,
             max_event_age=Duration.minutes(1),
+            # Kept for it, so that a busy worker or api cannot throttle the ticks.
+            reserved_concurrency=config.dispatcher_concurrency or None,
         )
         self.worker = self._function(
             _FunctionSpec(
@@ -134,6 +136,7 @@ class Functions(Construct):
         *,
         retry_attempts: int | None = None,
         max_event_age: Duration | None = None,
+        reserved_concurrency: int | None = None,
     ) -> lambda_.Function:
         removal = RemovalPolicy.RETAIN if self._config.is_production else RemovalPolicy.DESTROY
         log_group = logs.LogGroup(self, f"{spec.construct_id}Logs", removal_policy=removal)
@@ -170,6 +173,7 @@ class Functions(Construct):
             log_group=log_group,
             retry_attempts=retry_attempts,
             max_event_age=max_event_age,
+            reserved_concurrent_executions=reserved_concurrency,
         )
         log_group.grant_write(role)
         NagSuppressions.add_resource_suppressions(
@@ -224,8 +228,11 @@ class Functions(Construct):
         role.add_to_principal_policy(
             permissions.queue_actions(["sqs:ChangeMessageVisibility"], queues.work_queue)
         )
-        # After the last attempt the worker copies the message to the DLQ itself.
-        role.add_to_principal_policy(permissions.queue_actions(["sqs:SendMessage"], queues.dead_letter_queue))
+        # After the last attempt the worker copies the message to the DLQ itself; on a message's last
+        # delivery, a run another worker still holds gets a fresh copy of it on the work queue.
+        role.add_to_principal_policy(
+            permissions.queue_actions(["sqs:SendMessage"], queues.work_queue, queues.dead_letter_queue)
+        )
         patterns = self._config.allowed_target_arns
         for statement in permissions.target_statements(patterns):
             role.add_to_principal_policy(statement)

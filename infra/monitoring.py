@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Final
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from infra.config import DeploymentConfig
@@ -129,13 +132,48 @@ class Monitoring(Construct):
             ),
         ]
         self.alarms: dict[str, cloudwatch.Alarm] = {a.node.id: a for a in alarms}
-        if config.alarm_topic_arn:
-            topic = sns.Topic.from_topic_arn(self, "AlarmTopic", config.alarm_topic_arn)
-            for alarm in self.alarms.values():
-                alarm.add_alarm_action(actions.SnsAction(topic))
-                alarm.add_ok_action(actions.SnsAction(topic))
+        self.alarm_topic = self._alarm_topic(config)
+        for alarm in self.alarms.values():
+            alarm.add_alarm_action(actions.SnsAction(self.alarm_topic))
+            alarm.add_ok_action(actions.SnsAction(self.alarm_topic))
 
         self.dashboard = self._dashboard(config, api, api_function, dispatcher, worker, queues, table)
+
+    def _alarm_topic(self, config: DeploymentConfig) -> sns.ITopic:
+        """The operator's topic, or one of the stack's, so that a fresh deployment's alarms reach
+        someone (alarm_email) rather than nobody."""
+        if config.alarm_topic_arn:
+            return sns.Topic.from_topic_arn(self, "AlarmTopic", config.alarm_topic_arn)
+        topic = sns.Topic(
+            self,
+            "AlarmTopic",
+            display_name=f"Punctual {config.stage} alarms",
+            enforce_ssl=True,
+        )
+        # The SSL-only policy replaces the topic's default one: let CloudWatch alarms of this account
+        # publish explicitly.
+        topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                actions=["sns:Publish"],
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                resources=[topic.topic_arn],
+                conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
+            )
+        )
+        if config.alarm_email:
+            topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+        NagSuppressions.add_resource_suppressions(
+            topic,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-SNS2",
+                    reason="Alarm notifications carry alarm names and states, no job data. CloudWatch "
+                    "cannot publish to a topic encrypted with the AWS-managed SNS key, and a "
+                    "customer-managed key for it would cost more than the alarms themselves.",
+                )
+            ],
+        )
+        return topic
 
     def _lag_metric(self, config: DeploymentConfig, dispatcher_logs: logs.ILogGroup) -> cloudwatch.Metric:
         namespace = f"Punctual/{config.stage}"

@@ -6,7 +6,7 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core.definitions import DLQ_RETENTION_SECONDS, WORK_QUEUE_MAX_RECEIVE_COUNT, queue_names
+from functions.core.definitions import DLQ_RETENTION_SECONDS, WORK_QUEUE_MAX_RECEIVE_COUNT
 from infra.config import DeploymentConfig
 
 # AWS guidance for an SQS event source: the queue's visibility timeout is at least six times the
@@ -24,7 +24,11 @@ def work_queue_visibility(worker_timeout: Duration, batching_window_seconds: int
 
 
 class WorkQueues(Construct):
-    """Encrypted (SSE-SQS), TLS-only queues; a message received too often moves to the DLQ."""
+    """Encrypted (SSE-SQS), TLS-only queues; a message received too often moves to the DLQ.
+
+    CloudFormation names them: prod keeps them when the stack is deleted, and a fixed name would make
+    the next deploy of the same stack fail on the queue that is still there.
+    """
 
     def __init__(
         self,
@@ -43,12 +47,10 @@ class WorkQueues(Construct):
                 "the work queue would delete a failing message before redriving it to the DLQ: "
                 "max receive count x visibility timeout must stay below its retention period"
             )
-        work_name, dlq_name = queue_names(config.name_prefix)
         removal = RemovalPolicy.RETAIN if config.is_production else RemovalPolicy.DESTROY
         self.dead_letter_queue = sqs.Queue(
             self,
             "DeadLetterQueue",
-            queue_name=dlq_name,
             retention_period=Duration.seconds(DLQ_RETENTION_SECONDS),
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
@@ -57,7 +59,6 @@ class WorkQueues(Construct):
         self.work_queue = sqs.Queue(
             self,
             "WorkQueue",
-            queue_name=work_name,
             visibility_timeout=visibility_timeout,
             retention_period=WORK_QUEUE_RETENTION,
             encryption=sqs.QueueEncryption.SQS_MANAGED,

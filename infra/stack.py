@@ -55,7 +55,7 @@ class PunctualStack(Stack):
             work_queue=queues.work_queue,
         )
         api = Api(self, "Api", config=config, handler=functions.api)
-        Monitoring(
+        monitoring = Monitoring(
             self,
             "Monitoring",
             config=config,
@@ -72,6 +72,12 @@ class PunctualStack(Stack):
         CfnOutput(self, "TableName", value=storage.table.table_name)
         CfnOutput(self, "WorkQueueUrl", value=queues.work_queue.queue_url)
         CfnOutput(self, "DeadLetterQueueUrl", value=queues.dead_letter_queue.queue_url)
+        CfnOutput(
+            self,
+            "AlarmTopicArn",
+            value=monitoring.alarm_topic.topic_arn,
+            description="Every alarm notifies this SNS topic (alarm_email subscribes to it)",
+        )
         for index, key in enumerate(api.api_keys):
             CfnOutput(
                 self,

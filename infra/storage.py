@@ -46,10 +46,11 @@ class Storage(Construct):
         if definition["BillingMode"] != "PAY_PER_REQUEST":
             raise ValueError("the table definition must stay on-demand (PAY_PER_REQUEST)")
         partition_key, sort_key = _key_attributes(definition, definition["KeySchema"])
+        # No fixed name: prod retains the table when the stack is deleted, and a redeploy would fail on
+        # a table of the same name still being there. The functions get the generated name.
         self.table = dynamodb.Table(
             self,
             "Table",
-            table_name=definition["TableName"],
             partition_key=partition_key,
             sort_key=sort_key,
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,

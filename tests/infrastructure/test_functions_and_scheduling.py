@@ -195,10 +195,18 @@ def test_given_the_dispatcher_when_synthesized_then_a_rule_invokes_it_every_minu
     assert rule["State"] == "ENABLED"
     assert [target["Arn"] for target in rule["Targets"]] == [{"Fn::GetAtt": [dispatcher_id, "Arn"]}]
     dispatcher = default_stack.function("dispatcher")["Properties"]
-    # Correctness never assumes a single dispatcher, so concurrency is not pinned to one.
-    assert "ReservedConcurrentExecutions" not in dispatcher
+    # Correctness never assumes a single dispatcher, so concurrency is not pinned to one; but some is
+    # kept for it (two overlapping ticks), so a busy worker or api cannot throttle the ticks.
+    assert dispatcher["ReservedConcurrentExecutions"] == 4
     assert dispatcher["Timeout"] >= 60
     default_stack.template.has_resource_properties(
         "AWS::Lambda::EventInvokeConfig",
         {"FunctionName": {"Ref": dispatcher_id}, "MaximumRetryAttempts": 0},
     )
+
+
+def test_given_a_young_account_when_reservation_is_off_then_the_dispatcher_reserves_nothing() -> None:
+    from infra.config import DeploymentConfig
+
+    assert DeploymentConfig.from_mapping({"dispatcher_reserved_concurrency": 0}).dispatcher_concurrency == 0
+    assert DeploymentConfig.from_mapping({"sweep_invocations": 8}).dispatcher_concurrency == 18

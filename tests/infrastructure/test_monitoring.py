@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from aws_cdk.assertions import Template
 
 from infra.monitoring import LAG_METRIC_NAME, SWEEP_FINISHED_MESSAGE
 from tests.infrastructure.conftest import PRODUCTION_CONTEXT, Synthesized
@@ -69,8 +70,28 @@ def test_given_an_alarm_topic_when_synthesized_then_every_alarm_notifies_it(
     for alarm in _alarms(production_stack).values():
         assert alarm["AlarmActions"] == [PRODUCTION_CONTEXT["alarm_topic_arn"]]
         assert alarm["OKActions"] == [PRODUCTION_CONTEXT["alarm_topic_arn"]]
+    # Without a topic of the operator's, the stack's own topic hears every alarm (and alarm_email
+    # subscribes to it), so a fresh deployment alerts someone.
+    (topic_id,) = default_stack.resources("AWS::SNS::Topic")
     for alarm in _alarms(default_stack).values():
-        assert "AlarmActions" not in alarm
+        assert alarm["AlarmActions"] == [{"Ref": topic_id}]
+        assert alarm["OKActions"] == [{"Ref": topic_id}]
+    assert not production_stack.resources("AWS::SNS::Topic"), "an operator's topic needs no topic of ours"
+
+
+def test_given_an_alarm_email_when_synthesized_then_it_subscribes_to_the_alarm_topic() -> None:
+    from infra.app import build_app
+
+    _app, stack = build_app({"alarm_email": "oncall@example.com"}, nag=False)
+    template = Template.from_stack(stack)
+    template.has_resource_properties(
+        "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "oncall@example.com"}
+    )
+    policy = template.find_resources("AWS::SNS::TopicPolicy")
+    statements = [s for p in policy.values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    assert any(s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"} for s in statements)
+    outputs = template.find_outputs("AlarmTopicArn")
+    assert outputs, "the stack must output the alarm topic"
 
 
 def test_given_the_stack_when_synthesized_then_a_dashboard_shows_api_dispatcher_worker_queues_and_table(

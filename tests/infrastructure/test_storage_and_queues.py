@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from aws_cdk.assertions import Match
 
@@ -9,7 +11,6 @@ from functions.core.definitions import (
     DLQ_RETENTION_SECONDS,
     TTL_ATTRIBUTE,
     WORK_QUEUE_MAX_RECEIVE_COUNT,
-    queue_names,
     table_definition,
 )
 from infra.functions import WORKER_TIMEOUT
@@ -25,7 +26,7 @@ def test_given_the_shared_definition_when_synthesized_then_the_table_has_its_key
     definition = table_definition("punctual-dev")
     table = default_stack.only("AWS::DynamoDB::Table")["Properties"]
 
-    assert table["TableName"] == definition["TableName"]
+    assert "TableName" not in table, "a retained table with a fixed name blocks the next deploy"
     assert table["KeySchema"] == definition["KeySchema"]
     assert sorted(table["AttributeDefinitions"], key=str) == sorted(
         definition["AttributeDefinitions"], key=str
@@ -79,14 +80,9 @@ def test_given_the_dev_stage_when_synthesized_then_the_table_and_queues_are_dele
 def test_given_the_worker_timeout_when_synthesized_then_the_visibility_timeout_follows_aws_guidance(
     default_stack: Synthesized,
 ) -> None:
-    work_name, _ = queue_names("punctual-dev")
     worker = default_stack.function("worker")["Properties"]
     source = default_stack.only("AWS::Lambda::EventSourceMapping")["Properties"]
-    queue = next(
-        resource["Properties"]
-        for resource in default_stack.resources("AWS::SQS::Queue").values()
-        if resource["Properties"]["QueueName"] == work_name
-    )
+    queue = _queues(default_stack)["WorkQueue"][1]
 
     assert worker["Timeout"] == WORKER_TIMEOUT.to_seconds() == 900
     assert queue["VisibilityTimeout"] == (
@@ -97,13 +93,9 @@ def test_given_the_worker_timeout_when_synthesized_then_the_visibility_timeout_f
 def test_given_the_shared_definitions_when_synthesized_then_the_work_queue_redrives_to_a_14_day_dlq(
     default_stack: Synthesized,
 ) -> None:
-    work_name, dlq_name = queue_names("punctual-dev")
-    queues = {
-        resource["Properties"]["QueueName"]: (logical_id, resource["Properties"])
-        for logical_id, resource in default_stack.resources("AWS::SQS::Queue").items()
-    }
-    dlq_id, dlq = queues[dlq_name]
-    _, work = queues[work_name]
+    queues = _queues(default_stack)
+    dlq_id, dlq = queues["DeadLetterQueue"]
+    _, work = queues["WorkQueue"]
 
     assert dlq["MessageRetentionPeriod"] == DLQ_RETENTION_SECONDS == 14 * 24 * 3600
     assert work["RedrivePolicy"] == {
@@ -129,3 +121,35 @@ def test_given_both_queues_when_synthesized_then_they_are_encrypted_and_refuse_p
             and statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
             for statement in statements
         ), "each queue must deny requests without TLS"
+
+
+def _queues(stack: Synthesized) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The work queue and the DLQ by construct id: (logical id, properties)."""
+    found = {}
+    for logical_id, resource in stack.resources("AWS::SQS::Queue").items():
+        construct_id = "DeadLetterQueue" if logical_id.startswith("QueuesDeadLetterQueue") else "WorkQueue"
+        found[construct_id] = (logical_id, resource["Properties"])
+    return found
+
+
+# Properties that give a resource a fixed physical name.
+_NAME_PROPERTIES = ("TableName", "QueueName", "LogGroupName", "TopicName", "BucketName", "RoleName")
+
+
+def test_given_the_prod_stack_when_synthesized_then_nothing_it_retains_has_a_fixed_name(
+    production_stack: Synthesized,
+) -> None:
+    # cdk destroy keeps these; a fixed name would make the next cdk deploy of the stage fail on them.
+    retained = {
+        logical_id: resource
+        for logical_id, resource in production_stack.raw["Resources"].items()
+        if resource.get("DeletionPolicy") == "Retain"
+    }
+    assert {r["Type"] for r in retained.values()} >= {"AWS::DynamoDB::Table", "AWS::SQS::Queue"}
+    named = {
+        logical_id: name
+        for logical_id, resource in retained.items()
+        for name in _NAME_PROPERTIES
+        if name in resource.get("Properties", {})
+    }
+    assert named == {}, f"retained resources with fixed names: {named}"
