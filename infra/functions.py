@@ -194,7 +194,7 @@ class Functions(Construct):
 
     def _grant_api(self, table: dynamodb.ITable, index_names: list[str], queues: WorkQueues) -> None:
         role = self._role(self.api)
-        role.add_to_principal_policy(permissions.table_items(table))
+        role.add_to_principal_policy(permissions.table_items(table, "api"))
         for index_name in index_names:  # "list my jobs"
             role.add_to_principal_policy(permissions.index_query(table, index_name))
         # Jobs due within the look-ahead are queued at once; /v1/stats reads both queues' depth.
@@ -205,7 +205,7 @@ class Functions(Construct):
 
     def _grant_dispatcher(self, table: dynamodb.ITable, queues: WorkQueues) -> None:
         role = self._role(self.dispatcher)
-        role.add_to_principal_policy(permissions.table_items(table))
+        role.add_to_principal_policy(permissions.table_items(table, "dispatcher"))
         role.add_to_principal_policy(permissions.queue_actions(["sqs:SendMessage"], queues.work_queue))
         if self._config.sweep_invocations > 1:
             # A tick fans its sweep out by invoking this same function. The ARN is spelled from the
@@ -223,7 +223,7 @@ class Functions(Construct):
 
     def _grant_worker(self, table: dynamodb.ITable, queues: WorkQueues) -> None:
         role = self._role(self.worker)
-        role.add_to_principal_policy(permissions.table_items(table))
+        role.add_to_principal_policy(permissions.table_items(table, "worker"))
         # Receive and delete come with the event source; the heartbeat and retries set visibility.
         role.add_to_principal_policy(
             permissions.queue_actions(["sqs:ChangeMessageVisibility"], queues.work_queue)

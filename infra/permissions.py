@@ -11,22 +11,23 @@ from aws_cdk import aws_sqs as sqs
 
 from infra.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, target_service
 
-# Item-level reads and writes; TransactWriteItems is authorised per item through these. No Scan, no
-# table administration, no streams.
-TABLE_ITEM_ACTIONS: Final = (
-    "dynamodb:GetItem",
-    "dynamodb:BatchGetItem",
-    "dynamodb:Query",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:BatchWriteItem",
-    "dynamodb:ConditionCheckItem",
-)
+# Item-level reads and writes each function makes; TransactWriteItems is authorised per item through
+# these (Put, Update, Delete, ConditionCheck). No Scan, no table administration, no streams.
+# tests/integration/test_table_permissions.py records what each role's code paths call.
+_READS: Final = ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query")
+_WRITES: Final = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+TABLE_ITEM_ACTIONS: Final[dict[str, tuple[str, ...]]] = {
+    # Claims (a job's condition check), and deleting the sent triggers in batches.
+    "dispatcher": (*_READS, *_WRITES, "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"),
+    # Everything the dispatcher does (a job due soon is claimed at once), and the jobs themselves.
+    "api": (*_READS, *_WRITES, "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"),
+    # Runs: start, lease, outcome (with the job's summary, a freed name, a long retry's trigger).
+    "worker": (*_READS, *_WRITES),
+}
 
 
-def table_items(table: dynamodb.ITable) -> iam.PolicyStatement:
-    return iam.PolicyStatement(actions=list(TABLE_ITEM_ACTIONS), resources=[table.table_arn])
+def table_items(table: dynamodb.ITable, role: str) -> iam.PolicyStatement:
+    return iam.PolicyStatement(actions=list(TABLE_ITEM_ACTIONS[role]), resources=[table.table_arn])
 
 
 def index_query(table: dynamodb.ITable, index_name: str) -> iam.PolicyStatement:

@@ -127,7 +127,7 @@ def test_given_the_api_role_when_synthesized_then_it_reads_writes_items_queries_
     table = default_stack.logical_id("AWS::DynamoDB::Table")
 
     table_statements = [s for s in statements if s["Resource"] == {"Fn::GetAtt": [table, "Arn"]}]
-    assert {a for s in table_statements for a in _as_list(s["Action"])} == set(TABLE_ITEM_ACTIONS)
+    assert {a for s in table_statements for a in _as_list(s["Action"])} == set(TABLE_ITEM_ACTIONS["api"])
     index_statements = [s for s in statements if "/index/gsi1" in str(s["Resource"])]
     assert [_as_list(s["Action"]) for s in index_statements] == [["dynamodb:Query"]]
     assert not any("dynamodb:Scan" in _as_list(s["Action"]) for s in statements)
@@ -268,3 +268,20 @@ def test_given_a_fanned_out_sweep_when_synthesized_then_the_dispatcher_may_invok
     environment = synthesized.function("dispatcher")["Properties"]["Environment"]["Variables"]
     assert environment["PUNCTUAL_SWEEP_INVOCATIONS"] == "70"
     assert environment["PUNCTUAL_CLAIM_CONCURRENCY"] == "8"
+
+
+@pytest.mark.parametrize("role", ["api", "dispatcher", "worker"])
+def test_given_each_role_when_synthesized_then_it_gets_exactly_its_own_item_actions(
+    default_stack: Synthesized, role: str
+) -> None:
+    table = default_stack.logical_id("AWS::DynamoDB::Table")
+    statements = _statements_of(default_stack, role)
+    granted = {
+        a
+        for s in statements
+        if s["Resource"] == {"Fn::GetAtt": [table, "Arn"]}
+        for a in _as_list(s["Action"])
+    }
+    assert granted == set(TABLE_ITEM_ACTIONS[role])
+    if role == "worker":  # it claims nothing and deletes triggers one by one at most
+        assert not granted & {"dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"}

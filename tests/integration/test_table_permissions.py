@@ -1,0 +1,108 @@
+"""Each function's role is granted exactly the table actions its code paths call.
+
+The table client records every DynamoDB operation, with the items of a TransactWriteItems counted as
+the actions IAM authorises them by, under the role whose code made it. The roles' grants
+(``infra/permissions.py``) must cover each role's calls, or a deployed function fails with
+AccessDenied on a path the local stack never refused.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from functions.api.models import PatchJobIn
+from functions.core.model import iso
+from infra.permissions import TABLE_ITEM_ACTIONS
+from tests.integration.conftest import Harness
+from tests.support.receiver import Receiver
+
+_TRANSACT_ITEMS = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+}
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.role = "api"
+        self.calls: dict[str, set[str]] = defaultdict(set)
+
+    def __call__(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        if model.name == "TransactWriteItems":
+            for item in params["TransactItems"]:
+                self.calls[self.role] |= {_TRANSACT_ITEMS[kind] for kind in item}
+        elif model.name == "TransactGetItems":
+            self.calls[self.role].add("dynamodb:GetItem")
+        else:
+            self.calls[self.role].add(f"dynamodb:{model.name}")
+
+
+@pytest.fixture
+def recorder(harness: Harness) -> Recorder:
+    recording = Recorder()
+    harness.store.client.meta.events.register("before-parameter-build.dynamodb.*", recording)
+    return recording
+
+
+def test_every_role_is_granted_every_table_action_its_code_paths_make(
+    harness: Harness, recorder: Recorder, receiver: Receiver
+) -> None:
+    h = harness
+    target = {"type": "http", "url": receiver.url + "/ok"}
+    with Receiver(lambda _path, _n: (503, b"busy")) as failing:
+        # api: create (one due at once is claimed right away), read, list, patch, pause, resume, run,
+        # cancel a run and a job, stats
+        soon = h.create(schedule={"at": iso(h.clock() + timedelta(seconds=2))}, target=target, name="soon")
+        cron = h.create(schedule={"cron": "*/10 * * * * *"}, target=target, name="often")
+        later = h.create(schedule={"cron": "0 3 * * *"}, target=target)
+        retried = h.create(
+            schedule={"at": iso(h.clock() + timedelta(seconds=1))},
+            target={"type": "http", "url": failing.url + "/fail"},
+            retry={"max_attempts": 3, "backoff_seconds": 3600, "max_backoff_seconds": 3600},
+        )
+        doomed = h.create(
+            schedule={"at": iso(h.clock() + timedelta(seconds=1))},
+            target={"type": "http", "url": failing.url + "/fail"},
+            retry={"max_attempts": 1},
+            name="doomed",
+        )
+        h.service.get_job(h.owner, soon["job_id"])
+        h.service.list_jobs(h.owner, limit=5, cursor=None, status=None, name=None)
+        h.service.list_runs(h.owner, cron["job_id"], limit=5, cursor=None, status=None)
+        h.service.patch_job(h.owner, later["job_id"], PatchJobIn.model_validate({"name": "renamed"}))
+        h.service.pause_job(h.owner, later["job_id"])
+        h.service.resume_job(h.owner, later["job_id"])
+        run = h.service.run_now(h.owner, later["job_id"])
+        h.service.cancel_run(h.owner, later["job_id"], run["run_id"])
+        h.service.stats(h.owner)
+        # worker: successes, a retry through the table, a final failure (which frees the job's name)
+        recorder.role = "worker"
+        for _ in range(3):
+            h.work()
+        # dispatcher: ticks that claim the chain, wake the long retry up and delete stale triggers
+        recorder.role = "dispatcher"
+        h.service.pause_job(h.owner, cron["job_id"])  # (the api's, counted with the dispatcher's)
+        for _ in range(3):
+            h.clock.advance(60)
+            h.dispatcher.sweep()
+        h.clock.advance(3700)
+        h.dispatcher.sweep()
+        recorder.role = "worker"
+        h.work()
+        recorder.role = "api"
+        h.service.cancel_job(h.owner, cron["job_id"])
+        assert h.job(doomed["job_id"]).status.value == "FAILED"
+        assert retried
+    for role, calls in recorder.calls.items():
+        granted = set(TABLE_ITEM_ACTIONS[role])
+        assert calls <= granted, f"the {role} calls {sorted(calls - granted)} but is not granted them"
+    # and the recording saw each role at work
+    assert {"dynamodb:TransactWriteItems"} & set().union(*recorder.calls.values()) == set()
+    assert "dynamodb:UpdateItem" in recorder.calls["worker"]
+    assert "dynamodb:ConditionCheckItem" in recorder.calls["dispatcher"] | recorder.calls["api"]
