@@ -1,0 +1,150 @@
+"""The synthesized template, created by (moto's) CloudFormation: the resources it models come up.
+
+The file assets are packaged and uploaded to the CDK bootstrap bucket as ``cdk deploy`` would, the
+bootstrap version parameter exists, and the stack is created. moto cannot model CloudWatch alarms
+(and so the dashboard, which embeds them); those are left out, with everything that refers to them,
+and checked by the template tests instead (test_monitoring.py). moto accepts, without modelling them,
+the SNS topic policy, the metric filter, API Gateway's stage and account settings and the event
+invoke config; the template tests check those.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from functions.core.definitions import WORK_QUEUE_MAX_RECEIVE_COUNT
+from tests.infrastructure.conftest import Synthesized
+
+REGION = "eu-west-1"
+ACCOUNT = "123456789012"  # moto's
+NOT_MODELLED = {"AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard"}
+# moto warns of each resource type it accepts without modelling (listed above).
+pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse AWS::.*:UserWarning")
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with mock_aws():
+        yield
+
+
+def _template_without_unmodelled(template: dict[str, Any]) -> dict[str, Any]:
+    """The template less what moto cannot model and what refers to it (transitively)."""
+    resources = dict(template["Resources"])
+    gone = {name for name, resource in resources.items() if resource["Type"] in NOT_MODELLED}
+    while True:
+        referring = {
+            name
+            for name, resource in resources.items()
+            if name not in gone and any(f'"{other}"' in json.dumps(resource) for other in gone)
+        }
+        if not referring:
+            break
+        gone |= referring
+    return {**template, "Resources": {k: v for k, v in resources.items() if k not in gone}}
+
+
+def _publish_assets(synthesized: Synthesized, stack_name: str) -> None:
+    """Put the assets where the template expects them, as cdk deploy does after the bootstrap."""
+    bucket = f"cdk-hnb659fds-assets-{ACCOUNT}-{REGION}"
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
+    manifest = json.loads((synthesized.assembly_dir / f"{stack_name}.assets.json").read_text())
+    for spec in manifest["files"].values():
+        (destination,) = spec["destinations"].values()
+        source = synthesized.assembly_dir / spec["source"]["path"]
+        if spec["source"].get("packaging") == "zip":
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+                for path in sorted(source.rglob("*")):
+                    if path.is_file():
+                        archive.write(path, path.relative_to(source))
+            body = buffer.getvalue()
+        else:
+            body = source.read_bytes()
+        s3.put_object(Bucket=bucket, Key=destination["objectKey"], Body=body)
+    boto3.client("ssm", region_name=REGION).put_parameter(
+        Name="/cdk-bootstrap/hnb659fds/version", Value="30", Type="String"
+    )
+
+
+def _create(synthesized: Synthesized, stack_name: str) -> dict[str, Any]:
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    cloudformation.create_stack(
+        StackName=stack_name,
+        TemplateBody=json.dumps(_template_without_unmodelled(synthesized.raw)),
+        Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"],
+    )
+    (stack,) = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+    assert stack["StackStatus"] == "CREATE_COMPLETE", stack.get("StackStatusReason")
+    return {output["OutputKey"]: output["OutputValue"] for output in stack.get("Outputs", [])}
+
+
+def test_given_the_default_template_when_cloudformation_creates_it_then_its_resources_come_up(
+    aws: None, default_stack: Synthesized
+) -> None:
+    _publish_assets(default_stack, "punctual-dev")
+    outputs = _create(default_stack, "punctual-dev")
+    assert {"ApiUrl", "TableName", "WorkQueueUrl", "DeadLetterQueueUrl", "AlarmTopicArn"} <= set(outputs)
+
+    # The table: keys and the owner index, under a generated name (moto's CloudFormation does not
+    # apply TimeToLiveSpecification; test_storage_and_queues.py checks it in the template)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    table = dynamodb.describe_table(TableName=outputs["TableName"])["Table"]
+    assert [key["AttributeName"] for key in table["KeySchema"]] == ["pk", "sk"]
+    assert [index["IndexName"] for index in table["GlobalSecondaryIndexes"]] == ["gsi1"]
+
+    # The queues: the work queue redrives to the DLQ
+    sqs = boto3.client("sqs", region_name=REGION)
+    attributes = sqs.get_queue_attributes(QueueUrl=outputs["WorkQueueUrl"], AttributeNames=["All"])
+    redrive = json.loads(attributes["Attributes"]["RedrivePolicy"])
+    assert redrive["maxReceiveCount"] == WORK_QUEUE_MAX_RECEIVE_COUNT
+    assert redrive["deadLetterTargetArn"].endswith(outputs["DeadLetterQueueUrl"].rsplit("/", 1)[1])
+
+    # The functions: runtime, handler and the settings that name this stack's table and queue
+    functions = {
+        f["FunctionName"]: f for f in boto3.client("lambda", region_name=REGION).list_functions()["Functions"]
+    }
+    for role in ("api", "dispatcher", "worker"):
+        function = functions[f"punctual-dev-{role}"]
+        assert function["Runtime"] == "python3.13"
+        assert function["Handler"] == f"functions.{role}.handler.handler"
+        variables = function["Environment"]["Variables"]
+        assert variables["PUNCTUAL_TABLE_NAME"] == outputs["TableName"]
+        assert variables["PUNCTUAL_QUEUE_URL"] == outputs["WorkQueueUrl"]
+    mappings = boto3.client("lambda", region_name=REGION).list_event_source_mappings()["EventSourceMappings"]
+    assert [m["FunctionArn"].rsplit(":", 1)[1] for m in mappings] == ["punctual-dev-worker"]
+
+    # The tick and the API
+    (rule,) = boto3.client("events", region_name=REGION).list_rules()["Rules"]
+    assert rule["ScheduleExpression"] == "rate(1 minute)"
+    apis = boto3.client("apigateway", region_name=REGION).get_rest_apis()["items"]
+    assert [api["name"] for api in apis] == ["punctual-dev"]
+
+
+def test_given_a_deleted_prod_stack_when_it_is_deployed_again_then_its_retained_table_does_not_block_it(
+    aws: None, production_stack: Synthesized
+) -> None:
+    _publish_assets(production_stack, "punctual-prod")
+    first = _create(production_stack, "punctual-prod")
+    boto3.client("cloudformation", region_name=REGION).delete_stack(StackName="punctual-prod")
+    tables = boto3.client("dynamodb", region_name=REGION).list_tables()["TableNames"]
+    assert tables == [first["TableName"]], "prod keeps its table (and its jobs) when the stack is deleted"
+    # With a fixed name this create failed on the table still being there.
+    second = _create(production_stack, "punctual-prod")
+    assert second["TableName"] != first["TableName"], "the new stack gets a table of its own"
