@@ -2,8 +2,8 @@
 
 As deployed means what a cold Lambda does with the assets ``infra/assets.py`` builds: a fresh
 interpreter of the runtime's Python (3.13), isolated (``-I -S``), with nothing on its path but the
-staged code and the layer's packages (here their *twin*: the same pins built for this machine, plus
-the boto3 the runtime provides), importing from the shipped bytecode, which it cannot rewrite
+staged code, the layer's packages and the runtime's SDK (here their *twin*: the same pins built for
+this machine, ``infra/assets.py``), importing from the shipped bytecode, which it cannot rewrite
 (read-only ``/var/task``). Each import runs in a new process, repeated and interleaved with the
 others, and the median is reported next to ``import boto3`` in the same setting (the SPEC: each
 handler imports in at most 1.5x the time of ``import boto3``).
@@ -30,7 +30,7 @@ from typing import Any
 
 from bench.common import log, machine, write_json
 from functions.core.settings import Settings
-from infra.assets import LAMBDA_PYTHON_VERSION, build_twin_layer, runtime_python, stage_code
+from infra.assets import LAMBDA_PYTHON_VERSION, build_twin, runtime_python, stage_code
 
 MODULES = ("boto3", "functions.api.handler", "functions.dispatcher.handler", "functions.worker.handler")
 PROBE = (
@@ -108,15 +108,13 @@ def _importtime(python: str, paths: list[str], module: str) -> dict[str, Any]:
 def run(repeat: int = 15) -> dict[str, Any]:
     began = time.monotonic()
     python = runtime_python()
-    twin = build_twin_layer() / "python"
+    twin = build_twin()
     work = Path(tempfile.mkdtemp(prefix="punctual-coldstart-"))
     try:
         code = stage_code(work / "code")
-        deployed = [str(code), str(twin)]
-        bare = [
-            str(_without_bytecode(code, work / "code-bare")),
-            str(_without_bytecode(twin, work / "layer-bare")),
-        ]
+        deployed = [str(code), *map(str, twin)]
+        bare = [str(_without_bytecode(code, work / "code-bare"))]
+        bare += [str(_without_bytecode(path, work / f"bare-{n}")) for n, path in enumerate(twin)]
         samples: dict[str, dict[str, list[float]]] = {
             m: {"as_deployed": [], "no_bytecode": []} for m in MODULES
         }

@@ -11,9 +11,10 @@ to a Python minor version. The pycs are hash-based and unchecked (PEP 552): a zi
 faithfully, so timestamp pycs could be judged stale, and checking the hash would read and hash each
 source on import; the asset is immutable, so its pycs can never disagree with its sources.
 
-A *twin* of the layer for this machine's architecture (x86_64 wheels of the same pins, plus the
-boto3 the runtime provides, ``runtime-requirements.txt``) lets ``make test`` import every handler from
-the assets in a fresh Python 3.13, and ``make bench`` time it, as Lambda would.
+A *twin* for this machine's architecture lets ``make test`` import every handler from the assets in
+a fresh Python 3.13, and ``make bench`` time it, as Lambda would: the layer's pins as x86_64 wheels,
+and, behind them on the path as on Lambda, the boto3, botocore and urllib3 1.26 the runtime ships
+(``runtime-requirements.txt``), each compiled like the real layer.
 
 Run ``python -m infra.assets`` (``make infra-setup`` does) to build both layers before ``cdk synth``.
 """
@@ -34,7 +35,7 @@ from typing import Final
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 BUILD_DIR: Final = REPO_ROOT / "build" / "lambda"
 LAYER_REQUIREMENTS: Final = Path(__file__).resolve().parent / "lambda-requirements.txt"
-# What the Lambda runtime itself provides (boto3 and its dependencies), for the twin layer only.
+# What the Lambda runtime itself provides (boto3 and its dependencies), for the twin only.
 RUNTIME_REQUIREMENTS: Final = Path(__file__).resolve().parent / "runtime-requirements.txt"
 
 # The Lambda runtime and architecture the wheels are chosen for; functions.py uses the same values.
@@ -140,10 +141,12 @@ def layer_dir(build_dir: Path = BUILD_DIR, requirements: Path = LAYER_REQUIREMEN
     return build_dir / f"layer-{_layer_inputs_digest((requirements,), WHEEL_PLATFORM)}"
 
 
-def twin_layer_dir(build_dir: Path = BUILD_DIR) -> Path:
-    """Where the twin layer lives: this machine's wheels of the layer's pins and the runtime's boto3."""
-    digest = _layer_inputs_digest((LAYER_REQUIREMENTS, RUNTIME_REQUIREMENTS), TWIN_WHEEL_PLATFORM)
-    return build_dir / f"twin-{digest}"
+def twin_dirs(build_dir: Path = BUILD_DIR) -> tuple[Path, Path]:
+    """Where the twin lives: (the layer's pins, the runtime's SDK), each as this machine's wheels."""
+    return (
+        build_dir / f"twin-layer-{_layer_inputs_digest((LAYER_REQUIREMENTS,), TWIN_WHEEL_PLATFORM)}",
+        build_dir / f"twin-runtime-{_layer_inputs_digest((RUNTIME_REQUIREMENTS,), TWIN_WHEEL_PLATFORM)}",
+    )
 
 
 def build_dependency_layer(build_dir: Path = BUILD_DIR, requirements: Path = LAYER_REQUIREMENTS) -> Path:
@@ -154,11 +157,14 @@ def build_dependency_layer(build_dir: Path = BUILD_DIR, requirements: Path = LAY
     return _build_layer(layer_dir(build_dir, requirements), (requirements,), WHEEL_PLATFORM)
 
 
-def build_twin_layer(build_dir: Path = BUILD_DIR) -> Path:
-    """The twin of the layer for this machine, with what the runtime provides besides."""
-    return _build_layer(
-        twin_layer_dir(build_dir), (LAYER_REQUIREMENTS, RUNTIME_REQUIREMENTS), TWIN_WHEEL_PLATFORM
-    )
+def build_twin(build_dir: Path = BUILD_DIR) -> list[Path]:
+    """The twin of a function's packages for this machine, in Lambda's order on ``sys.path`` after the
+    code: the layer (``/opt/python``), then the runtime's own boto3 and its dependencies."""
+    layer, runtime = twin_dirs(build_dir)
+    return [
+        _build_layer(layer, (LAYER_REQUIREMENTS,), TWIN_WHEEL_PLATFORM) / "python",
+        _build_layer(runtime, (RUNTIME_REQUIREMENTS,), TWIN_WHEEL_PLATFORM) / "python",
+    ]
 
 
 def _build_layer(target: Path, requirements: tuple[Path, ...], platform: str) -> Path:
@@ -229,8 +235,8 @@ def require_dependency_layer(build_dir: Path = BUILD_DIR) -> Path:
 def main() -> None:
     layer = build_dependency_layer()
     print(f"dependency layer ready: {layer}")
-    twin = build_twin_layer()
-    print(f"twin layer (this machine, for tests and benchmarks) ready: {twin}")
+    twin = build_twin()
+    print(f"twin of the layer and the runtime's SDK (for tests and benchmarks) ready: {twin}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """The Lambda assets as a deployment ships them: code and layer, with bytecode for the runtime.
 
 Each handler is imported in a fresh interpreter of the runtime's Python version, isolated, with
-nothing on its path but the staged code, the twin of the layer (the same pins, built for this
-machine) and the boto3 the runtime provides, and it must run from the shipped bytecode alone.
+nothing on its path but, in Lambda's order, the staged code, the twin of the layer (the same pins,
+built for this machine) and the SDK the runtime ships (boto3, botocore and the urllib3 1.26 they may
+come with: without the layer's urllib3 pin the api and the worker fail here), and it must run from
+the shipped bytecode alone.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from infra.assets import (
     LAMBDA_PYTHON_VERSION,
     LAYER_REQUIREMENTS,
     REPO_ROOT,
-    build_twin_layer,
+    build_twin,
     require_dependency_layer,
     runtime_python,
     stage_code,
@@ -52,8 +54,9 @@ def code(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def twin() -> Path:
-    return build_twin_layer() / "python"
+def twin() -> list[Path]:
+    """The layer's packages, then the runtime's SDK (with its urllib3 1.26), in Lambda's order."""
+    return build_twin()
 
 
 def _pyc_is_unchecked_hash(pyc: Path) -> bool:
@@ -72,7 +75,7 @@ def _missing_bytecode(root: Path) -> list[str]:
 
 @pytest.mark.parametrize("module", HANDLERS)
 def test_given_the_built_assets_when_a_fresh_runtime_python_imports_a_handler_then_it_runs_from_bytecode(
-    code: Path, twin: Path, module: str
+    code: Path, twin: list[Path], module: str
 ) -> None:
     settings = DeploymentConfig().runtime_settings(
         table_name="punctual-dev", queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/work"
@@ -83,7 +86,7 @@ def test_given_the_built_assets_when_a_fresh_runtime_python_imports_a_handler_th
         "AWS_DEFAULT_REGION": "eu-west-1",
         "POWERTOOLS_SERVICE_NAME": "punctual",
     }
-    paths = [str(code), str(twin)]
+    paths = [str(code), *map(str, twin)]
     # -I: isolated, -S: no site-packages, -B: write no bytecode (the deployment package is read-only).
     result = subprocess.run(
         [runtime_python(), "-I", "-S", "-B", "-c", PROBE.format(paths=paths, module=module)],
