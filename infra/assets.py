@@ -29,6 +29,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Final
 
@@ -51,30 +53,51 @@ class AssetError(RuntimeError):
     """An asset is missing or could not be built."""
 
 
+@lru_cache(maxsize=1)
 def runtime_python() -> str:
-    """The interpreter that compiles the assets: exactly the Lambda runtime's Python version.
+    """The interpreter that compiles the assets: exactly the Lambda runtime's Python version."""
+    return find_runtime_python(os.environ, Path.home())
 
-    ``$PUNCTUAL_LAMBDA_PYTHON``, else ``python3.13`` on the PATH, else one installed by pyenv.
-    """
-    candidates = [os.environ.get(PYTHON_ENV, "")]
-    candidates.append(shutil.which(f"python{LAMBDA_PYTHON_VERSION}") or "")
-    pyenv_root = os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv")
+
+def find_runtime_python(environ: Mapping[str, str], home: Path) -> str:
+    """``$PUNCTUAL_LAMBDA_PYTHON`` (which must be that version), else ``python3.13`` on the PATH,
+    else one installed by pyenv. Each candidate is run: a pyenv shim on the PATH may exist and fail."""
+    override = environ.get(PYTHON_ENV)
+    if override:
+        found = _python_version(override)
+        if found != LAMBDA_PYTHON_VERSION:
+            raise AssetError(
+                f"{PYTHON_ENV}={override} is {'Python ' + found if found else 'not a working Python'}, "
+                f"but the assets must be compiled by Python {LAMBDA_PYTHON_VERSION}, the functions' runtime"
+            )
+        return override
+    candidates = [shutil.which(f"python{LAMBDA_PYTHON_VERSION}", path=environ.get("PATH", "")) or ""]
+    pyenv_root = environ.get("PYENV_ROOT") or str(home / ".pyenv")
     pattern = f"{pyenv_root}/versions/{LAMBDA_PYTHON_VERSION}*/bin/python{LAMBDA_PYTHON_VERSION}"
     candidates += sorted(glob.glob(pattern), reverse=True)
     for candidate in filter(None, candidates):
-        probe = subprocess.run(
-            [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if probe.returncode == 0 and probe.stdout.strip() == LAMBDA_PYTHON_VERSION:
+        if _python_version(candidate) == LAMBDA_PYTHON_VERSION:
             return candidate
     raise AssetError(
         f"the Lambda assets are compiled by Python {LAMBDA_PYTHON_VERSION}, the functions' runtime, and none "
         f"was found: install it (e.g. `pyenv install {LAMBDA_PYTHON_VERSION}`, or your system's "
         f"python{LAMBDA_PYTHON_VERSION} package) or point {PYTHON_ENV} at it"
     )
+
+
+def _python_version(executable: str) -> str | None:
+    """``major.minor`` of a Python executable, or None if it does not run as one."""
+    try:
+        probe = subprocess.run(
+            [executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return probe.stdout.strip() if probe.returncode == 0 else None
 
 
 def compile_bytecode(directory: Path, deployed_at: str) -> None:

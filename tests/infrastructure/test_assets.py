@@ -22,7 +22,9 @@ from infra.assets import (
     LAMBDA_PYTHON_VERSION,
     LAYER_REQUIREMENTS,
     REPO_ROOT,
+    AssetError,
     build_twin,
+    find_runtime_python,
     require_dependency_layer,
     runtime_python,
     stage_code,
@@ -151,3 +153,54 @@ def _runtime_imports(tree: ast.AST) -> set[str]:
             found.add(node.module.split(".")[0])
         found |= _runtime_imports(node)
     return found
+
+
+def test_given_the_code_asset_when_it_is_imported_module_by_module_then_every_module_loads(
+    code: Path, twin: list[Path]
+) -> None:
+    # Modules only some paths import (the target executors, the OpenAPI document) must load too.
+    modules = sorted(
+        ".".join(path.relative_to(code).with_suffix("").parts).removesuffix(".__init__")
+        for path in (code / "functions").rglob("*.py")
+    )
+    paths = [str(code), *map(str, twin)]
+    source = (
+        "import importlib, sys\nsys.path[:0] = {paths!r}\n"
+        "for name in {modules!r}:\n    importlib.import_module(name)\n"
+    )
+    settings = DeploymentConfig().runtime_settings(queue_url="https://sqs.eu-west-1.amazonaws.com/1/work")
+    result = subprocess.run(
+        [runtime_python(), "-I", "-S", "-B", "-c", source.format(paths=paths, modules=modules)],
+        capture_output=True,
+        text=True,
+        env={**settings.to_env(), "AWS_REGION": "eu-west-1"},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_given_the_code_staged_twice_then_the_assets_are_the_same_bytes(tmp_path: Path) -> None:
+    # Bytecode names files as Lambda mounts them, not by the build directory: an unchanged function
+    # keeps its asset hash, so cdk deploy does not update it.
+    first, second = stage_code(tmp_path / "one"), stage_code(tmp_path / "two")
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    differing = [str(f) for f in files if (first / f).read_bytes() != (second / f).read_bytes()]
+    assert differing == []
+
+
+def test_given_an_override_that_is_not_python_3_13_when_searched_then_synth_says_so(tmp_path: Path) -> None:
+    with pytest.raises(AssetError, match="PUNCTUAL_LAMBDA_PYTHON"):
+        find_runtime_python({"PUNCTUAL_LAMBDA_PYTHON": sys.executable}, tmp_path)  # this is 3.11
+    with pytest.raises(AssetError, match="not a working Python"):
+        find_runtime_python({"PUNCTUAL_LAMBDA_PYTHON": str(tmp_path / "missing")}, tmp_path)
+
+
+def test_given_no_python_3_13_anywhere_when_searched_then_synth_says_what_to_install(tmp_path: Path) -> None:
+    shim = tmp_path / "bin" / f"python{LAMBDA_PYTHON_VERSION}"
+    shim.parent.mkdir()
+    shim.write_text("#!/bin/sh\nexit 127\n")  # a pyenv shim for a version that is not installed
+    shim.chmod(0o755)
+    with pytest.raises(AssetError, match="pyenv install"):
+        find_runtime_python({"PATH": str(shim.parent), "PYENV_ROOT": str(tmp_path / "pyenv")}, tmp_path)
+    assert find_runtime_python({"PATH": str(shim.parent)}, Path.home()) == runtime_python()
