@@ -167,8 +167,9 @@ def _run_once(
     with local_stack(workers=workers, tick_seconds=None, lookahead_seconds=None) as stack:
         api = stack.api
         with Receiver() as receiver:
-            # Creating a job takes ~25-40 ms here; the window starts once every job exists.
-            lead = 3 + 0.035 * (jobs + burst)
+            # Creating a job takes ~60-70 ms here (one due within the look-ahead is claimed and sent
+            # by its create); the window starts once every job exists.
+            lead = 3 + 0.075 * (jobs + burst)
             start = float(int(time.time() + lead) + 1)
             planned = _plan(rng, jobs, window, burst, start)
             log(f"{name}: creating {len(planned)} one-off jobs due over {window}s from {iso(_dt(start))}")

@@ -58,12 +58,12 @@ def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = Non
         raise
 
 
-# Every record handed back (retries, not due yet) is routine, not a failed invocation: no alarm.
-processor = ConcurrentBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-
-
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    # A processor per invocation: it holds the batch's records and outcomes, and the local runtime
+    # runs several invocations at once in one process (Lambda runs one at a time). Every record
+    # handed back (retries, not due yet) is routine, not a failed invocation: no alarm.
+    processor = ConcurrentBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

@@ -236,10 +236,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="punctual-emulator")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--niceness", type=int, default=0, help="Lower the process's CPU priority.")
     args = parser.parse_args(argv)
     from punctual.local.role import exit_with_parent
 
     exit_with_parent()
+    if args.niceness:
+        os.nice(args.niceness)
     with contextlib.suppress(KeyboardInterrupt):
         make_emulator(args.host, args.port).serve_forever()
 

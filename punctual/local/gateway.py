@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -88,6 +89,10 @@ def build_event(
 
 
 def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTTPRequestHandler]:
+    # A Lambda execution environment serves one request at a time, and Powertools' resolver keeps the
+    # request it is serving on the app: concurrent requests in one process mixed up their route
+    # arguments (a 500 now and then under parallel reads). Connections are still accepted at once.
+    invocation = threading.Lock()
     class GatewayHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "PunctualLocal/0.1"
@@ -131,9 +136,10 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
             event = build_event(self.command, self.path, headers, body, principal)
             started = time.perf_counter()
             try:
-                result = api_handler(
-                    event, LambdaContext(aws_request_id=event["requestContext"]["requestId"])
-                )
+                with invocation:
+                    result = api_handler(
+                        event, LambdaContext(aws_request_id=event["requestContext"]["requestId"])
+                    )
             except Exception as error:  # the handler must not raise; if it does, say so as API GW would
                 self._error(502, "internal_error", f"the api handler failed: {type(error).__name__}")
                 return

@@ -21,6 +21,9 @@ from functions.core.settings import Settings
 from punctual.local.env import LOCAL_CREDENTIALS, local_settings
 from punctual.local.provision import provision
 
+# Below the workers, above the dispatcher role (punctual/local/role.py, DISPATCHER_NICENESS).
+EMULATOR_NICENESS = 5
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -73,7 +76,20 @@ class LocalStack:
         if self.aws_endpoint is None:
             emulator_port = self.emulator_port or free_port()
             emulator = Role(
-                "emulator", [python, "-m", "punctual.local.emulator", "--port", str(emulator_port)]
+                "emulator",
+                [
+                    python,
+                    "-m",
+                    "punctual.local.emulator",
+                    "--port",
+                    str(emulator_port),
+                    # Here every role shares the machine's few cores (on AWS each function has its
+                    # own): a tick's burst of claims kept the emulator busy while workers had to
+                    # call targets at their second. Workers come first, then the emulator (whose
+                    # answers workers need half a second ahead), then the dispatcher.
+                    "--niceness",
+                    str(EMULATOR_NICENESS),
+                ],
             )
             self.roles.append(emulator)
             self._spawn(emulator, {**os.environ, **LOCAL_CREDENTIALS})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from functions.core.definitions import MAX_JOB_TIMEOUT_SECONDS, WORK_QUEUE_MAX_RECEIVE_COUNT
 from functions.core.model import RunStatus, iso
 from functions.worker import handler as worker
+from functions.worker.execute import ReturnLater
 from punctual.local.gateway import LambdaContext
 from punctual.local.roles import _to_event
 from tests.integration.conftest import Harness
@@ -103,3 +105,32 @@ def test_the_handler_reads_the_receive_count_and_the_invocations_time_from_sqs_a
     assert result["batchItemFailures"] == []
     runs, _ = wired.store.list_runs(long_job["job_id"], limit=5)
     assert runs[0].status is RunStatus.FAILED
+
+
+def test_invocations_running_at_once_in_one_process_each_answer_for_their_own_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The local worker role polls with several threads per process (Lambda runs one invocation per
+    # environment at a time): one invocation's records must never be answered by another's.
+    barrier = threading.Barrier(2, timeout=5)
+
+    def handle(record: Any) -> None:
+        barrier.wait()  # both invocations are in the middle of their batch
+        if record.body.startswith('{"back"'):
+            raise ReturnLater("not due yet", 5)
+        time.sleep(0.2)  # the other invocation finishes first
+
+    monkeypatch.setattr(worker, "record_handler", handle)
+    back = [{"MessageId": "back", "ReceiptHandle": "r1", "Body": '{"back": 1}'}]
+    done = [{"MessageId": "done", "ReceiptHandle": "r2", "Body": '{"done": 1}'}]
+    results: dict[str, dict[str, Any]] = {}
+    threads = [
+        threading.Thread(target=lambda name=name, batch=batch: results.__setitem__(name, invoke(batch)))
+        for name, batch in (("back", back), ("done", done))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results["back"]["batchItemFailures"] == [{"itemIdentifier": "back"}]
+    assert results["done"]["batchItemFailures"] == [], "another invocation's failure was reported here"
