@@ -7,6 +7,7 @@ import tomllib
 from typing import Any
 
 import pytest
+from aws_cdk.assertions import Template
 from packaging.requirements import Requirement
 
 from functions.core.settings import Settings
@@ -206,7 +207,15 @@ def test_given_the_dispatcher_when_synthesized_then_a_rule_invokes_it_every_minu
 
 
 def test_given_a_young_account_when_reservation_is_off_then_the_dispatcher_reserves_nothing() -> None:
+    from infra.app import build_app
     from infra.config import DeploymentConfig
 
     assert DeploymentConfig.from_mapping({"dispatcher_reserved_concurrency": 0}).dispatcher_concurrency == 0
     assert DeploymentConfig.from_mapping({"sweep_invocations": 8}).dispatcher_concurrency == 18
+    # 0 means no reservation, not a reservation of 0: that would throttle every tick.
+    _app, stack = build_app({"dispatcher_reserved_concurrency": 0}, nag=False)
+    functions = Template.from_stack(stack).find_resources("AWS::Lambda::Function")
+    dispatcher = next(
+        f["Properties"] for f in functions.values() if f["Properties"]["FunctionName"].endswith("-dispatcher")
+    )
+    assert "ReservedConcurrentExecutions" not in dispatcher
