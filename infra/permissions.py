@@ -13,15 +13,17 @@ from infra.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, target_service
 
 # Item-level reads and writes each function makes; TransactWriteItems is authorised per item through
 # these (Put, Update, Delete, ConditionCheck). No Scan, no table administration, no streams.
-# tests/integration/test_table_permissions.py records what each role's code paths call.
+# tests/integration/test_table_permissions.py records what each role's code paths call and checks
+# that each role is granted exactly that.
 _READS: Final = ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query")
 _WRITES: Final = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 TABLE_ITEM_ACTIONS: Final[dict[str, tuple[str, ...]]] = {
-    # Claims (a job's condition check), and deleting the sent triggers in batches.
+    # Claims (a job's condition check for a "run now"), and deleting the sent triggers in batches.
     "dispatcher": (*_READS, *_WRITES, "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"),
     # Everything the dispatcher does (a job due soon is claimed at once), and the jobs themselves.
     "api": (*_READS, *_WRITES, "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"),
-    # Runs: start, lease, outcome (with the job's summary, a freed name, a long retry's trigger).
+    # Runs: start, lease, outcome (with the job's summary, a freed name, a long retry's trigger); the
+    # runs before one (a Query) when its job skips overlapping runs.
     "worker": (*_READS, *_WRITES),
 }
 
