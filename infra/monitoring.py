@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Final
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
-from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from infra.config import DeploymentConfig
@@ -144,10 +144,29 @@ class Monitoring(Construct):
         someone (alarm_email) rather than nobody."""
         if config.alarm_topic_arn:
             return sns.Topic.from_topic_arn(self, "AlarmTopic", config.alarm_topic_arn)
+        cloudwatch_service = iam.ServicePrincipal("cloudwatch.amazonaws.com")
+        # Encrypted at rest: CloudWatch cannot use the AWS-managed SNS key (its policy is AWS's), so
+        # the topic has a key of its own whose policy lets CloudWatch encrypt what it publishes.
+        key = kms.Key(
+            self,
+            "AlarmTopicKey",
+            description=f"Punctual {config.stage}: encrypts the alarm topic",
+            enable_key_rotation=True,
+            # Nothing but the topic uses it, and the topic goes with the stack.
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                principals=[cloudwatch_service],
+                resources=["*"],  # in a key policy, "*" is this key
+            )
+        )
         topic = sns.Topic(
             self,
             "AlarmTopic",
             display_name=f"Punctual {config.stage} alarms",
+            master_key=key,
             enforce_ssl=True,
         )
         # The SSL-only policy replaces the topic's default one: let CloudWatch alarms of this account
@@ -155,24 +174,13 @@ class Monitoring(Construct):
         topic.add_to_resource_policy(
             iam.PolicyStatement(
                 actions=["sns:Publish"],
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                principals=[cloudwatch_service],
                 resources=[topic.topic_arn],
                 conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
             )
         )
         if config.alarm_email:
             topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
-        NagSuppressions.add_resource_suppressions(
-            topic,
-            [
-                NagPackSuppression(
-                    id="AwsSolutions-SNS2",
-                    reason="Alarm notifications carry alarm names and states, no job data. CloudWatch "
-                    "cannot publish to a topic encrypted with the AWS-managed SNS key, and a "
-                    "customer-managed key for it would cost more than the alarms themselves.",
-                )
-            ],
-        )
         return topic
 
     def _lag_metric(self, config: DeploymentConfig, dispatcher_logs: logs.ILogGroup) -> cloudwatch.Metric:

@@ -94,6 +94,31 @@ def test_given_an_alarm_email_when_synthesized_then_it_subscribes_to_the_alarm_t
     assert outputs, "the stack must output the alarm topic"
 
 
+def test_given_the_stacks_own_alarm_topic_when_synthesized_then_it_is_encrypted_with_a_key_cloudwatch_may_use(
+    default_stack: Synthesized,
+) -> None:
+    topic = default_stack.only("AWS::SNS::Topic")["Properties"]
+    key_id = default_stack.logical_id("AWS::KMS::Key")
+    assert topic["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}, "the alarm topic must be encrypted"
+    key = default_stack.only("AWS::KMS::Key")
+    assert key["Properties"]["EnableKeyRotation"] is True
+    # The AWS-managed SNS key would not do: CloudWatch may not use it, and its alarms would be lost.
+    statements = key["Properties"]["KeyPolicy"]["Statement"]
+    cloudwatch = [s for s in statements if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    assert [sorted(s["Action"]) for s in cloudwatch] == [["kms:Decrypt", "kms:GenerateDataKey"]]
+    assert key["DeletionPolicy"] == "Delete", "the key goes with the topic it encrypts"
+
+
+@pytest.mark.parametrize("address", ["oncall", "oncall@", "on call@example.com", "oncall@example"])
+def test_given_an_alarm_email_that_is_no_address_when_configured_then_synth_refuses_it(address: str) -> None:
+    from pydantic import ValidationError
+
+    from infra.config import DeploymentConfig
+
+    with pytest.raises(ValidationError, match="alarm_email"):
+        DeploymentConfig.from_mapping({"alarm_email": address})
+
+
 def test_given_the_stack_when_synthesized_then_a_dashboard_shows_api_dispatcher_worker_queues_and_table(
     default_stack: Synthesized,
 ) -> None:
