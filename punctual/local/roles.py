@@ -20,12 +20,20 @@ RECEIVE_VISIBILITY_SECONDS = 5
 
 
 def run_dispatcher(settings: Settings, tick_seconds: float) -> None:
-    """Call the dispatcher handler on every tick, aligned to the wall clock like an EventBridge rule."""
+    """Call the dispatcher handler on every tick, aligned to the wall clock like an EventBridge rule.
+
+    It also sweeps once as it starts: an EventBridge rule ticks whatever became of the previous
+    invocation, but this role, restarted after dying just before a tick, would otherwise miss that
+    tick and leave a minute of claims (and claims its predecessor left unsent) to the next one.
+    Sweeps are safe to run twice.
+    """
     from functions.dispatcher.handler import handler
 
+    first = True
     while True:
-        now = time.time()
-        time.sleep(tick_seconds - (now % tick_seconds))
+        if not first:
+            time.sleep(tick_seconds - (time.time() % tick_seconds))
+        first = False
         context = LambdaContext(function_name="punctual-dispatcher-local", aws_request_id=uuid.uuid4().hex)
         try:
             handler({"source": "aws.events", "detail-type": "Scheduled Event"}, cast(Any, context))

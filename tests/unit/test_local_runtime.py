@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 import pytest
 
@@ -79,3 +80,29 @@ def test_every_session_of_a_role_is_the_same_owner() -> None:
     )
     assert owner_of_arn("arn:aws:iam::123456789012:user/alice") == "arn:aws:iam::123456789012:user/alice"
     assert owner_of_arn(None) is None
+
+
+def test_the_local_dispatcher_sweeps_as_it_starts_then_on_the_minute(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A role restarted just before a tick must not miss it (EventBridge would not).
+    from functions.core.settings import Settings
+    from functions.dispatcher import handler as dispatcher_handler
+    from punctual.local import roles
+
+    calls: list[str] = []
+
+    class Stop(BaseException):
+        pass
+
+    def tick(_event: object, _context: object) -> None:
+        calls.append("tick")
+        if calls.count("tick") == 2:
+            raise Stop
+
+    def sleep(seconds: float) -> None:
+        calls.append("sleep")
+
+    monkeypatch.setattr(dispatcher_handler, "handler", tick)
+    monkeypatch.setattr(time, "sleep", sleep)
+    with pytest.raises(Stop):
+        roles.run_dispatcher(Settings(), 60.0)
+    assert calls == ["tick", "sleep", "tick"]
