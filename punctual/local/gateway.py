@@ -93,6 +93,7 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
     # request it is serving on the app: concurrent requests in one process mixed up their route
     # arguments (a 500 now and then under parallel reads). Connections are still accepted at once.
     invocation = threading.Lock()
+
     class GatewayHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "PunctualLocal/0.1"
