@@ -71,3 +71,9 @@ def test_settings_are_frozen() -> None:
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         Settings().shard_count = 2  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("name", "value"), [("owner_mode", "user"), ("api_auth", "cognito")])
+def test_a_setting_with_fixed_choices_refuses_another_value(name: str, value: str) -> None:
+    with pytest.raises(ValueError, match=f"{name}: must be one of"):
+        Settings.from_env({f"PUNCTUAL_{name.upper()}": value})
