@@ -31,9 +31,9 @@ from functions.core.model import (
     utcnow,
 )
 from functions.core.netguard import NetworkPolicy
+from functions.core.ports import BadCursorError, ConflictError, IdempotencyKeyTaken, NameTaken, Tables
 from functions.core.schedule import Schedule, ScheduleError, parse_schedule
 from functions.core.settings import Settings
-from functions.core.store import BadCursorError, ConflictError, Store
 from functions.core.targets import TargetError, validate_target
 
 # Ids this API hands out; anything else cannot exist (and must not reach DynamoDB's key limits).
@@ -74,7 +74,7 @@ class Conflict(ApiError):
 class JobService:
     def __init__(
         self,
-        store: Store,
+        store: Tables,
         dispatcher: Dispatcher,
         settings: Settings,
         policy: NetworkPolicy,
@@ -124,7 +124,7 @@ class JobService:
                 job, trigger, (idempotency_key, fingerprint) if idempotency_key is not None else None
             )
         except ConflictError as error:
-            if str(error) == "idempotency" and idempotency_key is not None:
+            if isinstance(error, IdempotencyKeyTaken) and idempotency_key is not None:
                 # A concurrent retry of the same create won: answer what it answered.
                 replay = self._replay(owner, idempotency_key, fingerprint, now)
                 if replay is not None:
@@ -371,7 +371,7 @@ class JobService:
         try:
             self.store.update_job(before, after, trigger=trigger)
         except ConflictError as error:
-            if str(error) == "name":
+            if isinstance(error, NameTaken):
                 raise Conflict(f"a live job named {after.name!r} exists already", "name") from error
             raise Conflict("the job was changed concurrently; read it again and retry", "version") from error
 

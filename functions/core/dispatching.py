@@ -20,6 +20,7 @@ from functions.core.model import (
     RunKind,
     RunStatus,
     Trigger,
+    TriggerState,
     bucket_of,
     bucket_start,
     make_trigger,
@@ -29,9 +30,9 @@ from functions.core.model import (
     utcnow,
 )
 from functions.core.observability import logger
-from functions.core.queue import WorkMessage, WorkQueue, delay_for
+from functions.core.ports import ClaimResult, Queue, Tables
+from functions.core.queue import WorkMessage, delay_for
 from functions.core.settings import Settings
-from functions.core.store import Store
 
 MAX_ROUNDS_PER_BUCKET = 1000
 
@@ -101,8 +102,8 @@ class Dispatcher:
 
     def __init__(
         self,
-        store: Store,
-        queue: WorkQueue,
+        store: Tables,
+        queue: Queue,
         settings: Settings,
         clock: Callable[[], datetime] = utcnow,
         crash_point: Callable[[str], None] | None = None,
@@ -180,11 +181,11 @@ class Dispatcher:
         """Claim one trigger; ``jobs`` caches the jobs read so far (shared by concurrent claims)."""
         report = DispatchReport()
         token = uuid.uuid4().hex
-        if trigger.state == "CLAIMED" or trigger.is_retry:
+        if trigger.state is TriggerState.CLAIMED or trigger.is_retry:
             # The run exists already: a retry wake-up, or a claim whose dispatcher died before
             # sending. Sending again is safe: the worker ignores a duplicate.
             if self.store.claim_trigger_only(trigger, token=token, now=now):
-                report.recovered += trigger.state == "CLAIMED"
+                report.recovered += trigger.state is TriggerState.CLAIMED
                 report.claimed += 1
                 message = WorkMessage(trigger.job_id, trigger.run_id)
                 return _Outcome(report, outgoing=_Outgoing(trigger, message, trigger.fire_at))
@@ -200,28 +201,28 @@ class Dispatcher:
             self.store.delete_trigger(trigger)
             report.stale += 1
             return _Outcome(report)
-        result, next_trigger = self._claim(trigger, job, token, now)
-        if result is None:
+        result, run, next_trigger = self._claim(trigger, job, token, now)
+        if result is ClaimResult.LOST:
             report.lost_races += 1
-        elif result == "stale":
+            return _Outcome(report)
+        if result is ClaimResult.STALE:
             self.store.delete_trigger(trigger)
             jobs.pop(trigger.job_id, None)
             report.stale += 1
-        elif isinstance(result, Run):
-            report.claimed += 1
-            if result.status is RunStatus.QUEUED:
-                message = WorkMessage(job.job_id, result.run_id)
-                fire_at = max(result.scheduled_for, trigger.fire_at)
-                return _Outcome(report, outgoing=_Outgoing(trigger, message, fire_at), chained=next_trigger)
-            report.skipped += 1
-            return _Outcome(report, finished=trigger, chained=next_trigger)
-        return _Outcome(report)
+            return _Outcome(report)
+        report.claimed += 1
+        if run.status is RunStatus.QUEUED:
+            message = WorkMessage(job.job_id, run.run_id)
+            fire_at = max(run.scheduled_for, trigger.fire_at)
+            return _Outcome(report, outgoing=_Outgoing(trigger, message, fire_at), chained=next_trigger)
+        report.skipped += 1
+        return _Outcome(report, finished=trigger, chained=next_trigger)
 
     def _claim(
         self, trigger: Trigger, job: Job, token: str, now: datetime
-    ) -> tuple[Run | str | None, Trigger | None]:
-        """The claim's result (the run, ``"stale"``, or None for a lost race) and the next trigger
-        it wrote."""
+    ) -> tuple[ClaimResult, Run, Trigger | None]:
+        """The claim's result, the run it created (QUEUED, or SKIPPED by the misfire policy) and the
+        next occurrence it wrote."""
         next_trigger = None
         if trigger.kind is RunKind.MANUAL:
             run = _new_run(job, trigger.scheduled_for, RunKind.MANUAL, RunStatus.QUEUED, now)
@@ -244,11 +245,7 @@ class Dispatcher:
             result = self.store.claim(
                 trigger, job, token=token, now=now, run=run, next_trigger=next_trigger, job_status=job_status
             )
-        if result.stale:
-            return "stale", None
-        if not result.claimed:
-            return None, None
-        return run, next_trigger
+        return result, run, next_trigger
 
     # ------------------------------------------------------------------------------------- sweep
 
@@ -286,7 +283,7 @@ class Dispatcher:
                     for t in remaining
                     if t.fire_at <= horizon
                     and (
-                        t.state == "PENDING"
+                        t.state is TriggerState.PENDING
                         or (t.claimed_at is not None and now - t.claimed_at > claim_timeout)
                     )
                 ]

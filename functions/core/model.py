@@ -80,6 +80,14 @@ class OverlapPolicy(StrEnum):
     SKIP = "skip"
 
 
+class TriggerState(StrEnum):
+    """A trigger waits PENDING until a dispatcher claims it (CLAIMED, with the claim's token); a
+    claimed trigger whose dispatcher died before sending is claimed again after ``claim_timeout``."""
+
+    PENDING = "PENDING"
+    CLAIMED = "CLAIMED"
+
+
 class RunKind(StrEnum):
     SCHEDULED = "scheduled"
     MANUAL = "manual"
@@ -294,7 +302,7 @@ class Trigger:
     kind: RunKind = RunKind.SCHEDULED
     # A retry trigger wakes an existing RETRYING run whose backoff was too long for SQS.
     is_retry: bool = False
-    state: str = "PENDING"  # PENDING | CLAIMED
+    state: TriggerState = TriggerState.PENDING
     claim_token: str | None = None
     claimed_at: datetime | None = None
 
@@ -384,6 +392,32 @@ def plan_claim(job: Job, scheduled_for: datetime, now: datetime, misfire_thresho
     return ClaimPlan(latest, None, following)
 
 
-def with_status(run: Run, status: RunStatus, **changes: Any) -> Run:
-    check_transition(run.status, status)
-    return replace(run, status=status, **changes)
+def started_run(run: Run, *, token: str, now: datetime, lease_until: datetime) -> Run:
+    """The run as ``start_attempt`` leaves it: the next attempt RUNNING under our lease, or the same
+    attempt taken over when its worker's lease lapsed. Lateness is the first attempt's, kept."""
+    takeover = run.status is RunStatus.RUNNING
+    return replace(
+        run,
+        status=RunStatus.RUNNING,
+        attempt=run.attempt if takeover else run.attempt + 1,
+        lease_token=token,
+        lease_until=lease_until,
+        started_at=run.started_at or now,
+        lateness_ms=(
+            run.lateness_ms if run.lateness_ms is not None else to_ms(now) - to_ms(run.scheduled_for)
+        ),
+        executions=run.executions + 1,
+    )
+
+
+def run_summary(run: Run, status: RunStatus, now: datetime, error: str | None) -> dict[str, Any]:
+    """The job's ``last_run``: what the job view shows of its latest finished run."""
+    return {
+        "run_id": run.run_id,
+        "status": status.value,
+        "scheduled_for": to_ms(run.scheduled_for),
+        "finished_at": to_ms(now),
+        "lateness_ms": run.lateness_ms,
+        "attempt": run.attempt,
+        "error": error,
+    }

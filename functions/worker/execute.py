@@ -33,10 +33,10 @@ from functions.core.model import (
     utcnow,
 )
 from functions.core.observability import logger
-from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage, WorkQueue
+from functions.core.ports import Queue, RunNotOurs, Tables, Targets
+from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
 from functions.core.settings import Settings
-from functions.core.store import ConflictError, Store
-from functions.core.targets import Delivery, TargetExecutor, TargetOutcome
+from functions.core.targets import Delivery, TargetOutcome
 
 # How long past the due time a held message stays hidden if its worker dies. Longer than the first
 # heartbeat (a third of a lease after the second: 1.3 s by default), which then keeps it hidden while
@@ -99,9 +99,9 @@ class _Heartbeat:
 class RunExecutor:
     def __init__(
         self,
-        store: Store,
-        queue: WorkQueue,
-        targets: TargetExecutor,
+        store: Tables,
+        queue: Queue,
+        targets: Targets,
         settings: Settings,
         clock: Callable[[], datetime] = utcnow,
         sleep: Callable[[float], None] = time.sleep,
@@ -209,7 +209,7 @@ class RunExecutor:
                 now=started_at,
                 lease_until=self.clock() + timedelta(seconds=self.settings.lease_seconds),
             )
-        except ConflictError:
+        except RunNotOurs:
             # Either another delivery started it, or our own write took effect and only its answer
             # was lost (the SDK retried it): the lease token tells which.
             current = self.store.get_run(run.job_id, run.run_id)
@@ -285,7 +285,7 @@ class RunExecutor:
                 now=now,
                 lease_until=now + timedelta(seconds=self.settings.lease_seconds),
             )
-        except ConflictError:
+        except RunNotOurs:
             logger.info("last delivery: another worker started the attempt", extra=log)
             return
         outcome = TargetOutcome(
@@ -410,7 +410,7 @@ class RunExecutor:
             self.store.finish_attempt(
                 run, attempt, status=status, now=finished_at, job_status=job_status, job=job
             )
-        except ConflictError:
+        except RunNotOurs:
             logger.warning("outcome not recorded: the run was cancelled or taken over", extra=log)
             return
         logger.info(f"run {status.value.lower()}", extra={**log, "error": outcome.error})

@@ -1,0 +1,222 @@
+"""What the logic needs from the outside, as small ``Protocol``s, and what a lost write means.
+
+``JobService``, ``Dispatcher`` and ``RunExecutor`` depend on these, never on boto3. The real
+implementations are the AWS edge (``functions/core/store``, ``functions/core/queue.py``,
+``functions/core/targets``); the in-memory ones in ``tests/fakes`` keep the same conditional semantics,
+and one contract suite (``tests/contract``) holds both to them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Protocol
+
+from functions.core.model import Attempt, Job, JobStatus, Run, RunStatus, Trigger
+
+if TYPE_CHECKING:
+    from functions.core.queue import WorkMessage
+    from functions.core.targets import Delivery, TargetOutcome
+
+
+# ----------------------------------------------------------------------------- what a write lost to
+
+
+class ConflictError(Exception):
+    """A conditional write lost: another writer got there first, or the item changed."""
+
+
+class JobExists(ConflictError):
+    """A job with this id exists already (ids are random: in practice never)."""
+
+    def __init__(self, message: str = "job") -> None:
+        super().__init__(message)
+
+
+class NameTaken(ConflictError):
+    """Another live job of the owner has this name."""
+
+    def __init__(self, message: str = "name") -> None:
+        super().__init__(message)
+
+
+class IdempotencyKeyTaken(ConflictError):
+    """An earlier create used this ``Idempotency-Key`` (and its record has not expired)."""
+
+    def __init__(self, message: str = "idempotency") -> None:
+        super().__init__(message)
+
+
+class VersionChanged(ConflictError):
+    """The job changed since it was read (its version moved on)."""
+
+    def __init__(self, message: str = "version") -> None:
+        super().__init__(message)
+
+
+class RunNotOurs(ConflictError):
+    """The run is not in the state we read: another worker started it, or it was cancelled or taken
+    over while we held it."""
+
+
+class BadCursorError(ValueError):
+    """A pagination cursor this API did not hand out for this listing."""
+
+
+class ClaimResult(Enum):
+    """What claiming a PENDING trigger came to."""
+
+    CLAIMED = "claimed"  # ours: send it
+    LOST = "lost"  # another dispatcher claimed it first, or a concurrent claim held the job
+    STALE = "stale"  # the job changed, paused, ended or is gone, or the occurrence ran already
+
+    @property
+    def claimed(self) -> bool:
+        return self is ClaimResult.CLAIMED
+
+    @property
+    def stale(self) -> bool:
+        return self is ClaimResult.STALE
+
+
+# ------------------------------------------------------------------------------------- the table
+
+
+class JobStore(Protocol):
+    """Jobs, with their name reservations and idempotency records."""
+
+    def create_job(
+        self, job: Job, first_trigger: Trigger | None, idempotency: tuple[str, str] | None = None
+    ) -> None:
+        """Job, name, idempotency record (key, request fingerprint) and first trigger, all or none.
+        Raises ``NameTaken``, ``IdempotencyKeyTaken`` or ``JobExists``."""
+
+    def get_idempotent_create(self, owner: str, key: str, now: datetime) -> tuple[str, str] | None:
+        """(job_id, fingerprint) of an earlier create with this key, if its record is still valid."""
+
+    def update_job(self, before: Job, after: Job, *, trigger: Trigger | None = None) -> None:
+        """An API change, guarded by ``before.version``; moves or frees the name; writes ``trigger``.
+        Raises ``VersionChanged`` or ``NameTaken``."""
+
+    def get_job(self, job_id: str) -> Job | None: ...
+
+    def list_jobs(
+        self, owner: str, *, limit: int, cursor: str | None, status: JobStatus | None, name: str | None
+    ) -> tuple[list[Job], str | None]:
+        """The owner's jobs, newest first; raises ``BadCursorError`` for a cursor of another listing."""
+
+    def owner_jobs_summary(self, owner: str) -> tuple[dict[str, int], dict[str, int]]:
+        """(jobs by status, runs by outcome) over all of an owner's jobs."""
+
+
+class TriggerStore(Protocol):
+    """Minute-bucket triggers, their claims, and each shard's sweep cursor."""
+
+    def query_bucket(self, bucket: str, shard: int) -> list[Trigger]: ...
+
+    def put_trigger(self, trigger: Trigger) -> None: ...
+
+    def claim(
+        self,
+        trigger: Trigger,
+        job: Job,
+        *,
+        token: str,
+        now: datetime,
+        run: Run | None,
+        next_trigger: Trigger | None,
+        job_status: JobStatus | None = None,
+    ) -> ClaimResult:
+        """Claim a PENDING trigger, create its run, write the next occurrence, all or none."""
+
+    def claim_trigger_only(self, trigger: Trigger, *, token: str, now: datetime) -> bool:
+        """Claim a trigger whose run exists (a retry wake-up, or a claim whose dispatcher died)."""
+
+    def delete_trigger(self, trigger: Trigger) -> None: ...
+
+    def delete_triggers(self, triggers: Iterable[Trigger]) -> None: ...
+
+    def get_cursor(self, shard: int) -> str | None: ...
+
+    def advance_cursor(self, shard: int, old: str | None, new: str) -> bool:
+        """Move the shard's cursor forward to ``new``; False when someone moved it as far already."""
+
+    def oldest_cursor(self, shards: Iterable[int]) -> str | None: ...
+
+
+class RunStore(Protocol):
+    """Runs: the history, and the conditional steps of an attempt."""
+
+    def get_run(self, job_id: str, run_id: str) -> Run | None: ...
+
+    def get_run_and_job(self, job_id: str, run_id: str) -> tuple[Run | None, Job | None]: ...
+
+    def list_runs(
+        self, job_id: str, *, limit: int, cursor: str | None = None, status: RunStatus | None = None
+    ) -> tuple[list[Run], str | None]: ...
+
+    def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]: ...
+
+    def start_attempt(self, run: Run, *, token: str, now: datetime, lease_until: datetime) -> Run:
+        """Start the next attempt or take over a lapsed one; raises ``RunNotOurs`` if it changed."""
+
+    def renew_lease(self, run: Run, lease_until: datetime) -> bool: ...
+
+    def finish_attempt(
+        self,
+        run: Run,
+        attempt: Attempt,
+        *,
+        status: RunStatus,
+        now: datetime,
+        next_attempt_at: datetime | None = None,
+        retry_trigger: Trigger | None = None,
+        job_status: JobStatus | None = None,
+        job: Job | None = None,
+    ) -> None:
+        """Record an attempt's outcome under our lease; raises ``RunNotOurs`` if we lost it."""
+
+    def mark_run(self, run: Run, status: RunStatus, *, now: datetime, error: str | None) -> bool:
+        """End a run that has no attempt running (cancelled, skipped), guarded by what was read."""
+
+
+class Tables(JobStore, TriggerStore, RunStore, Protocol):
+    """The whole table: what a role's logic is given (each uses the parts it needs)."""
+
+
+# ------------------------------------------------------------------------------- queue and the rest
+
+
+class Queue(Protocol):
+    """The work queue and its dead-letter queue."""
+
+    def send(self, messages: list[tuple[WorkMessage, int]]) -> None:
+        """Send (message, delay in seconds) pairs; raise if any was refused."""
+
+    def change_visibility(self, receipt_handle: str, seconds: int) -> None: ...
+
+    def send_to_dlq(self, body: str, reason: str) -> None: ...
+
+    def depth(self) -> dict[str, int]:
+        """queued, in_flight, delayed, dlq: for stats."""
+
+
+class Targets(Protocol):
+    """Delivers one attempt to a job's target. Never raises for a target failure."""
+
+    def execute(
+        self,
+        spec: Mapping[str, Any],
+        delivery: Delivery,
+        timeout_seconds: float,
+        cancel: threading.Event | None = None,
+    ) -> TargetOutcome: ...
+
+
+class Invoker(Protocol):
+    """Starts more dispatcher invocations, each sweeping its group of shards (the fan-out)."""
+
+    def start_sweeps(self, groups: list[list[int]]) -> list[list[int]]:
+        """Hand each group of shards to an invocation of its own; return the groups it could not."""

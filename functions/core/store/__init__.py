@@ -1,0 +1,27 @@
+"""DynamoDB access: the item layout of docs/architecture.md and every conditional write.
+
+The only code that knows keys and attribute names. One module per concern: ``keys`` (every item's
+key), ``items`` (item ↔ domain object), ``pages`` (cursors and filtered listings), ``base`` (the
+client, conditional writes and "did our write land"), and one module per aggregate: ``jobs``,
+``triggers`` (with the sweep cursors and the claim) and ``runs``. ``DynamoStore`` is all three: the
+real implementation of ``functions.core.ports.Tables``.
+
+Conditional writes are what make the system correct with several dispatchers and workers: a claim, an
+attempt start and an outcome each succeed for exactly one writer.
+"""
+
+from __future__ import annotations
+
+from functions.core.ports import BadCursorError, ClaimResult, ConflictError
+from functions.core.store.jobs import JobTable
+from functions.core.store.runs import RunTable
+from functions.core.store.triggers import TriggerTable
+
+__all__ = ["BadCursorError", "ClaimResult", "ConflictError", "DynamoStore", "Store"]
+
+
+class DynamoStore(JobTable, TriggerTable, RunTable):
+    """Jobs, triggers with cursors, and runs, in one DynamoDB table."""
+
+
+Store = DynamoStore

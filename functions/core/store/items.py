@@ -1,0 +1,209 @@
+"""Items ↔ domain objects: how a job, a run and a trigger are written as DynamoDB attributes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from functions.core.definitions import GSI1_PK, GSI1_SK, PK, SK, TTL_ATTRIBUTE
+from functions.core.model import (
+    Attempt,
+    Job,
+    JobStatus,
+    MisfirePolicy,
+    OverlapPolicy,
+    RetryPolicy,
+    Run,
+    RunKind,
+    RunStatus,
+    Trigger,
+    TriggerState,
+    from_ms,
+    to_ms,
+)
+from functions.core.schedule import Schedule
+from functions.core.store.keys import owner_index_pk, trigger_key
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+def to_attributes(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Plain values as DynamoDB attribute values; ``None`` means "no such attribute"."""
+    return {key: _serializer.serialize(value) for key, value in values.items() if value is not None}
+
+
+def from_attributes(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _deserializer.deserialize(value) for key, value in item.items()}
+
+
+def optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def optional_time(value: Any) -> datetime | None:
+    return None if value is None else from_ms(int(value))
+
+
+def optional_ms(value: datetime | None) -> int | None:
+    return None if value is None else to_ms(value)
+
+
+def job_to_item(job: Job) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        PK: f"JOB#{job.job_id}",
+        SK: "JOB",
+        "type": "job",
+        "job_id": job.job_id,
+        "owner": job.owner,
+        "name": job.name,
+        "status": job.status.value,
+        "version": job.version,
+        "schedule": json.dumps(job.schedule.to_dict()),
+        "target": json.dumps(job.target),
+        "payload": json.dumps(job.payload),
+        "retry": json.dumps(job.retry.to_dict()),
+        "timeout_seconds": job.timeout_seconds,
+        "tags": json.dumps(job.tags),
+        "secret": job.secret,
+        "misfire": job.misfire.value,
+        "catchup_seconds": job.catchup_seconds,
+        "overlap": job.overlap.value,
+        "created_at": to_ms(job.created_at),
+        "updated_at": to_ms(job.updated_at),
+        "next_trigger_at": optional_ms(job.next_trigger_at),
+        "last_run": json.dumps(job.last_run) if job.last_run is not None else None,
+        "paused_at": optional_ms(job.paused_at),
+        GSI1_PK: owner_index_pk(job.owner),
+        GSI1_SK: f"{to_ms(job.created_at):013d}#{job.job_id}",
+    }
+    item = to_attributes(values)
+    item["run_counts"] = {"M": {k: {"N": str(v)} for k, v in job.run_counts.items()}}
+    return item
+
+
+def job_from_item(item: Mapping[str, Any]) -> Job:
+    data = from_attributes(item)
+    return Job(
+        job_id=data["job_id"],
+        owner=data["owner"],
+        name=data.get("name"),
+        status=JobStatus(data["status"]),
+        version=int(data["version"]),
+        schedule=Schedule.from_dict(json.loads(data["schedule"])),
+        target=json.loads(data["target"]),
+        payload=json.loads(data["payload"]),
+        retry=RetryPolicy.from_dict(json.loads(data["retry"])),
+        timeout_seconds=int(data["timeout_seconds"]),
+        tags=json.loads(data["tags"]),
+        secret=data.get("secret"),
+        misfire=MisfirePolicy(data["misfire"]),
+        catchup_seconds=optional_int(data.get("catchup_seconds")),
+        overlap=OverlapPolicy(data["overlap"]),
+        created_at=from_ms(int(data["created_at"])),
+        updated_at=from_ms(int(data["updated_at"])),
+        next_trigger_at=optional_time(data.get("next_trigger_at")),
+        last_run=json.loads(data["last_run"]) if data.get("last_run") else None,
+        paused_at=optional_time(data.get("paused_at")),
+        run_counts={k: int(v) for k, v in (data.get("run_counts") or {}).items()},
+    )
+
+
+def run_to_item(run: Run, expires_at: datetime) -> dict[str, Any]:
+    item = to_attributes(
+        {
+            PK: f"JOB#{run.job_id}",
+            SK: f"RUN#{run.run_id}",
+            "type": "run",
+            "job_id": run.job_id,
+            "run_id": run.run_id,
+            "owner": run.owner,
+            "scheduled_for": to_ms(run.scheduled_for),
+            "status": run.status.value,
+            "kind": run.kind.value,
+            "attempt": run.attempt,
+            "executions": run.executions,
+            "job_version": run.job_version,
+            "queued_at": optional_ms(run.queued_at),
+            "started_at": optional_ms(run.started_at),
+            "finished_at": optional_ms(run.finished_at),
+            "lateness_ms": run.lateness_ms,
+            "next_attempt_at": optional_ms(run.next_attempt_at),
+            "error": run.error,
+            TTL_ATTRIBUTE: int(expires_at.timestamp()),
+        }
+    )
+    item["attempts"] = {"L": [{"S": json.dumps(a.to_dict())} for a in run.attempts]}
+    return item
+
+
+def run_from_item(item: Mapping[str, Any]) -> Run:
+    data = from_attributes(item)
+    return Run(
+        job_id=data["job_id"],
+        run_id=data["run_id"],
+        owner=data["owner"],
+        scheduled_for=from_ms(int(data["scheduled_for"])),
+        status=RunStatus(data["status"]),
+        kind=RunKind(data.get("kind", RunKind.SCHEDULED.value)),
+        attempt=int(data.get("attempt", 0)),
+        executions=int(data.get("executions", 0)),
+        job_version=int(data.get("job_version", 1)),
+        queued_at=optional_time(data.get("queued_at")),
+        started_at=optional_time(data.get("started_at")),
+        finished_at=optional_time(data.get("finished_at")),
+        lateness_ms=optional_int(data.get("lateness_ms")),
+        next_attempt_at=optional_time(data.get("next_attempt_at")),
+        lease_until=optional_time(data.get("lease_until")),
+        lease_token=data.get("lease_token"),
+        error=data.get("error"),
+        attempts=tuple(Attempt.from_dict(json.loads(a)) for a in data.get("attempts") or []),
+    )
+
+
+def attempt_to_attribute(attempt: Attempt) -> dict[str, Any]:
+    return {"S": json.dumps(attempt.to_dict())}
+
+
+def trigger_to_item(trigger: Trigger) -> dict[str, Any]:
+    item = trigger_key(trigger)
+    item.update(
+        to_attributes(
+            {
+                "type": "trigger",
+                "job_id": trigger.job_id,
+                "run_id": trigger.run_id,
+                "scheduled_for": to_ms(trigger.scheduled_for),
+                "fire_at": to_ms(trigger.fire_at),
+                "job_version": trigger.job_version,
+                "kind": trigger.kind.value,
+                "is_retry": trigger.is_retry or None,
+                "state": trigger.state.value,
+                "claim_token": trigger.claim_token,
+                "claimed_at": optional_ms(trigger.claimed_at),
+            }
+        )
+    )
+    return item
+
+
+def trigger_from_item(item: Mapping[str, Any], bucket: str, shard: int) -> Trigger:
+    data = from_attributes(item)
+    return Trigger(
+        job_id=data["job_id"],
+        run_id=data["run_id"],
+        scheduled_for=from_ms(int(data["scheduled_for"])),
+        fire_at=from_ms(int(data["fire_at"])),
+        job_version=int(data["job_version"]),
+        shard=shard,
+        bucket=bucket,
+        kind=RunKind(data.get("kind", RunKind.SCHEDULED.value)),
+        is_retry=bool(data.get("is_retry", False)),
+        state=TriggerState(data["state"]),
+        claim_token=data.get("claim_token"),
+        claimed_at=optional_time(data.get("claimed_at")),
+    )

@@ -1,0 +1,262 @@
+"""Jobs: the job item, its name reservation and its idempotency record."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from functions.core.definitions import GSI1, GSI1_PK, GSI1_SK, PK, SK, TTL_ATTRIBUTE
+from functions.core.model import Job, JobStatus, Trigger
+from functions.core.ports import ConflictError, IdempotencyKeyTaken, JobExists, NameTaken, VersionChanged
+from functions.core.store.base import TableBase
+from functions.core.store.items import job_from_item, job_to_item, trigger_to_item
+from functions.core.store.keys import idempotency_key, job_key, name_key, owner_index_pk
+from functions.core.store.pages import read_page
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+IDEMPOTENCY_TTL = timedelta(hours=24)
+
+# The attributes the API owns; the dispatcher and worker update the others concurrently.
+API_OWNED = (
+    "name",
+    "status",
+    "version",
+    "schedule",
+    "target",
+    "payload",
+    "retry",
+    "timeout_seconds",
+    "tags",
+    "secret",
+    "misfire",
+    "catchup_seconds",
+    "overlap",
+    "updated_at",
+)
+
+
+def put_name(table: str, job: Job) -> TransactWriteItemTypeDef:
+    """Reserve the job's name among its owner's live jobs."""
+    assert job.name is not None
+    return {
+        "Put": {
+            "TableName": table,
+            "Item": {**name_key(job.owner, job.name), "job_id": {"S": job.job_id}},
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+    }
+
+
+def release_name(table: str, job: Job) -> TransactWriteItemTypeDef:
+    """Free the job's name (if it still holds it)."""
+    assert job.name is not None
+    return {
+        "Delete": {
+            "TableName": table,
+            "Key": name_key(job.owner, job.name),
+            "ConditionExpression": "attribute_not_exists(pk) OR job_id = :job_id",
+            "ExpressionAttributeValues": {":job_id": {"S": job.job_id}},
+        }
+    }
+
+
+def put_trigger_item(table: str, trigger: Trigger) -> TransactWriteItemTypeDef:
+    return {"Put": {"TableName": table, "Item": trigger_to_item(trigger)}}
+
+
+def api_view(job: Job) -> Job:
+    """A job without the fields the dispatcher and worker maintain (compare what the API writes)."""
+    return replace(job, next_trigger_at=None, last_run=None, run_counts={})
+
+
+class JobTable(TableBase):
+    def create_job(
+        self, job: Job, first_trigger: Trigger | None, idempotency: tuple[str, str] | None = None
+    ) -> None:
+        """Job, name reservation, idempotency record and first trigger in one transaction.
+
+        ``idempotency`` is (key, request fingerprint). Raises ``IdempotencyKeyTaken``, ``NameTaken``
+        or ``JobExists``.
+        """
+        items: list[TransactWriteItemTypeDef] = [
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": job_to_item(job),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+        ]
+        positions: dict[type[ConflictError], int] = {JobExists: 0}
+        if job.name:
+            positions[NameTaken] = len(items)
+            items.append(put_name(self.table, job))
+        if idempotency is not None:
+            key, fingerprint = idempotency
+            expires = int((job.created_at + IDEMPOTENCY_TTL).timestamp())
+            positions[IdempotencyKeyTaken] = len(items)
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self.table,
+                        "Item": {
+                            **idempotency_key(job.owner, key),
+                            "job_id": {"S": job.job_id},
+                            "fingerprint": {"S": fingerprint},
+                            TTL_ATTRIBUTE: {"N": str(expires)},
+                        },
+                        "ConditionExpression": "attribute_not_exists(pk) OR #expires < :now",
+                        "ExpressionAttributeNames": {"#expires": TTL_ATTRIBUTE},
+                        "ExpressionAttributeValues": {":now": {"N": str(int(job.created_at.timestamp()))}},
+                    }
+                }
+            )
+        if first_trigger is not None:
+            items.append(put_trigger_item(self.table, first_trigger))
+        refused = self.transact(items)
+        if refused is None:
+            return
+        # Job ids are random, so nobody else writes this job: finding it is finding our own write.
+        if self.landed(
+            lambda: self.get_job(job.job_id),
+            lambda stored: stored.owner == job.owner and stored.created_at == job.created_at,
+        ):
+            return
+        # Report the idempotency record first: a retried create also collides on its name.
+        for conflict in (IdempotencyKeyTaken, NameTaken, JobExists):
+            if conflict in positions and refused.failed(positions[conflict]):
+                raise conflict() from refused.error
+        raise refused.error
+
+    def get_idempotent_create(self, owner: str, key: str, now: datetime) -> tuple[str, str] | None:
+        """(job_id, fingerprint) of an earlier create with this ``Idempotency-Key``, if still valid."""
+        response = self.client.get_item(
+            TableName=self.table, Key=idempotency_key(owner, key), ConsistentRead=True
+        )
+        item = response.get("Item")
+        if not item or int(item[TTL_ATTRIBUTE]["N"]) < int(now.timestamp()):
+            return None
+        return item["job_id"]["S"], item["fingerprint"]["S"]
+
+    def update_job(self, before: Job, after: Job, *, trigger: Trigger | None = None) -> None:
+        """Write a change made through the API, guarded by the version that was read.
+
+        Only the fields the API owns are written (the dispatcher and worker update ``next_trigger_at``,
+        ``last_run`` and counters concurrently). A changed name moves its reservation; a job that
+        stops being live releases it; ``trigger`` is the first trigger of a new schedule.
+        """
+        item = job_to_item(after)
+        owned = list(API_OWNED)
+        if after.version != before.version:
+            # The dispatcher maintains next_trigger_at for the current version; a new version resets it.
+            owned += ["next_trigger_at", "paused_at"]
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {":seen_version": {"N": str(before.version)}}
+        sets: list[str] = []
+        removes: list[str] = []
+        for index, attribute in enumerate(owned):
+            names[f"#a{index}"] = attribute
+            if attribute in item:
+                sets.append(f"#a{index} = :v{index}")
+                values[f":v{index}"] = item[attribute]
+            else:
+                removes.append(f"#a{index}")
+        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        items: list[TransactWriteItemTypeDef] = [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": job_key(before.job_id),
+                    "UpdateExpression": expression,
+                    "ConditionExpression": "version = :seen_version",
+                    "ExpressionAttributeNames": names,
+                    "ExpressionAttributeValues": values,
+                }
+            }
+        ]
+        if before.name and before.is_live and (after.name != before.name or not after.is_live):
+            items.append(release_name(self.table, before))
+        if after.name and after.is_live and (after.name != before.name or not before.is_live):
+            items.append(put_name(self.table, after))
+        if trigger is not None:
+            items.append(put_trigger_item(self.table, trigger))
+        refused = self.transact(items)
+        if refused is None:
+            return
+        if self.landed(
+            lambda: self.get_job(after.job_id),
+            lambda stored: api_view(stored) != api_view(before) and api_view(stored) == api_view(after),
+        ):
+            return  # our own write, whose answer was lost and retried
+        if refused.failed(0):
+            raise VersionChanged() from refused.error
+        raise NameTaken() from refused.error
+
+    def get_job(self, job_id: str) -> Job | None:
+        response = self.client.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=True)
+        item = response.get("Item")
+        return job_from_item(item) if item else None
+
+    def list_jobs(
+        self, owner: str, *, limit: int, cursor: str | None, status: JobStatus | None, name: str | None
+    ) -> tuple[list[Job], str | None]:
+        """The owner's jobs, newest first, from the owner index (eventually consistent on AWS)."""
+        names = {"#gpk": GSI1_PK}
+        values: dict[str, Any] = {":owner": {"S": owner_index_pk(owner)}}
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": GSI1,
+            "KeyConditionExpression": "#gpk = :owner",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": False,
+        }
+        filters = []
+        if status is not None:
+            filters.append("#status = :status")
+            names["#status"] = "status"
+            values[":status"] = {"S": status.value}
+        if name is not None:
+            filters.append("#name = :name")
+            names["#name"] = "name"
+            values[":name"] = {"S": name}
+        if filters:
+            request["FilterExpression"] = " AND ".join(filters)
+        owner_key = owner_index_pk(owner)
+
+        def belongs(key: Mapping[str, Any]) -> bool:
+            return (
+                set(key) == {PK, SK, GSI1_PK, GSI1_SK}
+                and key[GSI1_PK]["S"] == owner_key
+                and key[PK]["S"].startswith("JOB#")
+            )
+
+        return read_page(self.client.query, request, limit, cursor, job_from_item, belongs)
+
+    def owner_jobs_summary(self, owner: str) -> tuple[dict[str, int], dict[str, int]]:
+        """(jobs by status, runs by outcome) over all of an owner's jobs."""
+        jobs: dict[str, int] = {}
+        runs: dict[str, int] = {}
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": GSI1,
+            "KeyConditionExpression": "#gpk = :owner",
+            "ExpressionAttributeNames": {"#gpk": GSI1_PK, "#status": "status", "#counts": "run_counts"},
+            "ExpressionAttributeValues": {":owner": {"S": owner_index_pk(owner)}},
+            "ProjectionExpression": "#status, #counts",
+        }
+        while True:
+            response = self.client.query(**request)
+            for item in response.get("Items", []):
+                status = item["status"]["S"]
+                jobs[status] = jobs.get(status, 0) + 1
+                for outcome, count in item.get("run_counts", {}).get("M", {}).items():
+                    runs[outcome] = runs.get(outcome, 0) + int(count["N"])
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return jobs, runs
+            request["ExclusiveStartKey"] = last

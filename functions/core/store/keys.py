@@ -1,0 +1,50 @@
+"""The table's keys: every item's partition and sort key (docs/architecture.md, "The table")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from functions.core.definitions import GSI1, GSI1_PK, GSI1_SK, PK, SK
+from functions.core.model import Trigger, to_ms
+
+
+def job_key(job_id: str) -> dict[str, Any]:
+    return {PK: {"S": f"JOB#{job_id}"}, SK: {"S": "JOB"}}
+
+
+def run_key(job_id: str, run_id: str) -> dict[str, Any]:
+    return {PK: {"S": f"JOB#{job_id}"}, SK: {"S": f"RUN#{run_id}"}}
+
+
+def name_key(owner: str, name: str) -> dict[str, Any]:
+    return {PK: {"S": f"NAME#{owner}#{name}"}, SK: {"S": "NAME"}}
+
+
+def trigger_pk(bucket: str, shard: int) -> str:
+    return f"T#{bucket}#{shard:03d}"
+
+
+def trigger_key(trigger: Trigger) -> dict[str, Any]:
+    return {
+        PK: {"S": trigger_pk(trigger.bucket, trigger.shard)},
+        SK: {"S": f"{to_ms(trigger.fire_at):013d}#{trigger.run_id}"},
+    }
+
+
+def idempotency_key(owner: str, key: str) -> dict[str, Any]:
+    return {PK: {"S": f"IDEMPOTENCY#{owner}#{key}"}, SK: {"S": "IDEMPOTENCY"}}
+
+
+def cursor_key(shard: int) -> dict[str, Any]:
+    return {PK: {"S": f"CURSOR#{shard:03d}"}, SK: {"S": "CURSOR"}}
+
+
+def owner_index_pk(owner: str) -> str:
+    return f"OWNER#{owner}"
+
+
+def key_of(item: Mapping[str, Any], index: str | None) -> dict[str, Any]:
+    """The pagination key of an item (with the index keys when reading an index)."""
+    names = [PK, SK] + ([GSI1_PK, GSI1_SK] if index == GSI1 else [])
+    return {name: item[name] for name in names}

@@ -1,0 +1,281 @@
+"""Runs: the history of a job, and the conditional steps of an attempt (start, lease, outcome)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from functions.core.definitions import PK, SK, TTL_ATTRIBUTE
+from functions.core.model import (
+    Attempt,
+    Job,
+    JobStatus,
+    Run,
+    RunStatus,
+    Trigger,
+    check_transition,
+    run_summary,
+    started_run,
+    to_ms,
+)
+from functions.core.ports import RunNotOurs
+from functions.core.store.base import TableBase
+from functions.core.store.items import (
+    attempt_to_attribute,
+    job_from_item,
+    optional_ms,
+    run_from_item,
+)
+from functions.core.store.jobs import put_trigger_item, release_name
+from functions.core.store.keys import job_key, run_key
+from functions.core.store.pages import read_page
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+
+class RunTable(TableBase):
+    def get_run(self, job_id: str, run_id: str) -> Run | None:
+        response = self.client.get_item(
+            TableName=self.table, Key=run_key(job_id, run_id), ConsistentRead=True
+        )
+        item = response.get("Item")
+        return run_from_item(item) if item else None
+
+    def get_run_and_job(self, job_id: str, run_id: str) -> tuple[Run | None, Job | None]:
+        """Both in one round trip: the worker's first read."""
+        keys = [run_key(job_id, run_id), job_key(job_id)]
+        response = self.client.batch_get_item(
+            RequestItems={self.table: {"Keys": keys, "ConsistentRead": True}}
+        )
+        run: Run | None = None
+        job: Job | None = None
+        for item in response.get("Responses", {}).get(self.table, []):
+            if item[SK]["S"] == "JOB":
+                job = job_from_item(item)
+            else:
+                run = run_from_item(item)
+        if response.get("UnprocessedKeys"):
+            # Throttled: fall back to single reads rather than report a missing item.
+            job_item = self.client.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=True)
+            return self.get_run(job_id, run_id), (
+                job_from_item(job_item["Item"]) if "Item" in job_item else None
+            )
+        return run, job
+
+    def list_runs(
+        self, job_id: str, *, limit: int, cursor: str | None = None, status: RunStatus | None = None
+    ) -> tuple[list[Run], str | None]:
+        """A job's history, newest first (run ids sort by scheduled time)."""
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": {":pk": {"S": f"JOB#{job_id}"}, ":prefix": {"S": "RUN#"}},
+            "ScanIndexForward": False,
+        }
+        if status is not None:
+            request["FilterExpression"] = "#status = :status"
+            request["ExpressionAttributeNames"] = {"#status": "status"}
+            request["ExpressionAttributeValues"][":status"] = {"S": status.value}
+
+        def belongs(key: Mapping[str, Any]) -> bool:
+            return (
+                set(key) == {PK, SK} and key[PK]["S"] == f"JOB#{job_id}" and key[SK]["S"].startswith("RUN#")
+            )
+
+        return read_page(self.client.query, request, limit, cursor, run_from_item, belongs)
+
+    def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]:
+        """The runs scheduled just before ``run_id``, newest first (for the overlap policy)."""
+        response = self.client.query(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
+            ExpressionAttributeValues={
+                ":pk": {"S": f"JOB#{job_id}"},
+                ":low": {"S": "RUN#"},
+                ":high": {"S": f"RUN#{run_id}"},
+            },
+            ScanIndexForward=False,
+            Limit=limit + 1,
+            ConsistentRead=True,
+        )
+        runs = [run_from_item(item) for item in response.get("Items", [])]
+        return [run for run in runs if run.run_id != run_id][:limit]
+
+    def start_attempt(self, run: Run, *, token: str, now: datetime, lease_until: datetime) -> Run:
+        """Start the next attempt, or take over one whose worker died: exactly one caller wins.
+
+        The condition pins the status, attempt count and lease we read, so a duplicate delivery or a
+        second worker finds it false and does nothing.
+        """
+        check_transition(run.status, RunStatus.RUNNING)
+        started = started_run(run, token=token, now=now, lease_until=lease_until)
+        values: dict[str, Any] = {
+            ":running": {"S": RunStatus.RUNNING.value},
+            ":seen_status": {"S": run.status.value},
+            ":seen_attempt": {"N": str(run.attempt)},
+            ":attempt": {"N": str(started.attempt)},
+            ":token": {"S": token},
+            ":lease": {"N": str(to_ms(lease_until))},
+            ":started": {"N": str(to_ms(started.started_at or now))},
+            ":lateness": {"N": str(started.lateness_ms)},
+            ":one": {"N": "1"},
+        }
+        condition = "#status = :seen_status AND attempt = :seen_attempt"
+        if run.status is RunStatus.RUNNING:  # a takeover: pin the lease that lapsed
+            condition += " AND lease_until = :seen_lease"
+            values[":seen_lease"] = {"N": str(optional_ms(run.lease_until))}
+        if not self.conditional(
+            self.client.update_item,
+            Key=run_key(run.job_id, run.run_id),
+            UpdateExpression=(
+                "SET #status = :running, attempt = :attempt, lease_token = :token, lease_until = :lease,"
+                " started_at = :started, lateness_ms = :lateness ADD executions :one"
+            ),
+            ConditionExpression=condition,
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues=values,
+        ):
+            raise RunNotOurs(f"run {run.run_id} was started by someone else")
+        return started
+
+    def renew_lease(self, run: Run, lease_until: datetime) -> bool:
+        return self.conditional(
+            self.client.update_item,
+            Key=run_key(run.job_id, run.run_id),
+            UpdateExpression="SET lease_until = :lease",
+            ConditionExpression="lease_token = :token AND #status = :running",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={
+                ":lease": {"N": str(to_ms(lease_until))},
+                ":token": {"S": run.lease_token or ""},
+                ":running": {"S": RunStatus.RUNNING.value},
+            },
+        )
+
+    def finish_attempt(
+        self,
+        run: Run,
+        attempt: Attempt,
+        *,
+        status: RunStatus,
+        now: datetime,
+        next_attempt_at: datetime | None = None,
+        retry_trigger: Trigger | None = None,
+        job_status: JobStatus | None = None,
+        job: Job | None = None,
+    ) -> None:
+        """Record an attempt's outcome, guarded by our lease token, with the job's summary.
+
+        ``job_status`` ends a one-off job with its run (and frees its name: ``job`` is then required).
+        """
+        check_transition(RunStatus.RUNNING, status)
+        terminal = status.is_terminal
+        values: dict[str, Any] = {
+            ":status": {"S": status.value},
+            ":token": {"S": run.lease_token or ""},
+            ":running": {"S": RunStatus.RUNNING.value},
+            ":attempt": {"L": [attempt_to_attribute(attempt)]},
+            ":empty": {"L": []},
+        }
+        sets = ["#status = :status", "attempts = list_append(if_not_exists(attempts, :empty), :attempt)"]
+        removes = ["lease_until", "lease_token"]
+        if attempt.error:
+            sets.append("#error = :error")
+            values[":error"] = {"S": attempt.error}
+        else:
+            removes.append("#error")
+        if terminal:
+            sets.append("finished_at = :finished")
+            values[":finished"] = {"N": str(to_ms(now))}
+            sets.append(f"{TTL_ATTRIBUTE} = :expires")
+            values[":expires"] = {"N": str(int(self.expiry(now).timestamp()))}
+        if next_attempt_at is not None:
+            sets.append("next_attempt_at = :next")
+            values[":next"] = {"N": str(to_ms(next_attempt_at))}
+        expression = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
+        items: list[TransactWriteItemTypeDef] = [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": run_key(run.job_id, run.run_id),
+                    "UpdateExpression": expression,
+                    "ConditionExpression": "lease_token = :token AND #status = :running",
+                    "ExpressionAttributeNames": {"#status": "status", "#error": "error"},
+                    "ExpressionAttributeValues": values,
+                }
+            }
+        ]
+        if terminal:
+            items.append(self._job_outcome_update(run, status, now, attempt, job_status))
+        if job_status is not None and job is not None and job.name:
+            items.append(release_name(self.table, job))
+        if retry_trigger is not None:
+            items.append(put_trigger_item(self.table, retry_trigger))
+        refused = self.transact(items)
+        if refused is None:
+            return
+        if self.landed(
+            lambda: self.get_run(run.job_id, run.run_id),
+            lambda stored: (
+                stored.status is status and bool(stored.attempts) and stored.attempts[-1] == attempt
+            ),
+        ):
+            return  # our own write, whose answer was lost and retried
+        raise RunNotOurs(f"run {run.run_id} is no longer ours to finish") from refused.error
+
+    def _job_outcome_update(
+        self, run: Run, status: RunStatus, now: datetime, attempt: Attempt, job_status: JobStatus | None
+    ) -> TransactWriteItemTypeDef:
+        values: dict[str, Any] = {
+            ":summary": {"S": json.dumps(run_summary(run, status, now, attempt.error))},
+            ":one": {"N": "1"},
+            ":finished": {"N": str(to_ms(now))},
+        }
+        sets = ["last_run = :summary", "updated_at = :finished"]
+        condition = "attribute_exists(pk)"
+        if job_status is not None:
+            # A one-off job follows its run, unless it was cancelled meanwhile.
+            sets.append("#status = :job_status")
+            values[":job_status"] = {"S": job_status.value}
+            values[":cancelled"] = {"S": JobStatus.CANCELLED.value}
+            condition = "attribute_exists(pk) AND #status <> :cancelled"
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": job_key(run.job_id),
+                "UpdateExpression": "SET " + ", ".join(sets) + " ADD run_counts.#outcome :one",
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {
+                    "#outcome": status.value,
+                    **({"#status": "status"} if job_status else {}),
+                },
+                "ExpressionAttributeValues": values,
+            }
+        }
+
+    def mark_run(self, run: Run, status: RunStatus, *, now: datetime, error: str | None) -> bool:
+        """Finish a run that never started an attempt (cancelled, skipped): guarded by its status."""
+        check_transition(run.status, status)
+        values: dict[str, Any] = {
+            ":status": {"S": status.value},
+            ":seen": {"S": run.status.value},
+            ":seen_version": {"N": str(run.job_version)},
+            ":now": {"N": str(to_ms(now))},
+            ":expires": {"N": str(int(self.expiry(now).timestamp()))},
+        }
+        sets = ["#status = :status", "finished_at = :now", f"{TTL_ATTRIBUTE} = :expires"]
+        if error:
+            sets.append("#error = :error")
+            values[":error"] = {"S": error}
+        return self.conditional(
+            self.client.update_item,
+            Key=run_key(run.job_id, run.run_id),
+            UpdateExpression="SET " + ", ".join(sets),
+            # The version pins the run we read: a resume may have replaced it with a newer one.
+            ConditionExpression="#status = :seen AND job_version = :seen_version",
+            ExpressionAttributeNames={"#status": "status", **({"#error": "error"} if error else {})},
+            ExpressionAttributeValues=values,
+        )
