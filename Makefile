@@ -23,9 +23,10 @@ test: lint infra-setup
 	$(MAKE) --no-print-directory cfn-lint
 	$(BIN)/pytest -n 2 --dist loadgroup
 
-## Unit and integration tests only (no local stack): the quick loop while developing.
+## The logic on in-memory fakes, and every other test that needs no moto and no local stack: the
+## quick loop while developing (seconds). make test runs these and the moto-backed rest.
 test-fast: setup
-	$(BIN)/pytest -m 'not e2e and not slow' -q
+	$(BIN)/pytest tests/unit tests/contract tests/integration -m 'not moto and not e2e and not slow' -q -n 2
 
 ## Long-running tests (process chaos); CI runs them too.
 test-slow: setup

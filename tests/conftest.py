@@ -62,3 +62,22 @@ def moto_endpoint() -> Iterator[str]:
     emulator = EmulatorThread().start()
     yield emulator.endpoint
     emulator.stop()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that needs moto (``moto``: left out by ``make test-fast``), and run a test that
+    reaches past the ports into boto3 (``moto_only``) only on the moto-backed harness."""
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        params = getattr(item, "callspec", None)
+        backend = params.params.get("harness") if params is not None else None
+        if backend == "memory" and item.get_closest_marker("moto_only"):
+            dropped.append(item)
+            continue
+        if {"moto_endpoint", "moto_env"} & set(getattr(item, "fixturenames", ())) and backend != "memory":
+            item.add_marker(pytest.mark.moto)
+        kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

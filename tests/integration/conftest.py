@@ -3,9 +3,9 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -16,6 +16,7 @@ from functions.core import aws
 from functions.core.dispatching import Dispatcher
 from functions.core.model import Job
 from functions.core.netguard import NetworkPolicy
+from functions.core.ports import Tables
 from functions.core.queue import WorkMessage, WorkQueue
 from functions.core.settings import Settings
 from functions.core.store import Store
@@ -24,6 +25,8 @@ from functions.worker.execute import ReturnLater, RunExecutor
 from punctual.local.gateway import LambdaContext, build_event
 from punctual.local.provision import provision
 from tests.conftest import Clock
+from tests.fakes.queue import MemoryQueue
+from tests.fakes.store import MemoryStore
 from tests.support.receiver import Receiver
 
 
@@ -45,17 +48,34 @@ class RecordingQueue(WorkQueue):
         )
         return list(response.get("Messages") or [])
 
+    def delete(self, receipt_handle: str) -> None:
+        self.client.delete_message(QueueUrl=self.queue_url, ReceiptHandle=receipt_handle)
+
     def dlq_bodies(self) -> list[str]:
         response = self.client.receive_message(QueueUrl=self.dlq_url, MaxNumberOfMessages=10)
         return [m["Body"] for m in response.get("Messages") or []]
+
+
+class TestQueue(Protocol):
+    """The queue port, plus what tests read back (the real queue on moto, or the in-memory one)."""
+
+    sent: list[tuple[WorkMessage, int]]
+
+    def send(self, messages: list[tuple[WorkMessage, int]]) -> None: ...
+    def change_visibility(self, receipt_handle: str, seconds: int) -> None: ...
+    def send_to_dlq(self, body: str, reason: str) -> None: ...
+    def depth(self) -> dict[str, int]: ...
+    def receive(self, max_messages: int = 10) -> list[Any]: ...
+    def delete(self, receipt_handle: str) -> None: ...
+    def dlq_bodies(self) -> list[str]: ...
 
 
 @dataclass
 class Harness:
     settings: Settings
     clock: Clock
-    store: Store
-    queue: RecordingQueue
+    store: Tables  # the DynamoDB store on moto, or MemoryStore (tests/fakes)
+    queue: TestQueue
     dispatcher: Dispatcher
     service: JobService
     executor: RunExecutor
@@ -84,9 +104,7 @@ class Harness:
                 )
             except ReturnLater:
                 continue
-            self.queue.client.delete_message(
-                QueueUrl=self.queue.queue_url, ReceiptHandle=message["ReceiptHandle"]
-            )
+            self.queue.delete(message["ReceiptHandle"])
             handled += 1
         return handled
 
@@ -95,21 +113,36 @@ class SimulatedCrash(BaseException):
     """A process dying at a named point (BaseException: nothing may catch it on the way out)."""
 
 
-@pytest.fixture
-def harness(moto_endpoint: str, clock: Clock) -> Iterator[Harness]:
-    # Each test gets its own table and queues on the shared server.
-    prefix = f"t{uuid.uuid4().hex[:12]}"
+@pytest.fixture(params=["memory", pytest.param("dynamodb", marks=pytest.mark.moto)])
+def harness(request: pytest.FixtureRequest, clock: Clock) -> Iterator[Harness]:
+    """The logic wired to the in-memory fakes (``[memory]``, milliseconds a test: ``make test-fast``)
+    or to the real DynamoDB store and SQS queue on the moto server (``[dynamodb]``). A test that
+    reaches past the ports into boto3 is marked ``moto_only`` and runs on moto only."""
     base = Settings(
-        aws_endpoint_url=moto_endpoint,
-        table_name=prefix,
+        table_name="memory",
         shard_count=4,
         http_allow_loopback=True,
         lease_seconds=20,
         claim_timeout_seconds=30,
+        queue_url="memory://work",
+        dlq_url="memory://dlq",
     )
-    settings = provision(base, prefix=prefix)
-    store = Store(aws.client("dynamodb", settings), settings.table_name, run_retention=timedelta(days=30))
-    queue = RecordingQueue(aws.client("sqs", settings), settings.queue_url, settings.dlq_url)
+    store: Tables
+    queue: TestQueue
+    if request.param == "memory":
+        settings = base
+        store = MemoryStore()
+        queue = MemoryQueue(delays=False)
+    else:
+        # Each test gets its own table and queues on the shared server.
+        prefix = f"t{uuid.uuid4().hex[:12]}"
+        moto_endpoint = request.getfixturevalue("moto_endpoint")
+        settings = provision(
+            replace(base, aws_endpoint_url=moto_endpoint, table_name=prefix, queue_url="", dlq_url=""),
+            prefix=prefix,
+        )
+        store = Store(aws.client("dynamodb", settings), settings.table_name, run_retention=timedelta(days=30))
+        queue = RecordingQueue(aws.client("sqs", settings), settings.queue_url, settings.dlq_url)
     holder: dict[str, Harness] = {}
 
     def crash(name: str) -> None:

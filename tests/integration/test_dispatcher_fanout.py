@@ -169,11 +169,12 @@ class ConflictOnce:
         return self.client.transact_write_items(**kwargs)
 
 
+@pytest.mark.moto_only("reaches past the ports into boto3")
 def test_a_claim_cancelled_by_a_transaction_conflict_is_retried_by_the_sweep_not_lost(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     by_shard = jobs_due_in_every_shard(harness, per_shard=1)
-    conflicting = ConflictOnce(harness.store.client)
+    conflicting = ConflictOnce(harness.store.client)  # type: ignore[attr-defined]
     monkeypatch.setattr(harness.store, "client", conflicting)
     report = harness.dispatcher.sweep()
     assert conflicting.conflicts == 1

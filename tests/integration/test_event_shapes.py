@@ -170,6 +170,7 @@ def test_given_a_deployed_stage_when_docs_are_opened_then_the_page_is_small_and_
     assert status == 404
 
 
+@pytest.mark.moto_only("reaches past the ports into boto3")
 def test_given_a_job_created_through_api_gateway_when_ticked_and_polled_then_it_runs(
     deployed: Harness, receiver: Receiver
 ) -> None:
@@ -183,8 +184,10 @@ def test_given_a_job_created_through_api_gateway_when_ticked_and_polled_then_it_
     assert summary["sent"] == 1
     # And the event source mapping hands the message to the worker as SQS does, ~2 s before it is due
     deployed.clock.advance(deployed.settings.lookahead_seconds + 30 - 60 - 2)
-    (message,) = deployed.queue.client.receive_message(
-        QueueUrl=deployed.queue.queue_url, AttributeNames=["All"], VisibilityTimeout=30
+    (message,) = deployed.queue.client.receive_message(  # type: ignore[attr-defined]
+        QueueUrl=deployed.queue.queue_url,  # type: ignore[attr-defined]
+        AttributeNames=["All"],
+        VisibilityTimeout=30,
     )["Messages"]
     record = sample("sqs_record.json")
     record.update(

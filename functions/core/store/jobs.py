@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from functions.core.definitions import GSI1, GSI1_PK, GSI1_SK, PK, SK, TTL_ATTRIBUTE
+from functions.core.definitions import GSI1, GSI1_PK, TTL_ATTRIBUTE
 from functions.core.model import Job, JobStatus, Trigger
 from functions.core.ports import ConflictError, IdempotencyKeyTaken, JobExists, NameTaken, VersionChanged
 from functions.core.store.base import TableBase
 from functions.core.store.items import job_from_item, job_to_item, trigger_to_item
-from functions.core.store.keys import idempotency_key, job_key, name_key, owner_index_pk
+from functions.core.store.keys import idempotency_key, in_job_listing, job_key, name_key, owner_index_pk
 from functions.core.store.pages import read_page
 
 if TYPE_CHECKING:
@@ -226,16 +225,7 @@ class JobTable(TableBase):
             values[":name"] = {"S": name}
         if filters:
             request["FilterExpression"] = " AND ".join(filters)
-        owner_key = owner_index_pk(owner)
-
-        def belongs(key: Mapping[str, Any]) -> bool:
-            return (
-                set(key) == {PK, SK, GSI1_PK, GSI1_SK}
-                and key[GSI1_PK]["S"] == owner_key
-                and key[PK]["S"].startswith("JOB#")
-            )
-
-        return read_page(self.client.query, request, limit, cursor, job_from_item, belongs)
+        return read_page(self.client.query, request, limit, cursor, job_from_item, in_job_listing(owner))
 
     def owner_jobs_summary(self, owner: str) -> tuple[dict[str, int], dict[str, int]]:
         """(jobs by status, runs by outcome) over all of an owner's jobs."""

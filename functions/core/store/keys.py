@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from functions.core.definitions import GSI1, GSI1_PK, GSI1_SK, PK, SK
@@ -48,3 +48,26 @@ def key_of(item: Mapping[str, Any], index: str | None) -> dict[str, Any]:
     """The pagination key of an item (with the index keys when reading an index)."""
     names = [PK, SK] + ([GSI1_PK, GSI1_SK] if index == GSI1 else [])
     return {name: item[name] for name in names}
+
+
+def in_job_listing(owner: str) -> Callable[[Mapping[str, Any]], bool]:
+    """Whether a listing cursor (an item key) points into ``owner``'s job listing (the owner index)."""
+    owner_key = owner_index_pk(owner)
+
+    def belongs(key: Mapping[str, Any]) -> bool:
+        return (
+            set(key) == {PK, SK, GSI1_PK, GSI1_SK}
+            and key[GSI1_PK]["S"] == owner_key
+            and key[PK]["S"].startswith("JOB#")
+        )
+
+    return belongs
+
+
+def in_run_listing(job_id: str) -> Callable[[Mapping[str, Any]], bool]:
+    """Whether a listing cursor (an item key) points into the history of ``job_id``."""
+
+    def belongs(key: Mapping[str, Any]) -> bool:
+        return set(key) == {PK, SK} and key[PK]["S"] == f"JOB#{job_id}" and key[SK]["S"].startswith("RUN#")
+
+    return belongs

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from functions.core.definitions import PK, SK, TTL_ATTRIBUTE
+from functions.core.definitions import SK, TTL_ATTRIBUTE
 from functions.core.model import (
     Attempt,
     Job,
@@ -29,7 +28,7 @@ from functions.core.store.items import (
     run_from_item,
 )
 from functions.core.store.jobs import put_trigger_item, release_name
-from functions.core.store.keys import job_key, run_key
+from functions.core.store.keys import in_run_listing, job_key, run_key
 from functions.core.store.pages import read_page
 
 if TYPE_CHECKING:
@@ -79,13 +78,7 @@ class RunTable(TableBase):
             request["FilterExpression"] = "#status = :status"
             request["ExpressionAttributeNames"] = {"#status": "status"}
             request["ExpressionAttributeValues"][":status"] = {"S": status.value}
-
-        def belongs(key: Mapping[str, Any]) -> bool:
-            return (
-                set(key) == {PK, SK} and key[PK]["S"] == f"JOB#{job_id}" and key[SK]["S"].startswith("RUN#")
-            )
-
-        return read_page(self.client.query, request, limit, cursor, run_from_item, belongs)
+        return read_page(self.client.query, request, limit, cursor, run_from_item, in_run_listing(job_id))
 
     def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]:
         """The runs scheduled just before ``run_id``, newest first (for the overlap policy)."""

@@ -1,0 +1,501 @@
+"""``MemoryStore``: the table's ports in memory, with DynamoDB's conditional semantics.
+
+Every method does what its DynamoDB twin in ``functions/core/store`` does, condition by condition,
+under one lock (a transaction is all or none, and claims run on several threads). Items are kept
+as DynamoDB would return them: each is written through the same item conversion, so times have
+millisecond precision and JSON fields are copies, exactly as a read from the table gives them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, TypeVar
+
+from functions.core.definitions import GSI1_PK, GSI1_SK, PK, SK
+from functions.core.model import (
+    Attempt,
+    Job,
+    JobStatus,
+    Run,
+    RunKind,
+    RunStatus,
+    Trigger,
+    TriggerState,
+    check_transition,
+    from_ms,
+    run_summary,
+    started_run,
+    to_ms,
+)
+from functions.core.ports import (
+    BadCursorError,
+    ClaimResult,
+    ConflictError,
+    IdempotencyKeyTaken,
+    JobExists,
+    NameTaken,
+    RunNotOurs,
+    VersionChanged,
+)
+from functions.core.store.items import (
+    job_from_item,
+    job_to_item,
+    run_from_item,
+    run_to_item,
+    trigger_from_item,
+    trigger_to_item,
+)
+from functions.core.store.jobs import API_OWNED, IDEMPOTENCY_TTL, api_view
+from functions.core.store.keys import in_job_listing, in_run_listing, owner_index_pk
+from functions.core.store.pages import decode_cursor, encode_cursor
+
+T = TypeVar("T")
+_TriggerKey = tuple[str, int, str]  # bucket, shard, sort key
+
+
+def _ms(moment: datetime) -> datetime:
+    return from_ms(to_ms(moment))
+
+
+def _stored_job(job: Job) -> Job:
+    return job_from_item(job_to_item(job))
+
+
+def _stored_run(run: Run) -> Run:
+    """As read back: the item conversion leaves out the lease, which only updates write."""
+    return replace(
+        run_from_item(run_to_item(run, run.scheduled_for)),
+        lease_until=_ms(run.lease_until) if run.lease_until else None,
+        lease_token=run.lease_token,
+    )
+
+
+def _stored_trigger(trigger: Trigger) -> Trigger:
+    return trigger_from_item(trigger_to_item(trigger), trigger.bucket, trigger.shard)
+
+
+def _trigger_key(trigger: Trigger) -> _TriggerKey:
+    return trigger.bucket, trigger.shard, f"{to_ms(trigger.fire_at):013d}#{trigger.run_id}"
+
+
+def _job_index_key(job: Job) -> dict[str, Any]:
+    return {
+        PK: {"S": f"JOB#{job.job_id}"},
+        SK: {"S": "JOB"},
+        GSI1_PK: {"S": owner_index_pk(job.owner)},
+        GSI1_SK: {"S": f"{to_ms(job.created_at):013d}#{job.job_id}"},
+    }
+
+
+def _run_index_key(run: Run) -> dict[str, Any]:
+    return {PK: {"S": f"JOB#{run.job_id}"}, SK: {"S": f"RUN#{run.run_id}"}}
+
+
+class MemoryStore:
+    """Implements ``functions.core.ports.Tables``."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.jobs: dict[str, Job] = {}
+        self.names: dict[tuple[str, str], str] = {}
+        self.idempotency: dict[tuple[str, str], tuple[str, str, int]] = {}
+        self.triggers: dict[_TriggerKey, Trigger] = {}
+        self.cursors: dict[int, str] = {}
+        self.runs: dict[str, dict[str, Run]] = {}
+
+    # -------------------------------------------------------------------------------------- jobs
+
+    def create_job(
+        self, job: Job, first_trigger: Trigger | None, idempotency: tuple[str, str] | None = None
+    ) -> None:
+        with self.lock:
+            failed: list[type[ConflictError]] = []
+            if idempotency is not None:
+                record = self.idempotency.get((job.owner, idempotency[0]))
+                if record is not None and not record[2] < int(job.created_at.timestamp()):
+                    failed.append(IdempotencyKeyTaken)
+            if job.name and (job.owner, job.name) in self.names:
+                failed.append(NameTaken)
+            if job.job_id in self.jobs:
+                stored = self.jobs[job.job_id]
+                if stored.owner == job.owner and stored.created_at == _ms(job.created_at):
+                    return  # our own earlier write
+                failed.append(JobExists)
+            if failed:
+                raise failed[0]()
+            self.jobs[job.job_id] = _stored_job(job)
+            if job.name:
+                self.names[(job.owner, job.name)] = job.job_id
+            if idempotency is not None:
+                key, fingerprint = idempotency
+                expires = int((job.created_at + IDEMPOTENCY_TTL).timestamp())
+                self.idempotency[(job.owner, key)] = (job.job_id, fingerprint, expires)
+            if first_trigger is not None:
+                self.triggers[_trigger_key(first_trigger)] = _stored_trigger(first_trigger)
+
+    def get_idempotent_create(self, owner: str, key: str, now: datetime) -> tuple[str, str] | None:
+        with self.lock:
+            record = self.idempotency.get((owner, key))
+            if record is None or record[2] < int(now.timestamp()):
+                return None
+            return record[0], record[1]
+
+    def update_job(self, before: Job, after: Job, *, trigger: Trigger | None = None) -> None:
+        with self.lock:
+            stored = self.jobs.get(before.job_id)
+            release = before.name and before.is_live and (after.name != before.name or not after.is_live)
+            reserve = after.name and after.is_live and (after.name != before.name or not before.is_live)
+            error: ConflictError | None = None
+            if stored is None or stored.version != before.version:
+                error = VersionChanged()
+            elif (
+                release and self.names.get((before.owner, before.name or ""), before.job_id) != before.job_id
+            ) or (reserve and (after.owner, after.name or "") in self.names):
+                error = NameTaken()
+            if error is not None:
+                if stored is not None and api_view(before) != api_view(stored) == api_view(
+                    _stored_job(after)
+                ):
+                    return  # our own earlier write
+                raise error
+            assert stored is not None
+            owned = list(API_OWNED)
+            if after.version != before.version:
+                owned += ["next_trigger_at", "paused_at"]
+            written = _stored_job(after)
+            self.jobs[before.job_id] = replace(stored, **{name: getattr(written, name) for name in owned})
+            if release:
+                self.names.pop((before.owner, before.name or ""), None)
+            if reserve:
+                self.names[(after.owner, after.name or "")] = after.job_id
+            if trigger is not None:
+                self.triggers[_trigger_key(trigger)] = _stored_trigger(trigger)
+
+    def get_job(self, job_id: str) -> Job | None:
+        with self.lock:
+            return self.jobs.get(job_id)
+
+    def list_jobs(
+        self, owner: str, *, limit: int, cursor: str | None, status: JobStatus | None, name: str | None
+    ) -> tuple[list[Job], str | None]:
+        with self.lock:
+            jobs = sorted(
+                (job for job in self.jobs.values() if job.owner == owner),
+                key=lambda job: _job_index_key(job)[GSI1_SK]["S"],
+                reverse=True,
+            )
+            return _page(
+                jobs,
+                _job_index_key,
+                lambda job: (status is None or job.status is status) and (name is None or job.name == name),
+                limit,
+                cursor,
+                in_job_listing(owner),
+                GSI1_SK,
+                descending=True,
+            )
+
+    def owner_jobs_summary(self, owner: str) -> tuple[dict[str, int], dict[str, int]]:
+        jobs: dict[str, int] = {}
+        runs: dict[str, int] = {}
+        with self.lock:
+            for job in self.jobs.values():
+                if job.owner != owner:
+                    continue
+                jobs[job.status.value] = jobs.get(job.status.value, 0) + 1
+                for outcome, count in job.run_counts.items():
+                    runs[outcome] = runs.get(outcome, 0) + count
+        return jobs, runs
+
+    # ---------------------------------------------------------------------------------- triggers
+
+    def query_bucket(self, bucket: str, shard: int) -> list[Trigger]:
+        with self.lock:
+            return [
+                trigger
+                for key, trigger in sorted(self.triggers.items())
+                if key[0] == bucket and key[1] == shard
+            ]
+
+    def put_trigger(self, trigger: Trigger) -> None:
+        with self.lock:
+            self.triggers[_trigger_key(trigger)] = _stored_trigger(trigger)
+
+    def claim(
+        self,
+        trigger: Trigger,
+        job: Job,
+        *,
+        token: str,
+        now: datetime,
+        run: Run | None,
+        next_trigger: Trigger | None,
+        job_status: JobStatus | None = None,
+    ) -> ClaimResult:
+        with self.lock:
+            stored_trigger = self.triggers.get(_trigger_key(trigger))
+            if stored_trigger is None or stored_trigger.state is not TriggerState.PENDING:
+                claimed = stored_trigger is not None and stored_trigger.claim_token == token
+                return ClaimResult.CLAIMED if claimed else ClaimResult.LOST
+            stored_job = self.jobs.get(job.job_id)
+            if trigger.kind is RunKind.MANUAL:
+                job_holds = stored_job is not None and stored_job.status is not JobStatus.CANCELLED
+            else:
+                job_holds = (
+                    stored_job is not None
+                    and stored_job.status is JobStatus.ACTIVE
+                    and stored_job.version == trigger.job_version
+                )
+            if not job_holds:
+                return ClaimResult.STALE
+            if run is not None:
+                existing = self.runs.get(run.job_id, {}).get(run.run_id)
+                if existing is not None and not (
+                    existing.job_version < run.job_version
+                    and existing.status in (RunStatus.QUEUED, RunStatus.SKIPPED)
+                ):
+                    return ClaimResult.STALE
+            assert stored_job is not None
+            self.triggers[_trigger_key(trigger)] = replace(
+                stored_trigger, state=TriggerState.CLAIMED, claim_token=token, claimed_at=_ms(now)
+            )
+            if trigger.kind is not RunKind.MANUAL:
+                changes: dict[str, Any] = {
+                    "next_trigger_at": _ms(next_trigger.scheduled_for) if next_trigger else None
+                }
+                if job_status is not None:
+                    changes["status"] = job_status
+                self.jobs[job.job_id] = replace(stored_job, **changes)
+            if run is not None:
+                self.runs.setdefault(run.job_id, {})[run.run_id] = _stored_run(run)
+            if next_trigger is not None:
+                self.triggers[_trigger_key(next_trigger)] = _stored_trigger(next_trigger)
+            if job_status is not None and job.name:
+                self._release_name(job)
+            return ClaimResult.CLAIMED
+
+    def claim_trigger_only(self, trigger: Trigger, *, token: str, now: datetime) -> bool:
+        with self.lock:
+            stored = self.triggers.get(_trigger_key(trigger))
+            if stored is None or stored.state is not trigger.state:
+                return False
+            if trigger.state is TriggerState.CLAIMED and stored.claim_token != (trigger.claim_token or ""):
+                return False
+            self.triggers[_trigger_key(trigger)] = replace(
+                stored, state=TriggerState.CLAIMED, claim_token=token, claimed_at=_ms(now)
+            )
+            return True
+
+    def delete_trigger(self, trigger: Trigger) -> None:
+        with self.lock:
+            self.triggers.pop(_trigger_key(trigger), None)
+
+    def delete_triggers(self, triggers: Iterable[Trigger]) -> None:
+        with self.lock:
+            for trigger in triggers:
+                self.triggers.pop(_trigger_key(trigger), None)
+
+    def get_cursor(self, shard: int) -> str | None:
+        with self.lock:
+            return self.cursors.get(shard)
+
+    def advance_cursor(self, shard: int, old: str | None, new: str) -> bool:
+        with self.lock:
+            current = self.cursors.get(shard)
+            if current is not None and not current < new:
+                return False
+            self.cursors[shard] = new
+            return True
+
+    def oldest_cursor(self, shards: Iterable[int]) -> str | None:
+        with self.lock:
+            buckets = [self.cursors[shard] for shard in shards if shard in self.cursors]
+            return min(buckets) if buckets else None
+
+    # -------------------------------------------------------------------------------------- runs
+
+    def get_run(self, job_id: str, run_id: str) -> Run | None:
+        with self.lock:
+            return self.runs.get(job_id, {}).get(run_id)
+
+    def get_run_and_job(self, job_id: str, run_id: str) -> tuple[Run | None, Job | None]:
+        with self.lock:
+            return self.get_run(job_id, run_id), self.get_job(job_id)
+
+    def list_runs(
+        self, job_id: str, *, limit: int, cursor: str | None = None, status: RunStatus | None = None
+    ) -> tuple[list[Run], str | None]:
+        with self.lock:
+            runs = sorted(self.runs.get(job_id, {}).values(), key=lambda run: run.run_id, reverse=True)
+            return _page(
+                runs,
+                _run_index_key,
+                lambda run: status is None or run.status is status,
+                limit,
+                cursor,
+                in_run_listing(job_id),
+                SK,
+                descending=True,
+            )
+
+    def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]:
+        with self.lock:
+            earlier = sorted(
+                (run for run in self.runs.get(job_id, {}).values() if run.run_id <= run_id),
+                key=lambda run: run.run_id,
+                reverse=True,
+            )[: limit + 1]
+            return [run for run in earlier if run.run_id != run_id][:limit]
+
+    def start_attempt(self, run: Run, *, token: str, now: datetime, lease_until: datetime) -> Run:
+        check_transition(run.status, RunStatus.RUNNING)
+        with self.lock:
+            stored = self.get_run(run.job_id, run.run_id)
+            holds = (
+                stored is not None
+                and stored.status is run.status
+                and stored.attempt == run.attempt
+                and (run.status is not RunStatus.RUNNING or stored.lease_until == run.lease_until)
+            )
+            if not holds:
+                raise RunNotOurs(f"run {run.run_id} was started by someone else")
+            assert stored is not None
+            started = started_run(run, token=token, now=now, lease_until=lease_until)
+            self.runs[run.job_id][run.run_id] = replace(
+                stored,
+                status=RunStatus.RUNNING,
+                attempt=started.attempt,
+                lease_token=token,
+                lease_until=_ms(lease_until),
+                started_at=_ms(started.started_at or now),
+                lateness_ms=started.lateness_ms,
+                executions=stored.executions + 1,
+            )
+            return started
+
+    def renew_lease(self, run: Run, lease_until: datetime) -> bool:
+        with self.lock:
+            stored = self.get_run(run.job_id, run.run_id)
+            if stored is None or not self._holds_lease(stored, run):
+                return False
+            self.runs[run.job_id][run.run_id] = replace(stored, lease_until=_ms(lease_until))
+            return True
+
+    @staticmethod
+    def _holds_lease(stored: Run, run: Run) -> bool:
+        return stored.lease_token == (run.lease_token or "") and stored.status is RunStatus.RUNNING
+
+    def finish_attempt(
+        self,
+        run: Run,
+        attempt: Attempt,
+        *,
+        status: RunStatus,
+        now: datetime,
+        next_attempt_at: datetime | None = None,
+        retry_trigger: Trigger | None = None,
+        job_status: JobStatus | None = None,
+        job: Job | None = None,
+    ) -> None:
+        check_transition(RunStatus.RUNNING, status)
+        with self.lock:
+            stored = self.get_run(run.job_id, run.run_id)
+            stored_job = self.jobs.get(run.job_id)
+            releases = job_status is not None and job is not None and bool(job.name)
+            holds = (
+                stored is not None
+                and self._holds_lease(stored, run)
+                and (
+                    not status.is_terminal
+                    or (
+                        stored_job is not None
+                        and (job_status is None or stored_job.status is not JobStatus.CANCELLED)
+                    )
+                )
+                and (not releases or self._name_free_or_ours(job))
+            )
+            if not holds:
+                if stored is not None and stored.status is status and stored.attempts[-1:] == (attempt,):
+                    return  # our own earlier write
+                raise RunNotOurs(f"run {run.run_id} is no longer ours to finish")
+            assert stored is not None
+            recorded = _stored_run(replace(stored, attempts=(*stored.attempts, attempt)))
+            self.runs[run.job_id][run.run_id] = replace(
+                recorded,
+                status=status,
+                error=attempt.error or None,
+                lease_until=None,
+                lease_token=None,
+                finished_at=_ms(now) if status.is_terminal else stored.finished_at,
+                next_attempt_at=_ms(next_attempt_at) if next_attempt_at else stored.next_attempt_at,
+            )
+            if status.is_terminal:
+                assert stored_job is not None
+                counts = dict(stored_job.run_counts)
+                counts[status.value] = counts.get(status.value, 0) + 1
+                self.jobs[run.job_id] = replace(
+                    stored_job,
+                    last_run=run_summary(run, status, now, attempt.error),
+                    updated_at=_ms(now),
+                    run_counts=counts,
+                    status=job_status or stored_job.status,
+                )
+            if releases:
+                assert job is not None
+                self._release_name(job)
+            if retry_trigger is not None:
+                self.triggers[_trigger_key(retry_trigger)] = _stored_trigger(retry_trigger)
+
+    def mark_run(self, run: Run, status: RunStatus, *, now: datetime, error: str | None) -> bool:
+        check_transition(run.status, status)
+        with self.lock:
+            stored = self.get_run(run.job_id, run.run_id)
+            if stored is None or stored.status is not run.status or stored.job_version != run.job_version:
+                return False
+            self.runs[run.job_id][run.run_id] = replace(
+                stored, status=status, finished_at=_ms(now), error=error or stored.error
+            )
+            return True
+
+    # ----------------------------------------------------------------------------------- helpers
+
+    def _name_free_or_ours(self, job: Job | None) -> bool:
+        assert job is not None and job.name
+        return self.names.get((job.owner, job.name), job.job_id) == job.job_id
+
+    def _release_name(self, job: Job) -> None:
+        assert job.name
+        if self.names.get((job.owner, job.name)) == job.job_id:
+            del self.names[(job.owner, job.name)]
+
+
+def _page(
+    items: list[T],
+    key_of: Any,
+    matches: Any,
+    limit: int,
+    cursor: str | None,
+    belongs: Any,
+    sort_attribute: str,
+    *,
+    descending: bool,
+) -> tuple[list[T], str | None]:
+    """A listing page as DynamoDB's query gives it: from just past the cursor's key, ``limit``
+    matching items, and a cursor when the page filled up (even if nothing follows)."""
+    start: Mapping[str, Any] | None = decode_cursor(cursor)
+    if start is not None and not belongs(start):
+        raise BadCursorError("not a cursor of this listing")
+    if start is not None:
+        boundary = start[sort_attribute]["S"]
+
+        def after_cursor(item: T) -> bool:
+            position = key_of(item)[sort_attribute]["S"]
+            return bool(position < boundary if descending else position > boundary)
+
+        items = [item for item in items if after_cursor(item)]
+    found = [item for item in items if matches(item)][:limit]
+    next_cursor = encode_cursor(key_of(found[-1])) if len(found) == limit and found else None
+    return found, next_cursor
