@@ -41,8 +41,8 @@ from functions.core.ports import (
     VersionChanged,
 )
 from functions.core.store.items import (
-    job_from_item,
-    job_to_item,
+    as_stored_attempt,
+    as_stored_job,
     run_from_item,
     run_to_item,
     trigger_from_item,
@@ -60,8 +60,7 @@ def _ms(moment: datetime) -> datetime:
     return from_ms(to_ms(moment))
 
 
-def _stored_job(job: Job) -> Job:
-    return job_from_item(job_to_item(job))
+_stored_job = as_stored_job
 
 
 def _stored_run(run: Run) -> Run:
@@ -417,12 +416,13 @@ class MemoryStore:
                 )
                 and (not releases or self._name_free_or_ours(job))
             )
+            ours = as_stored_attempt(attempt)
             if not holds:
-                if stored is not None and stored.status is status and stored.attempts[-1:] == (attempt,):
+                if stored is not None and stored.status is status and stored.attempts[-1:] == (ours,):
                     return  # our own earlier write
                 raise RunNotOurs(f"run {run.run_id} is no longer ours to finish")
             assert stored is not None
-            recorded = _stored_run(replace(stored, attempts=(*stored.attempts, attempt)))
+            recorded = replace(stored, attempts=(*stored.attempts, ours))
             self.runs[run.job_id][run.run_id] = replace(
                 recorded,
                 status=status,

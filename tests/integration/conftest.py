@@ -44,7 +44,10 @@ class RecordingQueue(WorkQueue):
 
     def receive(self, max_messages: int = 10) -> list[Any]:
         response = self.client.receive_message(
-            QueueUrl=self.queue_url, MaxNumberOfMessages=max_messages, VisibilityTimeout=30
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=max_messages,
+            VisibilityTimeout=30,
+            AttributeNames=["ApproximateReceiveCount"],
         )
         return list(response.get("Messages") or [])
 
@@ -56,7 +59,7 @@ class RecordingQueue(WorkQueue):
         return [m["Body"] for m in response.get("Messages") or []]
 
 
-class TestQueue(Protocol):
+class QueueUnderTest(Protocol):
     """The queue port, plus what tests read back (the real queue on moto, or the in-memory one)."""
 
     sent: list[tuple[WorkMessage, int]]
@@ -75,7 +78,7 @@ class Harness:
     settings: Settings
     clock: Clock
     store: Tables  # the DynamoDB store on moto, or MemoryStore (tests/fakes)
-    queue: TestQueue
+    queue: QueueUnderTest
     dispatcher: Dispatcher
     service: JobService
     executor: RunExecutor
@@ -128,7 +131,7 @@ def harness(request: pytest.FixtureRequest, clock: Clock) -> Iterator[Harness]:
         dlq_url="memory://dlq",
     )
     store: Tables
-    queue: TestQueue
+    queue: QueueUnderTest
     if request.param == "memory":
         settings = base
         store = MemoryStore()

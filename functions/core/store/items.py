@@ -207,3 +207,14 @@ def trigger_from_item(item: Mapping[str, Any], bucket: str, shard: int) -> Trigg
         claim_token=data.get("claim_token"),
         claimed_at=optional_time(data.get("claimed_at")),
     )
+
+
+def as_stored_job(job: Job) -> Job:
+    """The job as the table gives it back: times to the millisecond, JSON fields as copies. What a
+    "did our write land" check compares with (a freshly made job has microseconds)."""
+    return job_from_item(job_to_item(job))
+
+
+def as_stored_attempt(attempt: Attempt) -> Attempt:
+    """The attempt as the run's history gives it back (times to the millisecond)."""
+    return Attempt.from_dict(attempt.to_dict())

@@ -10,7 +10,7 @@ from functions.core.definitions import GSI1, GSI1_PK, TTL_ATTRIBUTE
 from functions.core.model import Job, JobStatus, Trigger
 from functions.core.ports import ConflictError, IdempotencyKeyTaken, JobExists, NameTaken, VersionChanged
 from functions.core.store.base import TableBase
-from functions.core.store.items import job_from_item, job_to_item, trigger_to_item
+from functions.core.store.items import as_stored_job, job_from_item, job_to_item, trigger_to_item
 from functions.core.store.keys import idempotency_key, in_job_listing, job_key, name_key, owner_index_pk
 from functions.core.store.pages import read_page
 
@@ -122,7 +122,7 @@ class JobTable(TableBase):
         # Job ids are random, so nobody else writes this job: finding it is finding our own write.
         if self.landed(
             lambda: self.get_job(job.job_id),
-            lambda stored: stored.owner == job.owner and stored.created_at == job.created_at,
+            lambda stored: stored.owner == job.owner and stored.created_at == as_stored_job(job).created_at,
         ):
             return
         # Report the idempotency record first: a retried create also collides on its name.
@@ -188,7 +188,7 @@ class JobTable(TableBase):
             return
         if self.landed(
             lambda: self.get_job(after.job_id),
-            lambda stored: api_view(stored) != api_view(before) and api_view(stored) == api_view(after),
+            lambda stored: api_view(before) != api_view(stored) == api_view(as_stored_job(after)),
         ):
             return  # our own write, whose answer was lost and retried
         if refused.failed(0):

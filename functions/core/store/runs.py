@@ -22,6 +22,7 @@ from functions.core.model import (
 from functions.core.ports import RunNotOurs
 from functions.core.store.base import TableBase
 from functions.core.store.items import (
+    as_stored_attempt,
     attempt_to_attribute,
     job_from_item,
     optional_ms,
@@ -212,9 +213,7 @@ class RunTable(TableBase):
             return
         if self.landed(
             lambda: self.get_run(run.job_id, run.run_id),
-            lambda stored: (
-                stored.status is status and bool(stored.attempts) and stored.attempts[-1] == attempt
-            ),
+            lambda stored: stored.status is status and stored.attempts[-1:] == (as_stored_attempt(attempt),),
         ):
             return  # our own write, whose answer was lost and retried
         raise RunNotOurs(f"run {run.run_id} is no longer ours to finish") from refused.error

@@ -1,0 +1,122 @@
+"""The contract of the table's ports, held against both implementations: ``MemoryStore`` (the
+fake the logic's tests use) and ``DynamoStore`` on the moto server. A behaviour the logic relies on
+is written here once; when the two disagree, this suite fails on one of them."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from functions.core import aws
+from functions.core.model import (
+    Attempt,
+    Job,
+    Run,
+    RunKind,
+    RunStatus,
+    Trigger,
+    make_trigger,
+    new_job_id,
+    run_id_for,
+)
+from functions.core.ports import Tables
+from functions.core.schedule import parse_schedule
+from functions.core.settings import Settings
+from functions.core.store import DynamoStore
+from punctual.local.provision import provision
+from tests.fakes.store import MemoryStore
+
+NOW = datetime(2026, 11, 22, 12, 0, 0, 123456, tzinfo=UTC)
+SHARDS = 4
+
+
+@pytest.fixture(params=["memory", pytest.param("dynamodb", marks=pytest.mark.moto)])
+def tables(request: pytest.FixtureRequest) -> Iterator[Tables]:
+    if request.param == "memory":
+        yield MemoryStore()
+        return
+    prefix = f"c{uuid.uuid4().hex[:12]}"
+    endpoint = request.getfixturevalue("moto_endpoint")
+    settings = provision(Settings(aws_endpoint_url=endpoint, table_name=prefix), prefix=prefix)
+    yield DynamoStore(aws.client("dynamodb", settings), settings.table_name, timedelta(days=30))
+
+
+@dataclass
+class World:
+    """Builders of jobs, triggers and runs for the contract tests."""
+
+    tables: Tables
+
+    def job(self, *, name: str | None = None, owner: str = "alice", cron: bool = True, **changes: Any) -> Job:
+        schedule = (
+            parse_schedule(cron="*/10 * * * * *", now=NOW)
+            if cron
+            else parse_schedule(at=(NOW + timedelta(minutes=5)).isoformat(), now=NOW)
+        )
+        values: dict[str, Any] = {
+            "job_id": new_job_id(),
+            "owner": owner,
+            "name": name,
+            "schedule": schedule,
+            "target": {"type": "http", "url": "https://example.com/hook", "method": "POST"},
+            "payload": {"n": 1},
+            "created_at": NOW,
+            "updated_at": NOW,
+            **changes,
+        }
+        return Job(**values)
+
+    def created(self, **options: Any) -> tuple[Job, Trigger]:
+        job = self.job(**options)
+        trigger = self.trigger(job, NOW + timedelta(seconds=10))
+        self.tables.create_job(job, trigger)
+        stored = self.tables.get_job(job.job_id)
+        assert stored is not None
+        return stored, trigger
+
+    def trigger(self, job: Job, at: datetime, kind: RunKind = RunKind.SCHEDULED) -> Trigger:
+        return make_trigger(job, at, now=NOW, shard_count=SHARDS, kind=kind)
+
+    def run(self, job: Job, at: datetime, status: RunStatus = RunStatus.QUEUED) -> Run:
+        return Run(
+            job_id=job.job_id,
+            run_id=run_id_for(job.job_id, at),
+            owner=job.owner,
+            scheduled_for=at,
+            status=status,
+            queued_at=NOW,
+            next_attempt_at=at,
+            job_version=job.version,
+        )
+
+    def claimed_run(self, **options: Any) -> tuple[Job, Run]:
+        """A job whose first occurrence was claimed: its run is QUEUED."""
+        job, trigger = self.created(**options)
+        run = self.run(job, trigger.scheduled_for)
+        assert self.tables.claim(trigger, job, token="t1", now=NOW, run=run, next_trigger=None).claimed
+        stored = self.tables.get_run(job.job_id, run.run_id)
+        assert stored is not None
+        return job, stored
+
+    def running(self, **options: Any) -> tuple[Job, Run]:
+        job, run = self.claimed_run(**options)
+        started = self.tables.start_attempt(
+            run, token="lease-1", now=run.scheduled_for, lease_until=run.scheduled_for + timedelta(seconds=20)
+        )
+        return job, started
+
+
+@pytest.fixture
+def world(tables: Tables) -> World:
+    return World(tables)
+
+
+def attempt(outcome: str = "SUCCEEDED", error: str | None = None, number: int = 1) -> Attempt:
+    return Attempt(
+        number=number, started_at=NOW, finished_at=NOW, outcome=outcome, duration_ms=5, error=error
+    )

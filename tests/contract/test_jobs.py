@@ -1,0 +1,142 @@
+"""The contract of ``JobStore``: creates, API changes, names, idempotency, listings."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from functions.core.model import JobStatus, RunStatus
+from functions.core.ports import BadCursorError, IdempotencyKeyTaken, NameTaken, Tables, VersionChanged
+from tests.contract.conftest import NOW, World, attempt
+
+
+def test_a_created_job_reads_back_as_written_to_the_millisecond(world: World, tables: Tables) -> None:
+    job, trigger = world.created(name="nightly")
+    assert job.created_at == NOW.replace(microsecond=123000)
+    assert replace(job, created_at=NOW, updated_at=NOW) == replace(
+        world.job(), job_id=job.job_id, name="nightly"
+    )
+    (stored,) = tables.query_bucket(trigger.bucket, trigger.shard)
+    assert stored == replace(trigger, scheduled_for=stored.scheduled_for, fire_at=stored.fire_at)
+    assert stored.fire_at == trigger.fire_at.replace(microsecond=123000)
+
+
+def test_a_second_live_job_with_the_name_is_refused_and_nothing_of_it_is_written(
+    world: World, tables: Tables
+) -> None:
+    world.created(name="nightly")
+    second = world.job(name="nightly")
+    trigger = world.trigger(second, NOW + timedelta(seconds=20))
+    with pytest.raises(NameTaken):
+        tables.create_job(second, trigger)
+    assert tables.get_job(second.job_id) is None
+    assert trigger not in tables.query_bucket(trigger.bucket, trigger.shard)
+    world.created(name="nightly", owner="bob")  # names are per owner
+
+
+def test_an_idempotency_key_is_answered_until_it_expires(world: World, tables: Tables) -> None:
+    first = world.job()
+    tables.create_job(first, None, ("key-1", "fingerprint"))
+    assert tables.get_idempotent_create("alice", "key-1", NOW) == (first.job_id, "fingerprint")
+    assert tables.get_idempotent_create("bob", "key-1", NOW) is None
+    with pytest.raises(IdempotencyKeyTaken):
+        tables.create_job(world.job(), None, ("key-1", "other"))
+    later = NOW + timedelta(hours=25)
+    assert tables.get_idempotent_create("alice", "key-1", later) is None
+    tables.create_job(world.job(created_at=later, updated_at=later), None, ("key-1", "again"))
+
+
+def test_writing_the_same_create_again_is_harmless(world: World, tables: Tables) -> None:
+    job = world.job(name="retried")
+    tables.create_job(job, None)
+    tables.create_job(job, None)  # the SDK's retry of a write whose answer was lost
+    assert tables.get_job(job.job_id) is not None
+
+
+def test_an_update_is_guarded_by_the_version_read(world: World, tables: Tables) -> None:
+    job, _ = world.created()
+    changed = replace(job, payload={"n": 2}, version=2, updated_at=NOW + timedelta(seconds=1))
+    tables.update_job(job, changed)
+    with pytest.raises(VersionChanged):
+        tables.update_job(job, replace(job, payload={"n": 3}, version=2))
+    stored = tables.get_job(job.job_id)
+    assert stored is not None and stored.payload == {"n": 2} and stored.version == 2
+
+
+def test_an_update_keeps_what_the_dispatcher_and_worker_maintain(world: World, tables: Tables) -> None:
+    job, run = world.running()
+    tables.finish_attempt(run, attempt(), status=RunStatus.SUCCEEDED, now=NOW)
+    before = tables.get_job(job.job_id)
+    assert before is not None and before.last_run is not None
+    tables.update_job(before, replace(before, tags={"team": "a"}))  # same version: a tag change
+    after = tables.get_job(job.job_id)
+    assert after is not None
+    assert after.tags == {"team": "a"}
+    assert (after.last_run, after.run_counts, after.next_trigger_at) == (
+        before.last_run,
+        before.run_counts,
+        before.next_trigger_at,
+    )
+
+
+def test_a_rename_moves_the_reservation_and_an_ended_job_frees_it(world: World, tables: Tables) -> None:
+    job, _ = world.created(name="a")
+    other, _ = world.created(name="b")
+    with pytest.raises(NameTaken):
+        tables.update_job(job, replace(job, name="b", version=2))
+    renamed = replace(job, name="c", version=2)
+    tables.update_job(job, renamed)
+    world.created(name="a")  # "a" is free again
+    tables.update_job(other, replace(other, status=JobStatus.CANCELLED, version=2))
+    world.created(name="b")  # a cancelled job holds no name
+
+
+def test_jobs_are_listed_newest_first_a_page_at_a_time(world: World, tables: Tables) -> None:
+    ids = []
+    for minute in range(5):
+        moment = NOW + timedelta(minutes=minute)
+        job = world.job(
+            created_at=moment, updated_at=moment, status=JobStatus.PAUSED if minute % 2 else JobStatus.ACTIVE
+        )
+        tables.create_job(job, None)
+        ids.append(job.job_id)
+    tables.create_job(world.job(owner="bob"), None)
+    first, cursor = tables.list_jobs("alice", limit=2, cursor=None, status=None, name=None)
+    assert [j.job_id for j in first] == ids[::-1][:2] and cursor is not None
+    rest, end = tables.list_jobs("alice", limit=10, cursor=cursor, status=None, name=None)
+    assert [j.job_id for j in rest] == ids[::-1][2:] and end is None
+    paused, _ = tables.list_jobs("alice", limit=10, cursor=None, status=JobStatus.PAUSED, name=None)
+    assert [j.job_id for j in paused] == [ids[3], ids[1]]
+    with pytest.raises(BadCursorError):
+        tables.list_jobs("bob", limit=2, cursor=cursor, status=None, name=None)
+    with pytest.raises(BadCursorError):
+        tables.list_jobs("alice", limit=2, cursor="not-a-cursor", status=None, name=None)
+
+
+def test_a_full_page_has_a_cursor_even_when_nothing_follows(world: World, tables: Tables) -> None:
+    tables.create_job(world.job(), None)
+    page, cursor = tables.list_jobs("alice", limit=1, cursor=None, status=None, name=None)
+    assert len(page) == 1 and cursor is not None
+    assert tables.list_jobs("alice", limit=1, cursor=cursor, status=None, name=None) == ([], None)
+
+
+def test_the_owner_summary_counts_jobs_by_status_and_runs_by_outcome(world: World, tables: Tables) -> None:
+    _job, run = world.running()
+    tables.finish_attempt(run, attempt("FAILED", "boom"), status=RunStatus.FAILED, now=NOW)
+    world.created()
+    jobs, runs = tables.owner_jobs_summary("alice")
+    assert jobs == {"ACTIVE": 2} and runs == {"FAILED": 1}
+    assert tables.owner_jobs_summary("bob") == ({}, {})
+
+
+def test_writing_the_same_update_again_is_harmless(world: World, tables: Tables) -> None:
+    job, _ = world.created(name="before")
+    changed = replace(
+        job, name="after", version=2, updated_at=NOW + timedelta(seconds=1, microseconds=654321)
+    )
+    tables.update_job(job, changed)
+    tables.update_job(job, changed)  # the SDK's retry of a write whose answer was lost: ours, not a conflict
+    stored = tables.get_job(job.job_id)
+    assert stored is not None and stored.name == "after"

@@ -1,0 +1,58 @@
+"""The contract of the ``Queue`` port, held against ``MemoryQueue`` and the SQS queue on moto."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from functions.core import aws
+from functions.core.queue import WorkMessage
+from functions.core.settings import Settings
+from punctual.local.provision import provision
+from tests.fakes.queue import MemoryQueue
+from tests.integration.conftest import RecordingQueue, QueueUnderTest
+
+
+class DelayingQueue(RecordingQueue):
+    """The real queue, delays and all (``RecordingQueue`` drops them for the test clock)."""
+
+    def send(self, messages: list[tuple[WorkMessage, int]]) -> None:
+        self.sent.extend(messages)
+        super(RecordingQueue, self).send(messages)
+
+
+@pytest.fixture(params=["memory", pytest.param("sqs", marks=pytest.mark.moto)])
+def queue(request: pytest.FixtureRequest) -> Iterator[QueueUnderTest]:
+    if request.param == "memory":
+        yield MemoryQueue()
+        return
+    prefix = f"q{uuid.uuid4().hex[:12]}"
+    endpoint = request.getfixturevalue("moto_endpoint")
+    settings = provision(Settings(aws_endpoint_url=endpoint, table_name=prefix), prefix=prefix)
+    yield DelayingQueue(aws.client("sqs", settings), settings.queue_url, settings.dlq_url)
+
+
+def test_a_delayed_message_appears_after_its_delay_and_hides_while_held(queue: QueueUnderTest) -> None:
+    queue.send([(WorkMessage("j", "now"), 0), (WorkMessage("j", "later"), 1)])
+    (first,) = queue.receive()
+    assert WorkMessage.from_json(first["Body"]).run_id == "now"
+    assert first["Attributes"]["ApproximateReceiveCount"] == "1"
+    assert queue.depth()["in_flight"] >= 1
+    time.sleep(1.2)
+    (second,) = queue.receive()
+    assert WorkMessage.from_json(second["Body"]).run_id == "later"
+    queue.change_visibility(first["ReceiptHandle"], 0)  # given back at once
+    (again,) = queue.receive()
+    assert again["Body"] == first["Body"] and again["Attributes"]["ApproximateReceiveCount"] == "2"
+    queue.delete(again["ReceiptHandle"])
+    queue.delete(second["ReceiptHandle"])
+    assert queue.receive() == []
+
+
+def test_a_dead_letter_keeps_its_body_and_counts_in_the_depth(queue: QueueUnderTest) -> None:
+    queue.send_to_dlq('{"job_id":"j","run_id":"r"}', "failed for good")
+    assert queue.depth()["dlq"] == 1
+    assert queue.dlq_bodies() == ['{"job_id":"j","run_id":"r"}']

@@ -1,0 +1,153 @@
+"""The contract of ``RunStore``: an attempt starts once, its lease, its outcome, the history."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from functions.core.model import InvalidTransitionError, JobStatus, RunStatus, TriggerState
+from functions.core.ports import RunNotOurs, Tables
+from functions.core.store.items import as_stored_attempt
+from tests.contract.conftest import NOW, World, attempt
+
+
+def test_an_attempt_starts_once_and_a_lapsed_one_is_taken_over_once(world: World, tables: Tables) -> None:
+    job, queued = world.claimed_run()
+    at = queued.scheduled_for + timedelta(milliseconds=40)
+    started = tables.start_attempt(queued, token="a", now=at, lease_until=at + timedelta(seconds=20))
+    assert (started.status, started.attempt, started.executions, started.lateness_ms) == (
+        RunStatus.RUNNING,
+        1,
+        1,
+        40,
+    )
+    with pytest.raises(RunNotOurs):
+        tables.start_attempt(queued, token="b", now=at, lease_until=at + timedelta(seconds=20))
+    stored = tables.get_run(job.job_id, queued.run_id)
+    assert stored is not None and stored.lease_token == "a" and stored.lease_until is not None
+    with pytest.raises(RunNotOurs):  # a takeover must pin the lease it saw lapse
+        tables.start_attempt(
+            replace(stored, lease_until=stored.lease_until + timedelta(seconds=1)),
+            token="c",
+            now=at,
+            lease_until=at,
+        )
+    later = at + timedelta(seconds=30)
+    taken = tables.start_attempt(stored, token="d", now=later, lease_until=later + timedelta(seconds=20))
+    assert (taken.attempt, taken.executions, taken.lateness_ms) == (1, 2, 40), "same attempt, first lateness"
+    current = tables.get_run(job.job_id, queued.run_id)
+    assert current is not None and (current.lease_token, current.executions) == ("d", 2)
+
+
+def test_only_the_lease_holder_renews_and_records(world: World, tables: Tables) -> None:
+    job, run = world.running()
+    assert tables.renew_lease(run, NOW + timedelta(minutes=1))
+    assert not tables.renew_lease(replace(run, lease_token="other"), NOW + timedelta(minutes=1))
+    with pytest.raises(RunNotOurs):
+        tables.finish_attempt(
+            replace(run, lease_token="other"), attempt(), status=RunStatus.SUCCEEDED, now=NOW
+        )
+    tables.finish_attempt(run, attempt(), status=RunStatus.SUCCEEDED, now=NOW)
+    tables.finish_attempt(run, attempt(), status=RunStatus.SUCCEEDED, now=NOW)  # a retried write: ours
+    assert not tables.renew_lease(run, NOW + timedelta(minutes=2)), "a finished run has no lease"
+    stored = tables.get_run(job.job_id, run.run_id)
+    assert stored is not None
+    assert (stored.status, stored.lease_token, stored.lease_until) == (RunStatus.SUCCEEDED, None, None)
+    assert stored.attempts == (as_stored_attempt(attempt()),) and stored.finished_at is not None
+
+
+def test_a_terminal_outcome_updates_the_job_and_ends_a_one_off_with_its_name(
+    world: World, tables: Tables
+) -> None:
+    job, run = world.running(name="once", cron=False)
+    tables.finish_attempt(
+        run, attempt("FAILED", "boom"), status=RunStatus.FAILED, now=NOW, job_status=JobStatus.FAILED, job=job
+    )
+    stored = tables.get_job(job.job_id)
+    assert stored is not None and stored.status is JobStatus.FAILED
+    assert stored.run_counts == {"FAILED": 1}
+    assert stored.last_run is not None and stored.last_run["error"] == "boom"
+    world.created(name="once")
+
+
+def test_a_one_off_cancelled_meanwhile_keeps_its_status_and_refuses_the_outcome(
+    world: World, tables: Tables
+) -> None:
+    job, run = world.running(cron=False)
+    current = tables.get_job(job.job_id)
+    assert current is not None
+    tables.update_job(current, replace(current, status=JobStatus.CANCELLED, version=current.version + 1))
+    with pytest.raises(RunNotOurs):
+        tables.finish_attempt(
+            run, attempt(), status=RunStatus.SUCCEEDED, now=NOW, job_status=JobStatus.COMPLETED, job=job
+        )
+    stored = tables.get_job(job.job_id)
+    assert stored is not None and stored.status is JobStatus.CANCELLED
+
+
+def test_a_retry_keeps_the_run_open_and_can_leave_a_trigger_to_wake_it(world: World, tables: Tables) -> None:
+    job, run = world.running()
+    wake = replace(world.trigger(job, NOW + timedelta(minutes=30)), run_id=run.run_id, is_retry=True)
+    next_at = NOW + timedelta(minutes=30)
+    tables.finish_attempt(
+        run,
+        attempt("RETRIABLE", "503"),
+        status=RunStatus.RETRYING,
+        now=NOW,
+        next_attempt_at=next_at,
+        retry_trigger=wake,
+    )
+    stored = tables.get_run(job.job_id, run.run_id)
+    assert stored is not None and stored.status is RunStatus.RETRYING and stored.error == "503"
+    assert stored.next_attempt_at == next_at.replace(microsecond=123000) and stored.finished_at is None
+    assert any(
+        t.is_retry and t.state is TriggerState.PENDING for t in tables.query_bucket(wake.bucket, wake.shard)
+    )
+    job_now = tables.get_job(job.job_id)
+    assert job_now is not None and job_now.run_counts == {}, "only a finished run counts"
+    again = tables.start_attempt(stored, token="2", now=next_at, lease_until=next_at + timedelta(seconds=20))
+    assert again.attempt == 2
+
+
+def test_a_run_without_a_running_attempt_is_ended_by_the_status_and_version_read(
+    world: World, tables: Tables
+) -> None:
+    job, run = world.claimed_run()
+    assert not tables.mark_run(replace(run, job_version=7), RunStatus.SKIPPED, now=NOW, error="x")
+    assert tables.mark_run(run, RunStatus.SKIPPED, now=NOW, error="job paused")
+    assert not tables.mark_run(run, RunStatus.CANCELLED, now=NOW, error="late"), "it is SKIPPED now"
+    stored = tables.get_run(job.job_id, run.run_id)
+    assert stored is not None and (stored.status, stored.error) == (RunStatus.SKIPPED, "job paused")
+    with pytest.raises(InvalidTransitionError):
+        tables.mark_run(stored, RunStatus.SUCCEEDED, now=NOW, error=None)
+
+
+def test_the_history_lists_newest_first_and_runs_before_one(world: World, tables: Tables) -> None:
+    job, _ = world.created()
+    runs = [world.run(job, NOW + timedelta(minutes=m)) for m in range(4)]
+    for index, run in enumerate(runs):
+        occurrence = replace(world.trigger(job, run.scheduled_for))
+        tables.put_trigger(occurrence)
+        status = RunStatus.SKIPPED if index == 1 else RunStatus.QUEUED
+        assert tables.claim(
+            occurrence, job, token="t", now=NOW, run=replace(run, status=status), next_trigger=None
+        ).claimed
+    ids = [run.run_id for run in runs]
+    page, cursor = tables.list_runs(job.job_id, limit=3)
+    assert [r.run_id for r in page] == ids[::-1][:3] and cursor is not None
+    rest, end = tables.list_runs(job.job_id, limit=3, cursor=cursor)
+    assert [r.run_id for r in rest] == [ids[0]] and end is None
+    skipped, _ = tables.list_runs(job.job_id, limit=5, status=RunStatus.SKIPPED)
+    assert [r.run_id for r in skipped] == [ids[1]]
+    assert [r.run_id for r in tables.runs_before(job.job_id, ids[3], limit=2)] == [ids[2], ids[1]]
+    assert tables.runs_before(job.job_id, ids[0], limit=2) == []
+    read_run, read_job = tables.get_run_and_job(job.job_id, ids[2])
+    assert (
+        read_run is not None
+        and read_run.run_id == ids[2]
+        and read_job is not None
+        and read_job.job_id == job.job_id
+    )
+    assert tables.get_run_and_job(job.job_id, "nope") == (None, read_job)
