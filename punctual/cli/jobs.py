@@ -1,0 +1,294 @@
+"""``punctual jobs``: create, list, show, pause/resume/run/cancel, a job's runs, and a live watch."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from punctual.cli.common import (
+    Context,
+    api_command,
+    key_values,
+    main,
+    pages,
+    parse_when,
+    read_payload,
+    remembered_time,
+)
+from punctual.cli.runs import RUN_HEADERS, run_rows, show_run
+from punctual.output import emit_json, fields, relative, schedule_text, table, target_text
+
+
+@main.group()
+def jobs() -> None:
+    """Create, inspect and control jobs."""
+
+
+@jobs.command("create")
+@click.option("--name", help="Unique among your live jobs.")
+@click.option("--at", "at_", help='One-off: "in 30s", "in 5m", or "2026-11-22T13:00:05+01:00".')
+@click.option("--cron", help='"0 13 * * 1-5", "*/10 * * * * *" or "cron(0 13 ? * MON-FRI *)".')
+@click.option("--rate", help='"5 minutes", "rate(1 hour)".')
+@click.option("--timezone", "tz", help="IANA time zone for cron and naive times (default UTC).")
+@click.option("--start-at")
+@click.option("--end-at")
+@click.option("--misfire", type=click.Choice(["run_once", "skip", "run_all"]))
+@click.option("--catchup-seconds", type=int)
+@click.option("--overlap", type=click.Choice(["allow", "skip"]))
+@click.option("--url", help="HTTP target URL.")
+@click.option("--method", default=None, help="HTTP method (default POST).")
+@click.option("--header", "headers", multiple=True, help="HTTP header 'Name: value' (repeatable).")
+@click.option("--lambda", "lambda_", help="Lambda function name or ARN.")
+@click.option("--sqs", help="SQS queue URL.")
+@click.option("--sns", help="SNS topic ARN.")
+@click.option("--eventbridge", help="EventBridge bus name or ARN.")
+@click.option("--source", help="EventBridge source.")
+@click.option("--detail-type", help="EventBridge detail-type.")
+@click.option("--payload", help="JSON, or @file.json.")
+@click.option("--max-attempts", type=int)
+@click.option("--backoff", type=float, help="Base backoff seconds.")
+@click.option("--max-backoff", type=float)
+@click.option("--timeout", type=int, help="Seconds an attempt may take.")
+@click.option("--tag", "tags", multiple=True, help="KEY=VALUE (repeatable).")
+@click.option("--signing-secret", help="Sign deliveries with HMAC-SHA256 (Punctual-Signature).")
+@click.option("--idempotency-key", help="Retrying with the same key returns the first job.")
+@api_command
+def jobs_create(ctx: Context, **options: Any) -> None:
+    """Schedule a job."""
+    forms = [form for form in ("at_", "cron", "rate") if options[form]]
+    if len(forms) != 1:
+        raise click.UsageError("give exactly one of --at, --cron, --rate")
+    targets = [t for t in ("url", "lambda_", "sqs", "sns", "eventbridge") if options[t]]
+    if len(targets) != 1:
+        raise click.UsageError("give exactly one target: --url, --lambda, --sqs, --sns or --eventbridge")
+    schedule: dict[str, Any] = {}
+    if options["at_"]:
+        schedule["at"] = parse_when(options["at_"])
+        if options["idempotency_key"] and schedule["at"] != options["at_"]:
+            # A retry must send the same request: resolve "in 5m" once per key.
+            schedule["at"] = remembered_time(ctx.config.endpoint, options["idempotency_key"], schedule["at"])
+    for key, option in (
+        ("cron", "cron"),
+        ("rate", "rate"),
+        ("timezone", "tz"),
+        ("start_at", "start_at"),
+        ("end_at", "end_at"),
+        ("misfire", "misfire"),
+        ("catchup_seconds", "catchup_seconds"),
+        ("overlap", "overlap"),
+    ):
+        if options[option] is not None:
+            schedule[key] = options[option]
+    target: dict[str, Any]
+    if options["url"]:
+        target = {"type": "http", "url": options["url"]}
+        if options["method"]:
+            target["method"] = options["method"].upper()
+        if options["headers"]:
+            target["headers"] = key_values(options["headers"], ":", "--header")
+    elif options["lambda_"]:
+        target = {"type": "lambda", "function": options["lambda_"]}
+    elif options["sqs"]:
+        target = {"type": "sqs", "queue_url": options["sqs"]}
+    elif options["sns"]:
+        target = {"type": "sns", "topic_arn": options["sns"]}
+    else:
+        target = {"type": "eventbridge", "bus": options["eventbridge"]}
+        for key in ("source", "detail_type"):
+            if options[key]:
+                target[key] = options[key]
+    body: dict[str, Any] = {"schedule": schedule, "target": target}
+    if options["name"]:
+        body["name"] = options["name"]
+    if options["payload"] is not None:
+        body["payload"] = read_payload(options["payload"])
+    retry = {
+        k: v
+        for k, v in (
+            ("max_attempts", options["max_attempts"]),
+            ("backoff_seconds", options["backoff"]),
+            ("max_backoff_seconds", options["max_backoff"]),
+        )
+        if v is not None
+    }
+    if retry:
+        body["retry"] = retry
+    if options["timeout"] is not None:
+        body["timeout_seconds"] = options["timeout"]
+    if options["tags"]:
+        body["tags"] = key_values(options["tags"], "=", "--tag")
+    if options["signing_secret"]:
+        body["signing_secret"] = options["signing_secret"]
+    job = ctx.client.create_job(body, options["idempotency_key"])
+    _show_job(ctx, job)
+
+
+@jobs.command("list")
+@click.option("--status", type=click.Choice(["ACTIVE", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"]))
+@click.option("--name")
+@click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
+@click.option("--cursor", help="Continue from a previous page.")
+@click.option("--all", "everything", is_flag=True, help="Follow every page.")
+@api_command
+def jobs_list(
+    ctx: Context, status: str | None, name: str | None, limit: int, cursor: str | None, everything: bool
+) -> None:
+    """Your jobs, newest first."""
+    items: list[Any] = []
+    next_cursor = None
+    for page in pages(
+        lambda c: ctx.client.list_jobs(limit=limit, cursor=c or cursor, status=status, name=name), everything
+    ):
+        items.extend(page["items"])
+        next_cursor = page["next_cursor"]
+    if ctx.as_json:
+        emit_json({"items": items, "next_cursor": next_cursor})
+        return
+    rows = [
+        [
+            job["job_id"],
+            job["name"],
+            job["status"],
+            schedule_text(job["schedule"]),
+            relative(job["next_run_at"]),
+            (job.get("last_run") or {}).get("status"),
+        ]
+        for job in items
+    ]
+    click.echo(table(rows, ["job id", "name", "status", "schedule", "next run", "last run"]))
+    if next_cursor:
+        click.echo(f"\nmore: --cursor {next_cursor}  (or --all)")
+
+
+def _show_job(ctx: Context, job: dict[str, Any]) -> None:
+    if ctx.as_json:
+        emit_json(job)
+        return
+    last = job.get("last_run") or {}
+    click.echo(
+        fields(
+            [
+                ("job id", job["job_id"]),
+                ("name", job["name"]),
+                ("status", job["status"]),
+                ("schedule", schedule_text(job["schedule"])),
+                ("target", target_text(job["target"])),
+                ("next run", relative(job["next_run_at"])),
+                ("upcoming", ", ".join(u.replace(".000Z", "Z") for u in job["upcoming"]) or "-"),
+                (
+                    "last run",
+                    f"{last.get('status')} {last.get('scheduled_for')} lateness {last.get('lateness_ms')} ms"
+                    if last
+                    else "-",
+                ),
+                ("runs", job["run_counts"]),
+                ("retry", job["retry"]),
+                ("tags", job["tags"]),
+                ("created", job["created_at"]),
+            ]
+        )
+    )
+
+
+@jobs.command("get")
+@click.argument("job_id")
+@api_command
+def jobs_get(ctx: Context, job_id: str) -> None:
+    """One job: status, schedule, next five fire times, last run."""
+    _show_job(ctx, ctx.client.get_job(job_id))
+
+
+def _job_action(action: str, help_text: str) -> None:
+    @jobs.command(action, help=help_text)
+    @click.argument("job_id")
+    @api_command
+    def command(ctx: Context, job_id: str) -> None:
+        if action == "cancel":
+            result = ctx.client.cancel_job(job_id)
+        else:
+            result = ctx.client.job_action(job_id, action)
+        if action == "run":
+            show_run(ctx, result)
+        else:
+            _show_job(ctx, result)
+
+
+_job_action("pause", "Stop firing until resumed.")
+_job_action("resume", "Fire again; the misfire policy decides about what was missed.")
+_job_action("run", "Run once, now (also while paused).")
+_job_action("cancel", "Cancel: no further runs; the history is kept.")
+
+
+@jobs.command("runs")
+@click.argument("job_id")
+@click.option(
+    "--status",
+    type=click.Choice(
+        ["SCHEDULED", "QUEUED", "RUNNING", "SUCCEEDED", "RETRYING", "FAILED", "CANCELLED", "SKIPPED"]
+    ),
+)
+@click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
+@click.option("--cursor")
+@click.option("--all", "everything", is_flag=True)
+@api_command
+def jobs_runs(
+    ctx: Context, job_id: str, status: str | None, limit: int, cursor: str | None, everything: bool
+) -> None:
+    """A job's execution history, newest first."""
+    items: list[Any] = []
+    next_cursor = None
+    for page in pages(
+        lambda c: ctx.client.list_runs(job_id, limit=limit, cursor=c or cursor, status=status), everything
+    ):
+        items.extend(page["items"])
+        next_cursor = page["next_cursor"]
+    if ctx.as_json:
+        emit_json({"items": items, "next_cursor": next_cursor})
+        return
+    click.echo(table(run_rows(items), RUN_HEADERS))
+    if next_cursor:
+        click.echo(f"\nmore: --cursor {next_cursor}  (or --all)")
+
+
+@jobs.command("watch")
+@click.argument("job_id")
+@click.option("--interval", type=float, default=2.0, show_default=True)
+@click.option("--iterations", type=int, default=0, help="Stop after this many refreshes (0: until Ctrl-C).")
+@api_command
+def jobs_watch(ctx: Context, job_id: str, interval: float, iterations: int) -> None:
+    """A live view of a job's upcoming and recent runs (Ctrl-C to leave)."""
+    count = 0
+    try:
+        while True:
+            job = ctx.client.get_job(job_id)
+            # The history also holds runs queued ahead of time (the look-ahead): "recent" means due.
+            now = datetime.now(UTC)
+            runs = [
+                run
+                for run in ctx.client.list_runs(job_id, limit=40)["items"]
+                if datetime.fromisoformat(run["scheduled_for"].replace("Z", "+00:00")) <= now
+            ][:10]
+            if not ctx.as_json and sys.stdout.isatty():
+                click.clear()
+            if ctx.as_json:
+                emit_json({"job": job, "runs": runs})
+            else:
+                click.echo(
+                    f"{job['job_id']}  {job['name'] or ''}  {job['status']}  {schedule_text(job['schedule'])}"
+                )
+                click.echo(f"updated {datetime.now(UTC).strftime('%H:%M:%S')} UTC\n")
+                click.echo("upcoming")
+                for moment in job["upcoming"] or []:
+                    click.echo(f"  {relative(moment)}")
+                click.echo("\nrecent runs")
+                click.echo(table(run_rows(runs), RUN_HEADERS))
+            count += 1
+            if iterations and count >= iterations:
+                return
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
