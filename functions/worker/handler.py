@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch import (
+    AsyncBatchProcessor,
+    EventType,
+    async_process_partial_response,
+)
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -16,20 +22,6 @@ from functions.core.queue import WorkMessage
 from functions.core.settings import get_settings
 from functions.core.wiring import build_queue, build_store, build_target_executor
 from functions.worker.execute import ReturnLater, RunExecutor
-
-
-class ConcurrentBatchProcessor(BatchProcessor):
-    """Powertools' SQS batch processor, with the records of a batch processed in parallel.
-
-    Each record waits for its own second, so running them one after another would make every record
-    but the first late.
-    """
-
-    def process(self) -> list[tuple[Any, ...]]:
-        if len(self.records) <= 1:
-            return super().process()
-        with ThreadPoolExecutor(max_workers=len(self.records), thread_name_prefix="record") as pool:
-            return list(pool.map(self._process_record, self.records))
 
 
 @lru_cache(maxsize=1)
@@ -58,12 +50,31 @@ def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = Non
         raise
 
 
+def _handle(record: SQSRecord, context: LambdaContext) -> None:
+    """``record_handler``, given the Lambda context when it takes one (as Powertools does)."""
+    handle = record_handler  # looked up at call time: tests put their own in its place
+    if "lambda_context" in inspect.signature(handle).parameters:
+        handle(record, lambda_context=context)
+    else:
+        handle(record)
+
+
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    # A processor per invocation: it holds the batch's records and outcomes, and the local runtime
-    # runs several invocations at once in one process (Lambda runs one at a time). Every record
-    # handed back (retries, not due yet) is routine, not a failed invocation: no alarm.
-    processor = ConcurrentBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-    return process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+    """Powertools' async batch processor runs the records concurrently, each on a thread of its own
+    (a record blocks: it waits for its second, then on its target), so none waits for another.
+
+    A processor per invocation: it holds the batch's records and outcomes, and the local runtime runs
+    several invocations at once in one process (Lambda runs one at a time). Every record handed back
+    (retries, not due yet) is routine, not a failed invocation: no alarm.
+    """
+    records = event.get("Records") or []
+    processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    with ThreadPoolExecutor(max_workers=max(1, len(records)), thread_name_prefix="record") as pool:
+
+        async def on_thread(record: SQSRecord) -> None:
+            await asyncio.get_running_loop().run_in_executor(pool, _handle, record, context)
+
+        return async_process_partial_response(
+            event=event, record_handler=on_thread, processor=processor, context=context
+        )
