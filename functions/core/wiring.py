@@ -13,6 +13,7 @@ from functions.core.store import Store
 
 if TYPE_CHECKING:  # imported where used: only the worker executes targets, and it dispatches nothing
     from functions.core.dispatching import Dispatcher
+    from functions.core.invoker import LambdaInvoker
     from functions.core.netguard import NetworkPolicy
     from functions.core.targets import TargetExecutor
 
@@ -50,3 +51,9 @@ def build_target_executor(settings: Settings) -> TargetExecutor:
 @lru_cache(maxsize=1)
 def default_dispatcher() -> Dispatcher:
     return build_dispatcher(get_settings())
+
+
+def build_invoker(settings: Settings, function_arn: str) -> LambdaInvoker:
+    from functions.core.invoker import LambdaInvoker
+
+    return LambdaInvoker(aws.client("lambda", settings), function_arn)

@@ -9,18 +9,16 @@ where no Lambda runs) the groups are swept on threads of this process instead.
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.core import aws
 from functions.core.dispatching import SweepReport, shard_groups
 from functions.core.observability import logger
 from functions.core.settings import get_settings
-from functions.core.wiring import default_dispatcher
+from functions.core.wiring import build_invoker, default_dispatcher
 
 
 @logger.inject_lambda_context
@@ -33,31 +31,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if len(groups) == 1:
         return _summary(default_dispatcher().sweep(), groups[0])
     if settings.aws_endpoint_url is None:
-        refused = _invoke_sweeps(context.invoked_function_arn, groups)
+        refused = build_invoker(settings, context.invoked_function_arn).start_sweeps(groups)
         logger.info("sweep fanned out", extra={"invocations": len(groups) - len(refused)})
     else:
         refused = groups
     return _sweep_here(refused)
-
-
-def _invoke_sweeps(function_arn: str, groups: list[list[int]]) -> list[list[int]]:
-    """Invoke this function asynchronously once per group; returns the groups it could not hand off."""
-    client = aws.client("lambda", get_settings())
-
-    def invoke(group: list[int]) -> list[int] | None:
-        try:
-            client.invoke(
-                FunctionName=function_arn,
-                InvocationType="Event",
-                Payload=json.dumps({"shards": group}).encode(),
-            )
-        except Exception:
-            logger.exception("sweep invocation refused; sweeping here", extra={"shards": group})
-            return group
-        return None
-
-    with ThreadPoolExecutor(max_workers=min(len(groups), 16), thread_name_prefix="fanout") as pool:
-        return [group for group in pool.map(invoke, groups) if group is not None]
 
 
 def _sweep_here(groups: list[list[int]]) -> dict[str, Any]:
