@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from functions.core import faults
+from functions.core import faults, lifecycle
 from functions.core.definitions import (
     OUTCOME_MARGIN_SECONDS,
     SQS_MAX_DELAY_SECONDS,
@@ -23,9 +23,7 @@ from functions.core.definitions import (
 from functions.core.model import (
     Attempt,
     Job,
-    JobStatus,
     Run,
-    RunKind,
     RunStatus,
     Trigger,
     bucket_of,
@@ -146,11 +144,13 @@ class RunExecutor:
     ) -> None:
         log = {"job_id": message.job_id, "run_id": message.run_id}
         run, job = self.store.get_run_and_job(message.job_id, message.run_id)
-        if run is None or run.status.is_terminal:
+        arrival = lifecycle.on_arrival(run, job)
+        if isinstance(arrival, lifecycle.Ignore):
             logger.info("nothing to do for message", extra={**log, "status": run.status if run else None})
             return
-        if job is None or job.status is JobStatus.CANCELLED:
-            self.store.mark_run(run, RunStatus.CANCELLED, now=self.clock(), error="job cancelled")
+        assert run is not None
+        if isinstance(arrival, lifecycle.Cancel) or job is None:
+            self._end(run, lifecycle.Cancel("job cancelled"))
             return
         if receive_count >= WORK_QUEUE_MAX_RECEIVE_COUNT:
             self._last_delivery(message, run, job, body or message.to_json(), receive_count)
@@ -169,34 +169,27 @@ class RunExecutor:
                 message, receipt_handle, body, receive_count=receive_count, deadline=deadline, held=True
             )
             return
-        if run.status is RunStatus.QUEUED and run.kind is RunKind.SCHEDULED:
-            reason = self._superseded(run, job)
-            if reason is not None:
-                if self.store.mark_run(run, RunStatus.SKIPPED, now=self.clock(), error=reason):
-                    logger.info("run skipped", extra={**log, "reason": reason})
-                return
+        skip = lifecycle.superseded(run, job)
+        if skip is not None:
+            self._end(run, skip)
+            return
         self._check_time_left(run, job, deadline)
         if self._wait_until_due(run, receipt_handle):
             # A pause, cancel or reschedule may have landed while we waited for the second.
             job = self.store.get_job(run.job_id)
-            if job is None or job.status is JobStatus.CANCELLED:
-                self.store.mark_run(run, RunStatus.CANCELLED, now=self.clock(), error="job cancelled")
+            if isinstance(lifecycle.on_arrival(run, job), lifecycle.Cancel) or job is None:
+                self._end(run, lifecycle.Cancel("job cancelled"))
                 return
-            reason = self._superseded(run, job) if run.kind is RunKind.SCHEDULED else None
-            if reason is not None and run.status is RunStatus.QUEUED:
-                if self.store.mark_run(run, RunStatus.SKIPPED, now=self.clock(), error=reason):
-                    logger.info("run skipped", extra={**log, "reason": reason})
+            skip = lifecycle.superseded(run, job)
+            if skip is not None:
+                self._end(run, skip)
                 return
-        if (
-            job.overlap.value == "skip"
-            and run.status is RunStatus.QUEUED
-            and self._previous_still_running(run)
-        ):
-            if self.store.mark_run(
-                run, RunStatus.SKIPPED, now=self.clock(), error="previous run still running"
-            ):
-                logger.info("run skipped: overlap", extra=log)
-            return
+        if job.overlap.value == "skip" and run.status is RunStatus.QUEUED:
+            earlier = self.store.runs_before(run.job_id, run.run_id, limit=3)
+            skip = lifecycle.overlap_blocks(run, job, earlier)
+            if skip is not None:
+                self._end(run, skip)
+                return
         token = uuid.uuid4().hex
         # The start is written a moment before the second (see PRESTART_SECONDS); it is recorded as
         # the due time, when the target is called.
@@ -332,18 +325,14 @@ class RunExecutor:
         while (remaining := (moment - self.clock()).total_seconds()) > 0:
             self.sleep(remaining if remaining > 0.002 else 0)
 
-    @staticmethod
-    def _superseded(run: Run, job: Job) -> str | None:
-        """Why a queued occurrence must not start: the job was paused or rescheduled after dispatch."""
-        if job.status is JobStatus.PAUSED:
-            return "job paused"
-        if job.version != run.job_version:
-            return "superseded by a change to the job"
-        return None
-
-    def _previous_still_running(self, run: Run) -> bool:
-        earlier = self.store.runs_before(run.job_id, run.run_id, limit=3)
-        return any(other.status in (RunStatus.RUNNING, RunStatus.RETRYING) for other in earlier)
+    def _end(self, run: Run, decision: lifecycle.Cancel | lifecycle.Skip) -> None:
+        """End a run that never started an attempt, unless it changed meanwhile."""
+        status = RunStatus.CANCELLED if isinstance(decision, lifecycle.Cancel) else RunStatus.SKIPPED
+        if self.store.mark_run(run, status, now=self.clock(), error=decision.reason):
+            logger.info(
+                f"run {status.value.lower()}",
+                extra={"job_id": run.job_id, "run_id": run.run_id, "reason": decision.reason},
+            )
 
     def _deliver(self, job: Job, run: Run, cancel: threading.Event) -> TargetOutcome:
         delivery = Delivery(
@@ -377,49 +366,43 @@ class RunExecutor:
     ) -> None:
         log = {"job_id": job.job_id, "run_id": run.run_id, "attempt": run.attempt}
         finished_at = self.clock()
-        one_off = not job.schedule.is_recurring and run.kind is RunKind.SCHEDULED
-        if outcome.succeeded:
-            kind, status = "SUCCEEDED", RunStatus.SUCCEEDED
-        elif outcome.retriable and job.retry.has_attempts_left(run.attempt) and outcome.error != "cancelled":
-            kind, status = "RETRIABLE", RunStatus.RETRYING
-        else:
-            kind, status = (
-                ("CANCELLED", RunStatus.CANCELLED)
-                if outcome.error == "cancelled"
-                else ("FAILED", RunStatus.FAILED)
-            )
+        decision = lifecycle.after_attempt(
+            job,
+            run,
+            succeeded=outcome.succeeded,
+            retriable=outcome.retriable,
+            error=outcome.error,
+            finished_at=finished_at,
+            rng=self.rng,
+        )
         attempt = Attempt(
             number=run.attempt,
             started_at=started_at,
             finished_at=finished_at,
-            outcome=kind,
+            outcome="RETRIABLE" if isinstance(decision, lifecycle.RetryAt) else decision.attempt_outcome,
             duration_ms=outcome.duration_ms,
             status_code=outcome.status_code,
             error=outcome.error,
             response=outcome.response_excerpt,
         )
         try:
-            if status is RunStatus.RETRYING:
-                self._schedule_retry(job, run, attempt, finished_at)
+            if isinstance(decision, lifecycle.RetryAt):
+                self._schedule_retry(job, run, attempt, finished_at, decision)
                 return
-            job_status = None
-            if one_off and status is RunStatus.SUCCEEDED:
-                job_status = JobStatus.COMPLETED
-            elif one_off and status is RunStatus.FAILED:
-                job_status = JobStatus.FAILED
             self.store.finish_attempt(
-                run, attempt, status=status, now=finished_at, job_status=job_status, job=job
+                run, attempt, status=decision.status, now=finished_at, job_status=decision.job_status, job=job
             )
         except RunNotOurs:
             logger.warning("outcome not recorded: the run was cancelled or taken over", extra=log)
             return
-        logger.info(f"run {status.value.lower()}", extra={**log, "error": outcome.error})
-        if status is RunStatus.FAILED:
+        logger.info(f"run {decision.status.value.lower()}", extra={**log, "error": outcome.error})
+        if decision.status is RunStatus.FAILED:
             self.queue.send_to_dlq(body, outcome.error or "failed")
 
-    def _schedule_retry(self, job: Job, run: Run, attempt: Attempt, finished_at: datetime) -> None:
-        delay = job.retry.delay_after(run.attempt, self.rng)
-        next_at = finished_at + timedelta(seconds=delay)
+    def _schedule_retry(
+        self, job: Job, run: Run, attempt: Attempt, finished_at: datetime, retry: lifecycle.RetryAt
+    ) -> None:
+        delay, next_at = retry.delay_seconds, retry.at
         if delay <= SQS_MAX_DELAY_SECONDS:
             # Short: the same message comes back when the attempt is due.
             self.store.finish_attempt(
