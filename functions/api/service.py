@@ -34,7 +34,7 @@ from functions.core.netguard import NetworkPolicy
 from functions.core.schedule import Schedule, ScheduleError, parse_schedule
 from functions.core.settings import Settings
 from functions.core.store import BadCursorError, ConflictError, Store
-from functions.core.targets import TargetError, validate_target
+from functions.core.targets.validation import TargetError, validate_target
 
 # Ids this API hands out; anything else cannot exist (and must not reach DynamoDB's key limits).
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")

@@ -14,7 +14,7 @@ from functions.core.store import Store
 if TYPE_CHECKING:  # imported where used: only the worker executes targets, and it dispatches nothing
     from functions.core.dispatching import Dispatcher
     from functions.core.netguard import NetworkPolicy
-    from functions.core.targets import TargetExecutor
+    from functions.core.targets.executor import TargetExecutor
 
 
 def build_store(settings: Settings) -> Store:
@@ -42,7 +42,7 @@ def build_dispatcher(settings: Settings) -> Dispatcher:
 
 
 def build_target_executor(settings: Settings) -> TargetExecutor:
-    from functions.core.targets import TargetExecutor
+    from functions.core.targets.executor import TargetExecutor
 
     return TargetExecutor(lambda service: aws.client(service, settings), build_network_policy(settings))
 
