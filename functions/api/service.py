@@ -98,7 +98,7 @@ class JobService:
             if earlier is not None:
                 return earlier
         schedule = self._parse_schedule(request.schedule, now)
-        target = self._validate_target(request.target)
+        target = self._validate_target(request.target.spec())
         first = self._first_fire_time(schedule, now)
         job = Job(
             job_id=new_job_id(),
@@ -240,7 +240,7 @@ class JobService:
         if "target" in given:
             if request.target is None:
                 raise InvalidInput("a job needs a target", "target")
-            changes["target"] = self._validate_target(request.target)
+            changes["target"] = self._validate_target(request.target.spec())
         if "payload" in given:
             changes["payload"] = request.payload
         if "retry" in given and request.retry is not None:

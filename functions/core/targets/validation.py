@@ -18,13 +18,22 @@ from functions.core.netguard import NetworkPolicy, TargetError, parse_target_url
 from functions.core.targets.outcome import IDEMPOTENCY_HEADER
 
 __all__ = [
+    "BUS_ARN",
+    "BUS_NAME",
     "DEFAULT_EVENT_BUS",
     "DEFAULT_EVENT_DETAIL_TYPE",
     "DEFAULT_EVENT_SOURCE",
     "DEFAULT_HTTP_METHOD",
+    "FUNCTION_NAME",
+    "HEADER_NAME",
     "HTTP_METHODS",
+    "MAX_HEADERS",
+    "MAX_HEADER_NAME",
+    "MAX_HEADER_VALUE",
+    "MAX_LENGTHS",
     "MAX_TIMEOUT_SECONDS",
     "TARGET_TYPES",
+    "TOPIC_ARN",
     "NetworkPolicy",
     "TargetError",
     "normalize_target",
@@ -38,6 +47,15 @@ MAX_TIMEOUT_SECONDS: Final = MAX_JOB_TIMEOUT_SECONDS  # an HTTP call cannot outl
 DEFAULT_EVENT_BUS: Final = "default"
 DEFAULT_EVENT_SOURCE: Final = "punctual"
 DEFAULT_EVENT_DETAIL_TYPE: Final = "Punctual Job Run"
+# The longest value each string field of an AWS target may have (the HTTP URL's is netguard's).
+MAX_LENGTHS: Final = {
+    "function": 170,
+    "queue_url": 1024,
+    "topic_arn": 1024,
+    "bus": 1600,
+    "source": 256,
+    "detail_type": 128,
+}
 
 _RESERVED_PREFIX: Final = "punctual-"
 # Headers that describe the connection or the framing rather than the request: letting a user set them
@@ -57,20 +75,20 @@ _FORBIDDEN_HEADERS: Final = frozenset(
         "expect",
     }
 )
-_MAX_HEADERS: Final = 50
-_MAX_HEADER_NAME: Final = 256
-_MAX_HEADER_VALUE: Final = 8192
-_HEADER_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+MAX_HEADERS: Final = 50
+MAX_HEADER_NAME: Final = 256
+MAX_HEADER_VALUE: Final = 8192
+HEADER_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADER_VALUE_FORBIDDEN: Final = re.compile(r"[\x00\r\n]")
 
-_FUNCTION_NAME: Final = re.compile(
+FUNCTION_NAME: Final = re.compile(
     r"(arn:(aws[a-zA-Z-]*)?:lambda:)?([a-z]{2}((-gov)|(-iso[a-z]?))?-[a-z]+-\d:)?(\d{12}:)?"
     r"(function:)?[a-zA-Z0-9_.-]+(:(\$LATEST|[a-zA-Z0-9_-]+))?"
 )
 _QUEUE_PATH: Final = re.compile(r"/\d{12}/([A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)")
-_TOPIC_ARN: Final = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?")
-_BUS_NAME: Final = re.compile(r"[/.\-_A-Za-z0-9]{1,256}")
-_BUS_ARN: Final = re.compile(r"arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus/[/.\-_A-Za-z0-9]{1,256}")
+TOPIC_ARN: Final = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?")
+BUS_NAME: Final = re.compile(r"[/.\-_A-Za-z0-9]{1,256}")
+BUS_ARN: Final = re.compile(r"arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus/[/.\-_A-Za-z0-9]{1,256}")
 
 
 def _is_reserved_header(name: str) -> bool:
@@ -94,13 +112,13 @@ def normalize_target(spec: Mapping[str, Any], policy: NetworkPolicy, *, strict: 
         return _normalize_http(spec, policy, strict=strict)
     if kind == "lambda":
         _check_keys(spec, kind, {"function"})
-        function = _required_str(spec, "function", 170)
-        if not _FUNCTION_NAME.fullmatch(function):
+        function = _required_str(spec, "function", MAX_LENGTHS["function"])
+        if not FUNCTION_NAME.fullmatch(function):
             raise TargetError("target.function", "must be a Lambda function name or ARN")
         return {"type": kind, "function": function}
     if kind == "sqs":
         _check_keys(spec, kind, {"queue_url"})
-        queue_url = _required_str(spec, "queue_url", 1024)
+        queue_url = _required_str(spec, "queue_url", MAX_LENGTHS["queue_url"])
         parts = urlsplit(queue_url)
         if parts.scheme not in ("http", "https") or not parts.netloc or not _QUEUE_PATH.fullmatch(parts.path):
             raise TargetError(
@@ -109,18 +127,18 @@ def normalize_target(spec: Mapping[str, Any], policy: NetworkPolicy, *, strict: 
         return {"type": kind, "queue_url": queue_url}
     if kind == "sns":
         _check_keys(spec, kind, {"topic_arn"})
-        topic_arn = _required_str(spec, "topic_arn", 1024)
-        if not _TOPIC_ARN.fullmatch(topic_arn):
+        topic_arn = _required_str(spec, "topic_arn", MAX_LENGTHS["topic_arn"])
+        if not TOPIC_ARN.fullmatch(topic_arn):
             raise TargetError("target.topic_arn", "must be an SNS topic ARN")
         return {"type": kind, "topic_arn": topic_arn}
     _check_keys(spec, kind, {"bus", "source", "detail_type"})
-    bus = _optional_str(spec, "bus", DEFAULT_EVENT_BUS, 1600)
-    if not (_BUS_NAME.fullmatch(bus) or _BUS_ARN.fullmatch(bus)):
+    bus = _optional_str(spec, "bus", DEFAULT_EVENT_BUS, MAX_LENGTHS["bus"])
+    if not (BUS_NAME.fullmatch(bus) or BUS_ARN.fullmatch(bus)):
         raise TargetError("target.bus", "must be an event bus name or ARN")
-    source = _optional_str(spec, "source", DEFAULT_EVENT_SOURCE, 256)
+    source = _optional_str(spec, "source", DEFAULT_EVENT_SOURCE, MAX_LENGTHS["source"])
     if source.startswith("aws."):
         raise TargetError("target.source", "sources starting with 'aws.' are reserved for AWS services")
-    detail_type = _optional_str(spec, "detail_type", DEFAULT_EVENT_DETAIL_TYPE, 128)
+    detail_type = _optional_str(spec, "detail_type", DEFAULT_EVENT_DETAIL_TYPE, MAX_LENGTHS["detail_type"])
     return {"type": kind, "bus": bus, "source": source, "detail_type": detail_type}
 
 
@@ -185,19 +203,19 @@ def _normalize_headers(raw: Any, *, strict: bool) -> dict[str, str]:
         return {}
     if not isinstance(raw, Mapping):
         raise TargetError("target.headers", "must be an object of header names to string values")
-    if len(raw) > _MAX_HEADERS:
-        raise TargetError("target.headers", f"at most {_MAX_HEADERS} headers")
+    if len(raw) > MAX_HEADERS:
+        raise TargetError("target.headers", f"at most {MAX_HEADERS} headers")
     headers: dict[str, str] = {}
     seen: set[str] = set()
     for name, value in raw.items():
-        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name) or len(name) > _MAX_HEADER_NAME:
+        if not isinstance(name, str) or not HEADER_NAME.fullmatch(name) or len(name) > MAX_HEADER_NAME:
             raise TargetError("target.headers", f"{name!r} is not a valid header name")
         if not isinstance(value, str):
             raise TargetError("target.headers", f"the value of {name} must be a string")
-        if _HEADER_VALUE_FORBIDDEN.search(value) or len(value) > _MAX_HEADER_VALUE:
+        if _HEADER_VALUE_FORBIDDEN.search(value) or len(value) > MAX_HEADER_VALUE:
             raise TargetError(
                 "target.headers",
-                f"the value of {name} must be at most {_MAX_HEADER_VALUE} characters without CR, LF or NUL",
+                f"the value of {name} must be at most {MAX_HEADER_VALUE} characters without CR, LF or NUL",
             )
         lowered = name.lower()
         if lowered in seen:
