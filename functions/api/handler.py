@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.api.models import (
+    TARGET_TAGS,
     CreateJobIn,
     ErrorOut,
     JobOut,
@@ -122,6 +123,8 @@ def handle_validation_error(error: RequestValidationError) -> Response[str]:
                 400, {"error": "bad_request", "field": "body", "reason": "the body is not valid JSON"}
             )
         location = [str(part) for part in problem.get("loc", ()) if part != "body"]
+        if location[:1] == ["target"]:
+            location = target_location(location, problem)
         if location and location[0] == "header":
             location = [HEADER_NAMES.get(name, name) for name in location[1:]]
         elif location and location[0] in ("query", "path"):
@@ -129,6 +132,17 @@ def handle_validation_error(error: RequestValidationError) -> Response[str]:
         problems.append({"field": ".".join(location) or "body", "reason": problem.get("msg", "invalid")})
     first = problems[0] if problems else {"field": "body", "reason": "invalid request"}
     return _json(422, {"error": "invalid_input", **first, "problems": problems})
+
+
+def target_location(location: list[str], problem: dict[str, Any]) -> list[str]:
+    """``target.url`` for a field of the target: pydantic puts the discriminator's tag in the location
+    (``target.http.url``), and an error about the target's type names it in its context."""
+    if len(location) > 1 and location[1] in TARGET_TAGS:
+        location = [location[0], *location[2:]]
+    context = problem.get("ctx")
+    if isinstance(context, dict) and isinstance(context.get("field"), str):
+        location = [*location, context["field"]]
+    return location
 
 
 @app.not_found

@@ -1,16 +1,49 @@
 """Request and response bodies of the HTTP API; the OpenAPI document is generated from them.
 
 Pydantic checks structure (types, ranges, unknown fields); the domain checks meaning (cron syntax,
-time zones, target rules) and reports the field it refused. Both end as a 4xx naming the field.
+time zones, target rules) and reports the field it refused. Both end as a 4xx naming the field. The
+target is one model per type (``Target``, chosen by ``type``) for the document's sake; its fields are
+left to the domain's ``validate_target`` (see :class:`TargetIn`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    StringConstraints,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from functions.core.definitions import MAX_JOB_TIMEOUT_SECONDS
+from functions.core.netguard import MAX_URL_LENGTH
+from functions.core.targets.validation import (
+    BUS_ARN,
+    BUS_NAME,
+    DEFAULT_EVENT_BUS,
+    DEFAULT_EVENT_DETAIL_TYPE,
+    DEFAULT_EVENT_SOURCE,
+    DEFAULT_HTTP_METHOD,
+    FUNCTION_NAME,
+    MAX_HEADER_NAME,
+    MAX_HEADER_VALUE,
+    MAX_HEADERS,
+    MAX_LENGTHS,
+    MAX_TIMEOUT_SECONDS,
+    TARGET_TYPES,
+    TOPIC_ARN,
+)
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 JobStatusName = Literal["ACTIVE", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"]
@@ -63,14 +96,173 @@ class RetryIn(BaseModel):
     _whole_numbers = whole_numbers("max_attempts")
 
 
+# ------------------------------------------------------------------------------------------ targets
+
+
+class TargetIn(BaseModel):
+    """A target as the caller sent it, described for the OpenAPI document by one model per type.
+
+    The ``type`` picks the model (an unknown or missing type is refused here); the fields are checked by
+    the domain's ``validate_target``, which names the field it refuses (``target.url``) in the words the
+    API has always used, after the schedule. So these models do not validate their fields: they keep the
+    object as given (:meth:`spec`, also what they serialize to), and their types and constraints only
+    document what ``validate_target`` accepts. A stored target read back (``JobOut``) is the same dict.
+    """
+
+    model_config = ConfigDict(extra="forbid", regex_engine="python-re")
+
+    _given: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_as_given(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        if not isinstance(data, Mapping):
+            return handler(data)
+        target = cls.model_construct(**{key: value for key, value in data.items() if key in cls.model_fields})
+        target._given = dict(data)
+        return target
+
+    @model_serializer(mode="wrap")
+    def _as_given(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        # No return annotation: the serialization schema stays the model's, as documented.
+        return self._given
+
+    def spec(self) -> dict[str, Any]:
+        """The target object exactly as given, for ``validate_target``."""
+        return self._given
+
+
+def _anchored(*patterns: str) -> str:
+    """A JSON Schema pattern matching what ``re.fullmatch`` with any of ``patterns`` accepts."""
+    return "^(?:" + "|".join(patterns) + ")$"
+
+
+HeaderName = Annotated[str, StringConstraints(max_length=MAX_HEADER_NAME)]
+HeaderValue = Annotated[str, StringConstraints(pattern=r"^[^\r\n\x00]*$", max_length=MAX_HEADER_VALUE)]
+HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+class HttpTargetIn(TargetIn):
+    """A webhook: one HTTP request per attempt. A 2xx answer is success; 408, 429, 5xx, connection
+    errors and timeouts are retried. Loopback, private, link-local and metadata addresses are refused
+    unless the deployment allows them."""
+
+    type: Literal["http"]
+    url: str = Field(
+        min_length=1,
+        max_length=MAX_URL_LENGTH,
+        description="http or https, without user:password@",
+        examples=["https://example.com/hook"],
+    )
+    method: HttpMethod | None = Field(
+        default=DEFAULT_HTTP_METHOD, description="any case; a GET sends no body", examples=["POST"]
+    )
+    headers: dict[HeaderName, HeaderValue] | None = Field(
+        default=None,
+        max_length=MAX_HEADERS,
+        description="sent with every request (none by default); names are HTTP tokens; Host, "
+        "Content-Length, Transfer-Encoding, Connection and other hop-by-hop headers, Idempotency-Key "
+        "and Punctual-* are refused",
+        examples=[{"X-Team": "data"}],
+    )
+    timeout_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TIMEOUT_SECONDS,
+        description="the call ends at this or the job's timeout_seconds, whichever is smaller "
+        "(none by default: the job's)",
+        examples=[10],
+    )
+
+
+class LambdaTargetIn(TargetIn):
+    """A synchronous Lambda invoke; a function error or throttling is retried."""
+
+    type: Literal["lambda"]
+    function: str = Field(
+        min_length=1,
+        max_length=MAX_LENGTHS["function"],
+        pattern=_anchored(FUNCTION_NAME.pattern),
+        description="a function name, a name with :alias, or an ARN",
+        examples=["my-function"],
+    )
+
+
+class SqsTargetIn(TargetIn):
+    """SendMessage: the payload is the body, the delivery headers are message attributes; a FIFO queue
+    groups by job and deduplicates by run."""
+
+    type: Literal["sqs"]
+    queue_url: str = Field(
+        min_length=1,
+        max_length=MAX_LENGTHS["queue_url"],
+        description="an SQS queue URL: http(s)://<host>/<12-digit account>/<queue name>",
+        examples=["https://sqs.eu-central-1.amazonaws.com/123456789012/reports"],
+    )
+
+
+class SnsTargetIn(TargetIn):
+    """Publish: the payload is the message, the delivery headers are message attributes."""
+
+    type: Literal["sns"]
+    topic_arn: str = Field(
+        min_length=1,
+        max_length=MAX_LENGTHS["topic_arn"],
+        pattern=_anchored(TOPIC_ARN.pattern),
+        description="an SNS topic ARN",
+        examples=["arn:aws:sns:eu-central-1:123456789012:reports"],
+    )
+
+
+class EventBridgeTargetIn(TargetIn):
+    """PutEvents: one event whose detail holds the payload and the delivery's identifiers."""
+
+    type: Literal["eventbridge"]
+    bus: str | None = Field(
+        default=DEFAULT_EVENT_BUS,
+        min_length=1,
+        max_length=MAX_LENGTHS["bus"],
+        pattern=_anchored(BUS_NAME.pattern, BUS_ARN.pattern),
+        description="an event bus name or ARN",
+    )
+    source: str | None = Field(
+        default=DEFAULT_EVENT_SOURCE,
+        min_length=1,
+        max_length=MAX_LENGTHS["source"],
+        description="not starting with aws. (reserved for AWS services)",
+    )
+    detail_type: str | None = Field(
+        default=DEFAULT_EVENT_DETAIL_TYPE, min_length=1, max_length=MAX_LENGTHS["detail_type"]
+    )
+
+
+def _target_object(value: Any) -> Any:
+    """Refuses, before the discriminator, what the domain refused before the target had models: a
+    target that is not an object, or without a known type (the error handler names ``target.type``)."""
+    if not isinstance(value, Mapping):
+        raise PydanticCustomError("dict_type", "Input should be a valid dictionary")
+    if not isinstance(value.get("type"), str) or value["type"] not in TARGET_TYPES:
+        raise PydanticCustomError(
+            "target_type", "must be one of {types}", {"types": ", ".join(TARGET_TYPES), "field": "type"}
+        )
+    return value
+
+
+Target = Annotated[
+    HttpTargetIn | LambdaTargetIn | SqsTargetIn | SnsTargetIn | EventBridgeTargetIn,
+    Field(discriminator="type"),
+    BeforeValidator(_target_object),
+]
+# The tags of Target: pydantic puts them in an error's location (target.http.url); fields leave them out.
+TARGET_TAGS = frozenset(TARGET_TYPES)
+
+
 class CreateJobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = Field(default=None, min_length=1, max_length=128, pattern=NAME_PATTERN)
     schedule: ScheduleIn
-    target: dict[str, Any] = Field(
-        description="http, lambda, sqs, sns or eventbridge target (see docs/api.md)"
-    )
+    target: Target = Field(description="where each run is delivered, by type (see docs/api.md)")
     payload: Any = None
     retry: RetryIn = Field(default_factory=RetryIn)
     timeout_seconds: int = Field(default=30, ge=1, le=MAX_JOB_TIMEOUT_SECONDS, strict=True)
@@ -87,7 +279,7 @@ class PatchJobIn(BaseModel):
 
     name: str | None = Field(default=None, min_length=1, max_length=128, pattern=NAME_PATTERN)
     schedule: ScheduleIn | None = None
-    target: dict[str, Any] | None = None
+    target: Target | None = None
     payload: Any = None
     retry: RetryIn | None = None
     timeout_seconds: int | None = Field(default=None, ge=1, le=MAX_JOB_TIMEOUT_SECONDS, strict=True)
@@ -143,7 +335,7 @@ class JobOut(BaseModel):
     name: str | None
     status: JobStatusName
     schedule: dict[str, Any]
-    target: dict[str, Any]
+    target: Target = Field(description="the target with its defaults filled in")
     payload: Any
     retry: dict[str, Any]
     timeout_seconds: int

@@ -34,7 +34,7 @@ from functions.core.netguard import NetworkPolicy
 from functions.core.ports import BadCursorError, ConflictError, IdempotencyKeyTaken, NameTaken, Tables
 from functions.core.schedule import Schedule, ScheduleError, parse_schedule
 from functions.core.settings import Settings
-from functions.core.targets import TargetError, validate_target
+from functions.core.targets.validation import TargetError, validate_target
 
 # Ids this API hands out; anything else cannot exist (and must not reach DynamoDB's key limits).
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
@@ -98,7 +98,7 @@ class JobService:
             if earlier is not None:
                 return earlier
         schedule = self._parse_schedule(request.schedule, now)
-        target = self._validate_target(request.target)
+        target = self._validate_target(request.target.spec())
         first = self._first_fire_time(schedule, now)
         job = Job(
             job_id=new_job_id(),
@@ -240,7 +240,7 @@ class JobService:
         if "target" in given:
             if request.target is None:
                 raise InvalidInput("a job needs a target", "target")
-            changes["target"] = self._validate_target(request.target)
+            changes["target"] = self._validate_target(request.target.spec())
         if "payload" in given:
             changes["payload"] = request.payload
         if "retry" in given and request.retry is not None:

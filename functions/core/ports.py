@@ -18,7 +18,7 @@ from functions.core.model import Attempt, Job, JobStatus, Run, RunStatus, Trigge
 
 if TYPE_CHECKING:
     from functions.core.queue import WorkMessage
-    from functions.core.targets import Delivery, TargetOutcome
+    from functions.core.targets.outcome import Delivery, TargetOutcome
 
 
 # ----------------------------------------------------------------------------- what a write lost to

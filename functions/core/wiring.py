@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # imported where used: only the worker executes targets, and 
     from functions.core.dispatching import Dispatcher
     from functions.core.invoker import LambdaInvoker
     from functions.core.netguard import NetworkPolicy
-    from functions.core.targets import TargetExecutor
+    from functions.core.targets.executor import TargetExecutor
 
 
 def build_store(settings: Settings) -> Store:
@@ -43,7 +43,7 @@ def build_dispatcher(settings: Settings) -> Dispatcher:
 
 
 def build_target_executor(settings: Settings) -> TargetExecutor:
-    from functions.core.targets import TargetExecutor
+    from functions.core.targets.executor import TargetExecutor
 
     return TargetExecutor(lambda service: aws.client(service, settings), build_network_policy(settings))
 

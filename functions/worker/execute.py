@@ -34,7 +34,7 @@ from functions.core.observability import logger
 from functions.core.ports import Queue, RunNotOurs, Tables, Targets
 from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
 from functions.core.settings import Settings
-from functions.core.targets import Delivery, TargetOutcome
+from functions.core.targets.outcome import Delivery, TargetOutcome
 
 # How long past the due time a held message stays hidden if its worker dies. Longer than the first
 # heartbeat (a third of a lease after the second: 1.3 s by default), which then keeps it hidden while

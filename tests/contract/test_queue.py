@@ -13,7 +13,7 @@ from functions.core.queue import WorkMessage
 from functions.core.settings import Settings
 from punctual.local.provision import provision
 from tests.fakes.queue import MemoryQueue
-from tests.integration.conftest import RecordingQueue, QueueUnderTest
+from tests.integration.conftest import QueueUnderTest, RecordingQueue
 
 
 class DelayingQueue(RecordingQueue):

@@ -170,9 +170,9 @@ def test_given_valid_requests_when_fuzzed_then_every_status_code_is_documented(
 # (ignored_auth). Left out, on purpose:
 # - use_after_free expects 404 after a DELETE, but DELETE /v1/jobs/{job_id} cancels a job and the
 #   job stays readable with its history (docs/api.md), so reading it afterwards is correct;
-# - positive_data_acceptance expects every schema-valid body to be accepted, but the schema types
-#   `target` as any object and `schedule.cron`/`at`/`rate`/`timezone` as any string; the domain
-#   refuses most such values with 422 naming the field, by design.
+# - positive_data_acceptance expects every schema-valid body to be accepted, but the schema cannot
+#   say which target URLs and AWS resources may be reached, and types `schedule.cron`/`at`/`rate`/
+#   `timezone` as any string; the domain refuses most such values with 422 naming the field, by design.
 STATEFUL_CHECKS = [
     "not_a_server_error",
     "status_code_conformance",

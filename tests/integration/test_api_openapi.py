@@ -157,3 +157,52 @@ def test_given_the_document_when_schemathesis_loads_it_then_it_follows_every_lin
     assert "POST /v1/jobs -> [201] RunJobNow -> POST /v1/jobs/{job_id}/run" in followed
     assert f"POST {JOB}/run -> [202] GetRun -> GET {RUN}" in followed
     schemathesis.openapi.from_dict(copy.deepcopy(document)).as_state_machine()
+
+
+TARGET_FIELDS = {
+    "http": ({"type", "url"}, {"method", "headers", "timeout_seconds"}),
+    "lambda": ({"type", "function"}, set()),
+    "sqs": ({"type", "queue_url"}, set()),
+    "sns": ({"type", "topic_arn"}, set()),
+    "eventbridge": ({"type"}, {"bus", "source", "detail_type"}),
+}
+
+
+@pytest.mark.parametrize(("schema", "field"), [("CreateJobIn", "target"), ("JobOut", "target")])
+def test_given_the_document_when_read_then_the_target_lists_every_target_types_fields(
+    document: dict[str, Any], schema: str, field: str
+) -> None:
+    target = document["components"]["schemas"][schema]["properties"][field]
+    assert target["discriminator"]["propertyName"] == "type"
+    mapping = target["discriminator"]["mapping"]
+    assert set(mapping) == set(TARGET_FIELDS)
+    assert sorted(option["$ref"] for option in target["oneOf"]) == sorted(mapping.values())
+    for kind, (required, optional) in TARGET_FIELDS.items():
+        model = resolve(document, {"$ref": mapping[kind]})
+        assert model["properties"]["type"]["const"] == kind
+        assert set(model["properties"]) == required | optional, kind
+        assert set(model["required"]) == required, kind
+        assert model["additionalProperties"] is False, kind  # unknown fields are refused
+        assert all(model["properties"][name].get("description") for name in required - {"type"}), kind
+    http = resolve(document, {"$ref": mapping["http"]})["properties"]
+    assert http["method"]["default"] == "POST"
+    assert http["method"]["anyOf"][0]["enum"] == ["GET", "POST", "PUT", "PATCH", "DELETE"]
+    assert http["timeout_seconds"]["anyOf"][0] == {
+        "type": "number",
+        "maximum": 840.0,
+        "exclusiveMinimum": 0.0,
+    }
+    eventbridge = resolve(document, {"$ref": mapping["eventbridge"]})["properties"]
+    assert [eventbridge[name]["default"] for name in ("bus", "source", "detail_type")] == [
+        "default",
+        "punctual",
+        "Punctual Job Run",
+    ]
+
+
+def test_given_the_document_when_read_then_a_patch_may_replace_the_target_with_any_type(
+    document: dict[str, Any],
+) -> None:
+    target = document["components"]["schemas"]["PatchJobIn"]["properties"]["target"]
+    union = next(option for option in target["anyOf"] if "oneOf" in option)
+    assert set(union["discriminator"]["mapping"]) == set(TARGET_FIELDS)

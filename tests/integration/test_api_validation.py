@@ -626,3 +626,99 @@ def test_given_a_json_content_type_with_a_charset_when_posted_then_the_job_is_cr
     headers = {"Content-Type": "application/json; charset=utf-8"}
     status, job = call("POST", "/v1/jobs", GOOD, headers=headers)
     assert status == 201, job
+
+
+# ---------------------------------------------------------------------- the target's models
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        pytest.param({"type": "http", "url": 5}, "target.url", id="http-url-a-number"),
+        pytest.param(
+            {"type": "http", "url": "https://example.com", "method": 1}, "target.method", id="method"
+        ),
+        pytest.param(
+            {"type": "http", "url": "https://example.com", "headers": {"X-A": 1}},
+            "target.headers",
+            id="header",
+        ),
+        pytest.param({"type": "lambda", "function": 5}, "target.function", id="lambda-function-a-number"),
+        pytest.param({"type": "lambda"}, "target.function", id="lambda-function-missing"),
+        pytest.param({"type": "sqs", "queue_url": ["q"]}, "target.queue_url", id="sqs-queue_url-a-list"),
+        pytest.param({"type": "sns", "topic_arn": ""}, "target.topic_arn", id="sns-topic_arn-empty"),
+        pytest.param({"type": "eventbridge", "bus": 5}, "target.bus", id="eventbridge-bus-a-number"),
+        pytest.param({"type": "sqs", "topic_arn": "x"}, "target.topic_arn", id="field-of-another-type"),
+    ],
+)
+def test_given_a_bad_field_inside_a_target_when_posted_then_422_names_target_dot_field(
+    call: Call, spec: dict[str, Any], field: str
+) -> None:
+    # The target's models pick the model by type; the field itself is named without the type's tag.
+    status, error = call("POST", "/v1/jobs", body_with(target=spec))
+    assert_refused(status, error, 422, field)
+    assert all(".http." not in problem["field"] for problem in error.get("problems", []))
+    assert_no_jobs(call)
+
+
+@pytest.mark.parametrize(
+    "spec", [{"type": "smtp"}, {"url": "https://example.com"}, {"type": 1}, {"type": None}]
+)
+def test_given_an_unknown_or_missing_target_type_when_posted_then_the_reason_lists_the_types(
+    call: Call, spec: dict[str, Any]
+) -> None:
+    status, error = call("POST", "/v1/jobs", body_with(target=spec))
+    assert_refused(status, error, 422, "target.type")
+    assert error["reason"] == "must be one of http, lambda, sqs, sns, eventbridge"
+
+
+def test_a_pydantic_location_inside_a_target_drops_the_discriminators_tag() -> None:
+    from functions.api.handler import target_location
+
+    assert target_location(["target", "http", "url"], {}) == ["target", "url"]
+    assert target_location(["target", "eventbridge", "bus"], {}) == ["target", "bus"]
+    assert target_location(["target"], {"ctx": {"field": "type"}}) == ["target", "type"]
+    assert target_location(["target"], {"ctx": {"limit": 1}}) == ["target"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "stored"),
+    [
+        pytest.param(
+            {
+                "type": "http",
+                "url": "https://example.com/h",
+                "method": "put",
+                "headers": {"B": "1", "A": "2"},
+            },
+            {
+                "type": "http",
+                "url": "https://example.com/h",
+                "method": "PUT",
+                "headers": {"B": "1", "A": "2"},
+            },
+            id="http",
+        ),
+        pytest.param(
+            {"url": "https://example.com/h", "type": "http", "timeout_seconds": 2.5, "method": None},
+            {
+                "type": "http",
+                "url": "https://example.com/h",
+                "method": "POST",
+                "headers": {},
+                "timeout_seconds": 2.5,
+            },
+            id="http-defaults",
+        ),
+    ],
+)
+def test_given_a_target_when_created_read_and_patched_then_it_is_the_domains_normalised_dict(
+    call: Call, spec: dict[str, Any], stored: dict[str, Any]
+) -> None:
+    status, job = call("POST", "/v1/jobs", body_with(target=spec))
+    assert status == 201, job
+    assert json.dumps(job["target"]) == json.dumps(stored)
+    status, read = call("GET", f"/v1/jobs/{job['job_id']}")
+    assert status == 200 and json.dumps(read["target"]) == json.dumps(stored), read
+    status, patched = call("PATCH", f"/v1/jobs/{job['job_id']}", {"target": spec})
+    assert status == 200 and json.dumps(patched["target"]) == json.dumps(stored), patched

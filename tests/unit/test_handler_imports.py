@@ -43,3 +43,21 @@ def test_a_handler_does_not_import_what_it_does_not_use(handler: str, never: lis
     loaded = modules_after_import(handler)
     assert handler in loaded
     assert [name for name in never if name in loaded] == []
+
+
+def test_the_api_imports_target_validation_but_not_the_delivery_code() -> None:
+    loaded = modules_after_import("functions.api.handler")
+    assert "functions.core.targets.validation" in loaded
+    delivery = [f"functions.core.targets.{name}" for name in ("http", "aws", "executor")]
+    assert [name for name in delivery if name in loaded] == []
+
+
+def test_the_worker_finds_the_delivery_code_through_the_targets_package() -> None:
+    code = (
+        "import functions.core.targets as t, sys; "
+        "assert 'functions.core.targets.http' not in sys.modules; "
+        "from functions.core.targets import TargetExecutor, validate_target; "
+        "print(TargetExecutor.__module__, validate_target.__module__)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["functions.core.targets.executor", "functions.core.targets.validation"]

@@ -1,0 +1,169 @@
+"""The :class:`TargetExecutor`: one delivery against its target, dispatched by target type, bounded by
+the attempt's time budget and stoppable by a cancel.
+
+The executor never raises for a target failure; it returns a :class:`TargetOutcome` whose ``retriable``
+flag tells the worker whether another attempt can help.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any, Final
+
+from functions.core.netguard import ForbiddenAddressError, NetworkPolicy, TargetError
+from functions.core.targets.aws import AwsDeliveries
+from functions.core.targets.http import Exchange, HttpDelivery
+from functions.core.targets.outcome import Delivery, TargetOutcome, failure, json_text, seconds_text
+from functions.core.targets.validation import normalize_target
+
+__all__ = ["TargetExecutor"]
+
+_CANCEL_POLL_SECONDS: Final = 0.02
+
+
+class TargetExecutor:
+    """Executes one delivery against its target.
+
+    Thread-safe: a worker runs the records of a batch concurrently through one executor, sharing the
+    lazily created boto3 clients (which are thread-safe).
+    """
+
+    def __init__(
+        self,
+        client_factory: Callable[[str], Any],
+        policy: NetworkPolicy,
+        user_agent: str = "Punctual/0.1",
+        *,
+        ca_certs: str | None = None,
+    ) -> None:
+        """``ca_certs``: a PEM bundle for HTTPS targets (tests, private CAs); default: system trust store."""
+        self._client_factory = client_factory
+        self._policy = policy
+        self._clients: dict[str, Any] = {}
+        self._clients_lock = threading.Lock()
+        self._http = HttpDelivery(policy, user_agent, ca_certs)
+        self._aws = AwsDeliveries(self._client)
+
+    def _client(self, service: str) -> Any:
+        with self._clients_lock:
+            client = self._clients.get(service)
+            if client is None:
+                client = self._clients[service] = self._client_factory(service)
+            return client
+
+    def execute(
+        self,
+        spec: Mapping[str, Any],
+        delivery: Delivery,
+        timeout_seconds: float,
+        cancel: threading.Event | None = None,
+    ) -> TargetOutcome:
+        """Deliver once and report how it went; never raises for a failure of the target.
+
+        The attempt is bounded by ``timeout_seconds`` (the job's timeout) and, for HTTP, by the target's
+        own timeout, whichever is smaller. Setting ``cancel`` ends the wait at once with a non-retriable
+        "cancelled" outcome (an HTTP request in flight is aborted; an AWS call already sent may still
+        complete on the AWS side).
+        """
+        started = time.monotonic()
+        try:
+            target = normalize_target(spec, self._policy, strict=False)
+        except ForbiddenAddressError as exc:
+            return self._finish(failure(f"blocked: {exc.reason}", retriable=False), started)
+        except TargetError as exc:
+            return self._finish(failure(f"invalid target: {exc}", retriable=False), started)
+        try:
+            body_text = json_text(delivery.payload)
+        except (TypeError, ValueError) as exc:
+            return self._finish(failure(f"payload is not valid JSON: {exc}", retriable=False), started)
+
+        budget = float(timeout_seconds)
+        if target["type"] == "http" and target.get("timeout_seconds") is not None:
+            budget = min(budget, float(target["timeout_seconds"]))
+        if cancel is not None and cancel.is_set():
+            return self._finish(failure("cancelled", retriable=False), started)
+        if not budget > 0:
+            return self._finish(failure(f"timeout after {seconds_text(budget)}", retriable=True), started)
+
+        exchange: Exchange | None = None
+        work: Callable[[], TargetOutcome]
+        kind = target["type"]
+        if kind == "http":
+            exchange = Exchange()
+            work = self._http.work(
+                target=target,
+                delivery=delivery,
+                body_text=body_text,
+                budget=budget,
+                started=started,
+                exchange=exchange,
+            )
+        elif kind == "lambda":
+            work = self._aws.lambda_work(target, delivery)
+        elif kind == "sqs":
+            work = self._aws.sqs_work(target, delivery, body_text)
+        elif kind == "sns":
+            work = self._aws.sns_work(target, delivery, body_text)
+        else:
+            work = self._aws.eventbridge_work(target, delivery)
+        return self._run_bounded(work, budget, started, cancel, exchange)
+
+    @staticmethod
+    def _finish(outcome: TargetOutcome, started: float) -> TargetOutcome:
+        return replace(outcome, duration_ms=round((time.monotonic() - started) * 1000))
+
+    def _run_bounded(
+        self,
+        work: Callable[[], TargetOutcome],
+        budget: float,
+        started: float,
+        cancel: threading.Event | None,
+        exchange: Exchange | None,
+    ) -> TargetOutcome:
+        """Run ``work`` in its own thread so that a deadline or a cancel can end the wait at any point.
+
+        Socket timeouts alone would not do: they bound each read, not the whole exchange, so a target
+        trickling one byte at a time could hold a worker forever.
+        """
+        results: list[TargetOutcome] = []
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                results.append(work())
+            except Exception as exc:
+                results.append(failure(f"internal error: {type(exc).__name__}: {exc}", retriable=True))
+            finally:
+                if exchange is not None:
+                    exchange.release()
+                done.set()
+
+        threading.Thread(target=run, name="punctual-target", daemon=True).start()
+        deadline = started + budget
+        stop: str | None = None
+        while not done.is_set():
+            if cancel is not None and cancel.is_set():
+                stop = "cancelled"
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                stop = "timeout"
+                break
+            done.wait(remaining if cancel is None else min(remaining, _CANCEL_POLL_SECONDS))
+        if done.is_set():
+            return self._finish(results[0], started)
+
+        answered: TargetOutcome | None = None
+        if exchange is not None:
+            exchange.abort()
+            answered = exchange.outcome_so_far()
+        if answered is not None:
+            return self._finish(answered, started)
+        if stop == "cancelled":
+            return self._finish(failure("cancelled", retriable=False), started)
+        return self._finish(failure(f"timeout after {seconds_text(budget)}", retriable=True), started)
+
+    # ------------------------------------------------------------------------------------------ HTTP

@@ -1,0 +1,129 @@
+"""The outcome model shared by every delivery: what one attempt is (:class:`Delivery`), what came of it
+(:class:`TargetOutcome`), the identifying headers every delivery carries, and the helpers that build
+outcomes and classify them as retriable or not.
+
+The rule of thumb: throttling, server-side and network failures are retriable, anything that will fail
+the same way again (a 404, a missing function, a denied permission, a refused address) is not.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from functions.core.signing import SIGNATURE_HEADER, sign
+
+__all__ = [
+    "EXCERPT_BYTES",
+    "IDEMPOTENCY_HEADER",
+    "Delivery",
+    "TargetOutcome",
+    "delivery_headers",
+    "excerpt_of",
+    "failure",
+    "format_timestamp",
+    "json_text",
+    "seconds_text",
+    "success",
+]
+
+EXCERPT_BYTES: Final = 4096
+IDEMPOTENCY_HEADER: Final = "Idempotency-Key"
+_MAX_ERROR_CHARS: Final = 500
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One attempt at delivering one run."""
+
+    job_id: str
+    run_id: str
+    attempt: int  # 1-based
+    scheduled_for: datetime  # aware
+    payload: Any  # JSON value or None
+    secret: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("job_id", "run_id"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value or not value.isprintable():
+                raise ValueError(f"{name} must be a non-empty printable string")
+        if self.attempt < 1:
+            raise ValueError("attempt is 1-based")
+        if self.scheduled_for.tzinfo is None:
+            raise ValueError("scheduled_for must be timezone-aware")
+
+
+@dataclass(frozen=True)
+class TargetOutcome:
+    """What one attempt came to; ``retriable`` tells the worker whether another attempt can help."""
+
+    succeeded: bool
+    retriable: bool  # meaningful when not succeeded
+    status_code: int | None  # HTTP status, or None
+    error: str | None  # short reason
+    response_excerpt: str  # first 4 KiB of the response body or error payload
+    duration_ms: int
+    # From an HTTP Retry-After header on a retriable response; the worker may back off at least this long.
+    retry_after_seconds: float | None = None
+
+
+def format_timestamp(moment: datetime) -> str:
+    """ISO 8601 in UTC with milliseconds, e.g. ``2026-11-22T12:00:05.000Z``."""
+    utc = moment.astimezone(UTC)
+    return f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
+
+
+def delivery_headers(delivery: Delivery, body: bytes, now: datetime) -> dict[str, str]:
+    """The headers every delivery carries; ``body`` is signed at ``now`` when the job has a secret."""
+    headers = {
+        IDEMPOTENCY_HEADER: delivery.run_id,
+        "Punctual-Job-Id": delivery.job_id,
+        "Punctual-Run-Id": delivery.run_id,
+        "Punctual-Attempt": str(delivery.attempt),
+        "Punctual-Scheduled-For": format_timestamp(delivery.scheduled_for),
+    }
+    if delivery.secret:
+        headers[SIGNATURE_HEADER] = sign(delivery.secret, body, now)
+    return headers
+
+
+def success(excerpt: str, status_code: int | None = None) -> TargetOutcome:
+    """A successful outcome without its duration, which the executor fills in once the attempt is over."""
+    return TargetOutcome(True, False, status_code, None, excerpt, 0)
+
+
+def failure(
+    error: str,
+    *,
+    retriable: bool,
+    excerpt: str = "",
+    status_code: int | None = None,
+    retry_after_seconds: float | None = None,
+) -> TargetOutcome:
+    """A failed outcome without its duration."""
+    if len(error) > _MAX_ERROR_CHARS:
+        error = error[: _MAX_ERROR_CHARS - 1] + "…"
+    return TargetOutcome(False, retriable, status_code, error, excerpt, 0, retry_after_seconds)
+
+
+def excerpt_of(data: bytes) -> str:
+    """The first 4 KiB of a response or error payload, as text."""
+    return data[:EXCERPT_BYTES].decode("utf-8", errors="replace")
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON of a payload or event, as sent to every target."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (legal in a JSON "\ud800" escape) cannot be UTF-8 encoded; escaping keeps it.
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return text
+
+
+def seconds_text(value: float) -> str:
+    return f"{value:g}s"
