@@ -1,10 +1,13 @@
-"""API Lambda: Powertools REST resolver, typed routes, domain errors mapped to HTTP in one place."""
+"""API Lambda: the Powertools REST resolver and its routes.
+
+Who is calling is ``auth.py``; the body checks made before routing are ``guards.py``; how every
+refusal becomes an HTTP answer is ``errors.py``; the OpenAPI document and Swagger UI are
+``openapi.py``; what each route does is ``service.py``.
+"""
 
 from __future__ import annotations
 
-import base64
 import json
-import re
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -14,8 +17,17 @@ from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from functions.api.auth import owner_of, owner_of_arn
+from functions.api.errors import (
+    ApiError,
+    InternalError,
+    NotFound,
+    from_validation,
+    proxy_result,
+    target_location,
+)
+from functions.api.guards import check_body
 from functions.api.models import (
-    TARGET_TAGS,
     CreateJobIn,
     ErrorOut,
     JobOut,
@@ -25,15 +37,11 @@ from functions.api.models import (
     RunPage,
     StatsOut,
 )
-from functions.api.service import ApiError, JobService
+from functions.api.service import JobService
 from functions.core.model import JobStatus, RunStatus
 from functions.core.observability import logger
 from functions.core.settings import get_settings
 from functions.core.wiring import build_network_policy, build_store, default_dispatcher
-
-MAX_BODY_BYTES = 64 * 1024
-# Powertools reports header names in lower case; errors name them as the caller wrote them.
-HEADER_NAMES = {"idempotency-key": "Idempotency-Key"}
 
 # The OpenAPI document and Swagger UI are routes of their own (functions/api/openapi.py, imported on
 # demand) rather than Powertools' enable_swagger, whose models would be imported on every cold start.
@@ -57,9 +65,7 @@ def ok(model: type[BaseModel], status: int = 200) -> dict[int, Any]:
     return {status: {"description": "OK", "content": {"application/json": {"model": model}}}, **ERRORS}
 
 
-class Unauthorized(ApiError):
-    status_code = 401
-    code = "unauthorized"
+__all__ = ["app", "handler", "owner_of_arn", "target_location"]
 
 
 @lru_cache(maxsize=1)
@@ -69,94 +75,37 @@ def service() -> JobService:
 
 
 def current_owner() -> str:
-    """The authenticated caller: a Lambda/local authorizer's principal, the IAM caller (a role, or a
-    role's session, per the deployment's owner mode), or an API key."""
-    context = app.current_event.request_context
-    authorizer = context.authorizer
-    principal = authorizer.get("principalId") if authorizer else None
-    owner = (
-        principal
-        or owner_of_arn(context.identity.user_arn, get_settings().owner_mode)
-        or context.identity.api_key_id
-    )
-    if not owner:
-        raise Unauthorized("missing or invalid credentials")
-    return str(owner)
-
-
-_ASSUMED_ROLE = re.compile(
-    r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d+):assumed-role/(?P<role>[^/]+)/[^/]+$"
-)
-
-
-def owner_of_arn(arn: str | None, mode: str = "role") -> str | None:
-    """The owner for an IAM caller.
-
-    ``role`` (the default): a role's sessions (Lambda, ECS, SSO logins) all act as the role, so jobs
-    created in one session stay visible in the next, and every SSO user of one permission set shares
-    them. ``session``: the assumed-role ARN as it is, with the session name (for SSO, the user), so
-    people sharing a role are told apart; a service's sessions then need a stable session name.
-    """
-    if not arn:
-        return None
-    match = _ASSUMED_ROLE.match(arn)
-    if match and mode == "role":
-        return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
-    return arn
+    return owner_of(app.current_event, get_settings().owner_mode)
 
 
 def _json(status: int, body: Any) -> Response[str]:
     return Response(status_code=status, content_type="application/json", body=json.dumps(body))
 
 
+def _answer(error: ApiError) -> Response[str]:
+    return _json(error.status_code, error.body())
+
+
 @app.exception_handler(ApiError)
 def handle_api_error(error: ApiError) -> Response[str]:
-    return _json(error.status_code, error.body())
+    return _answer(error)
 
 
 @app.exception_handler(RequestValidationError)
 def handle_validation_error(error: RequestValidationError) -> Response[str]:
-    problems = []
-    for problem in error.errors():
-        if problem.get("type") == "json_invalid":
-            return _json(
-                400, {"error": "bad_request", "field": "body", "reason": "the body is not valid JSON"}
-            )
-        location = [str(part) for part in problem.get("loc", ()) if part != "body"]
-        if location[:1] == ["target"]:
-            location = target_location(location, problem)
-        if location and location[0] == "header":
-            location = [HEADER_NAMES.get(name, name) for name in location[1:]]
-        elif location and location[0] in ("query", "path"):
-            location = location[1:]
-        problems.append({"field": ".".join(location) or "body", "reason": problem.get("msg", "invalid")})
-    first = problems[0] if problems else {"field": "body", "reason": "invalid request"}
-    return _json(422, {"error": "invalid_input", **first, "problems": problems})
-
-
-def target_location(location: list[str], problem: dict[str, Any]) -> list[str]:
-    """``target.url`` for a field of the target: pydantic puts the discriminator's tag in the location
-    (``target.http.url``), and an error about the target's type names it in its context."""
-    if len(location) > 1 and location[1] in TARGET_TAGS:
-        location = [location[0], *location[2:]]
-    context = problem.get("ctx")
-    if isinstance(context, dict) and isinstance(context.get("field"), str):
-        location = [*location, context["field"]]
-    return location
+    return _answer(from_validation(list(error.errors())))
 
 
 @app.not_found
 def handle_unknown_route(_error: Exception) -> Response[str]:
-    return _json(404, {"error": "not_found", "field": "path", "reason": "no such route"})
+    return _answer(NotFound("no such route", "path"))
 
 
 @app.exception_handler(Exception)
 def handle_unexpected(error: Exception) -> Response[str]:
     # A bug must not leak details; it is logged with the request for whoever runs the service.
     logger.exception("unhandled error", extra={"path": app.current_event.path})
-    return _json(
-        500, {"error": "internal_error", "reason": "an unexpected error occurred; it has been logged"}
-    )
+    return _answer(InternalError("an unexpected error occurred; it has been logged"))
 
 
 # --------------------------------------------------------------------------------------- routes
@@ -296,60 +245,10 @@ def stats() -> StatsOut:
     return StatsOut.model_validate(service().stats(current_owner()))
 
 
-def _problem(status: int, error: str, field: str, reason: str) -> dict[str, Any]:
-    return {
-        "statusCode": status,
-        "headers": {"Content-Type": "application/json"},
-        "body": json.dumps({"error": error, "field": field, "reason": reason}),
-    }
-
-
-def _reject_body(event: dict[str, Any]) -> dict[str, Any] | None:
-    """Checks Powertools leaves to us, answered before routing: size, media type, strict JSON.
-
-    JSON bodies must be one object of standard JSON (no NaN/Infinity, no unpaired surrogates) in
-    UTF-8. curl's default form content type is accepted, since curl -d users send JSON that way.
-    """
-    raw = event.get("body")
-    if not raw:
-        return None
-    data = (
-        base64.b64decode(raw) if event.get("isBase64Encoded") else str(raw).encode("utf-8", "surrogatepass")
-    )
-    if len(data) > MAX_BODY_BYTES:
-        return _problem(413, "payload_too_large", "body", "the body exceeds 64 KiB")
-    headers = {key.lower(): value for key, value in (event.get("headers") or {}).items()}
-    media_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
-    if media_type not in ("application/json", "application/x-www-form-urlencoded", ""):
-        return _problem(415, "unsupported_media_type", "Content-Type", "send the body as application/json")
-    try:
-        text = data.decode("utf-8")
-        value = json.loads(text, parse_constant=_refuse_constant)
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except (UnicodeError, ValueError) as error:
-        return _problem(400, "bad_request", "body", f"the body is not valid JSON: {error}")
-    if not isinstance(value, dict):
-        return _problem(422, "invalid_input", "body", "the body must be a JSON object")
-    # Powertools parses only an exact application/json type.
-    event["headers"] = {
-        **{k: v for k, v in (event.get("headers") or {}).items() if k.lower() != "content-type"},
-        "Content-Type": "application/json",
-    }
-    event["multiValueHeaders"] = {
-        **{k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"},
-        "Content-Type": ["application/json"],
-    }
-    event["body"], event["isBase64Encoded"] = text, False
-    return None
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    rejected = _reject_body(event)
-    if rejected is not None:
-        return rejected
+    try:
+        check_body(event)
+    except ApiError as refused:
+        return proxy_result(refused)
     return app.resolve(event, context)

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from functions.api.errors import Conflict, InvalidInput, NotFound
 from functions.api.models import CreateJobIn, PatchJobIn, ScheduleIn
 from functions.core.dispatching import Dispatcher
 from functions.core.model import (
@@ -38,37 +39,6 @@ from functions.core.targets.validation import TargetError, validate_target
 
 # Ids this API hands out; anything else cannot exist (and must not reach DynamoDB's key limits).
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
-
-
-class ApiError(Exception):
-    status_code = 400
-    code = "bad_request"
-
-    def __init__(self, reason: str, field: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.field = field
-
-    def body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"error": self.code, "reason": self.reason}
-        if self.field is not None:
-            body["field"] = self.field
-        return body
-
-
-class InvalidInput(ApiError):
-    status_code = 422
-    code = "invalid_input"
-
-
-class NotFound(ApiError):
-    status_code = 404
-    code = "not_found"
-
-
-class Conflict(ApiError):
-    status_code = 409
-    code = "conflict"
 
 
 class JobService:

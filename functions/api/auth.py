@@ -1,0 +1,41 @@
+"""Who is calling: the owner of the jobs a request may see, from API Gateway's request context."""
+
+from __future__ import annotations
+
+import re
+
+from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
+
+from functions.api.errors import Unauthorized
+
+_ASSUMED_ROLE = re.compile(
+    r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d+):assumed-role/(?P<role>[^/]+)/[^/]+$"
+)
+
+
+def owner_of(event: BaseProxyEvent, owner_mode: str) -> str:
+    """The authenticated caller: a Lambda/local authorizer's principal, the IAM caller (a role, or a
+    role's session, per the deployment's owner mode), or an API key."""
+    context = event.request_context  # type: ignore[attr-defined]
+    authorizer = context.authorizer
+    principal = authorizer.get("principalId") if authorizer else None
+    owner = principal or owner_of_arn(context.identity.user_arn, owner_mode) or context.identity.api_key_id
+    if not owner:
+        raise Unauthorized("missing or invalid credentials")
+    return str(owner)
+
+
+def owner_of_arn(arn: str | None, mode: str = "role") -> str | None:
+    """The owner for an IAM caller.
+
+    ``role`` (the default): a role's sessions (Lambda, ECS, SSO logins) all act as the role, so jobs
+    created in one session stay visible in the next, and every SSO user of one permission set shares
+    them. ``session``: the assumed-role ARN as it is, with the session name (for SSO, the user), so
+    people sharing a role are told apart; a service's sessions then need a stable session name.
+    """
+    if not arn:
+        return None
+    match = _ASSUMED_ROLE.match(arn)
+    if match and mode == "role":
+        return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
+    return arn

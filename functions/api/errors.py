@@ -1,0 +1,126 @@
+"""How the API refuses: the errors its code raises, and the one place each becomes an HTTP answer.
+
+The service and the guards raise these by meaning (not found, conflict, invalid input...); the HTTP
+status of each is decided here only (``HTTP_STATUS``), as is turning pydantic's validation errors into
+the body every refusal has: ``{"error", "reason", "field"}`` naming the field that was refused.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from functions.api.models import TARGET_TAGS
+
+# Powertools reports header names in lower case; errors name them as the caller wrote them.
+HEADER_NAMES = {"idempotency-key": "Idempotency-Key"}
+
+
+class ApiError(Exception):
+    code = "bad_request"
+
+    def __init__(self, reason: str, field: str | None = None, **extra: Any) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.field = field
+        self.extra = extra
+
+    @property
+    def status_code(self) -> int:
+        return status_of(self)
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"error": self.code, "reason": self.reason}
+        if self.field is not None:
+            body["field"] = self.field
+        return {**body, **self.extra}
+
+
+class BadRequest(ApiError):
+    code = "bad_request"
+
+
+class Unauthorized(ApiError):
+    code = "unauthorized"
+
+
+class NotFound(ApiError):
+    code = "not_found"
+
+
+class Conflict(ApiError):
+    code = "conflict"
+
+
+class PayloadTooLarge(ApiError):
+    code = "payload_too_large"
+
+
+class UnsupportedMediaType(ApiError):
+    code = "unsupported_media_type"
+
+
+class InvalidInput(ApiError):
+    code = "invalid_input"
+
+
+class InternalError(ApiError):
+    code = "internal_error"
+
+
+HTTP_STATUS: dict[type[ApiError], int] = {
+    BadRequest: 400,
+    Unauthorized: 401,
+    NotFound: 404,
+    Conflict: 409,
+    PayloadTooLarge: 413,
+    UnsupportedMediaType: 415,
+    InvalidInput: 422,
+    InternalError: 500,
+}
+
+
+def status_of(error: ApiError) -> int:
+    for kind in type(error).__mro__:
+        if kind in HTTP_STATUS:
+            return HTTP_STATUS[kind]
+    return 400
+
+
+def proxy_result(error: ApiError) -> dict[str, Any]:
+    """The error as a Lambda proxy result (for refusals made before routing)."""
+    return {
+        "statusCode": error.status_code,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(error.body()),
+    }
+
+
+def from_validation(problems: list[dict[str, Any]]) -> ApiError:
+    """Pydantic's and Powertools' validation errors as one refusal naming the first field, with all
+    of them under ``problems``."""
+    named = []
+    for problem in problems:
+        if problem.get("type") == "json_invalid":
+            return BadRequest("the body is not valid JSON", "body")
+        location = [str(part) for part in problem.get("loc", ()) if part != "body"]
+        if location[:1] == ["target"]:
+            location = target_location(location, problem)
+        if location and location[0] == "header":
+            location = [HEADER_NAMES.get(name, name) for name in location[1:]]
+        elif location and location[0] in ("query", "path"):
+            location = location[1:]
+        named.append({"field": ".".join(location) or "body", "reason": problem.get("msg", "invalid")})
+    first = named[0] if named else {"field": "body", "reason": "invalid request"}
+    return InvalidInput(first["reason"], first["field"], problems=named)
+
+
+def target_location(location: list[str], problem: dict[str, Any]) -> list[str]:
+    """``target.url`` for a field of the target: pydantic puts the discriminator's tag in the location
+    (``target.http.url``), and an error about the target's type names it in its context."""
+    if len(location) > 1 and location[1] in TARGET_TAGS:
+        location = [location[0], *location[2:]]
+    context = problem.get("ctx")
+    if isinstance(context, dict) and isinstance(context.get("field"), str):
+        location = [*location, context["field"]]
+    return location

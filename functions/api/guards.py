@@ -1,0 +1,53 @@
+"""Checks of a request's body that Powertools leaves to us, made before routing."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from functions.api.errors import BadRequest, InvalidInput, PayloadTooLarge, UnsupportedMediaType
+
+MAX_BODY_BYTES = 64 * 1024
+
+
+def check_body(event: dict[str, Any]) -> None:
+    """Size, media type and strict JSON; raises the refusal, or leaves the event ready to route.
+
+    JSON bodies must be one object of standard JSON (no NaN/Infinity, no unpaired surrogates) in
+    UTF-8. curl's default form content type is accepted, since curl -d users send JSON that way.
+    """
+    raw = event.get("body")
+    if not raw:
+        return
+    data = (
+        base64.b64decode(raw) if event.get("isBase64Encoded") else str(raw).encode("utf-8", "surrogatepass")
+    )
+    if len(data) > MAX_BODY_BYTES:
+        raise PayloadTooLarge("the body exceeds 64 KiB", "body")
+    headers = {key.lower(): value for key, value in (event.get("headers") or {}).items()}
+    media_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    if media_type not in ("application/json", "application/x-www-form-urlencoded", ""):
+        raise UnsupportedMediaType("send the body as application/json", "Content-Type")
+    try:
+        text = data.decode("utf-8")
+        value = json.loads(text, parse_constant=_refuse_constant)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeError, ValueError) as error:
+        raise BadRequest(f"the body is not valid JSON: {error}", "body") from error
+    if not isinstance(value, dict):
+        raise InvalidInput("the body must be a JSON object", "body")
+    # Powertools parses only an exact application/json type.
+    event["headers"] = {
+        **{k: v for k, v in (event.get("headers") or {}).items() if k.lower() != "content-type"},
+        "Content-Type": "application/json",
+    }
+    event["multiValueHeaders"] = {
+        **{k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"},
+        "Content-Type": ["application/json"],
+    }
+    event["body"], event["isBase64Encoded"] = text, False
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
