@@ -33,8 +33,8 @@ from typing import Any
 from bench.common import emulator, log, machine, median_tree, spread, write_json
 from functions.api.models import CreateJobIn
 from functions.api.service import JobService
+from functions.core.factories import build_dispatcher, build_network_policy, build_store
 from functions.core.model import bucket_of, bucket_start, iso
-from functions.core.wiring import build_dispatcher, build_network_policy, build_store
 from punctual.local.env import local_settings
 from punctual.local.provision import provision
 

@@ -6,7 +6,7 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core.definitions import DLQ_RETENTION_SECONDS, WORK_QUEUE_MAX_RECEIVE_COUNT
+from functions.core.resources import DLQ_RETENTION_SECONDS, WORK_QUEUE_MAX_RECEIVE_COUNT
 from infra.config import DeploymentConfig
 
 # AWS guidance for an SQS event source: the queue's visibility timeout is at least six times the

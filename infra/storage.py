@@ -1,4 +1,4 @@
-"""The DynamoDB table, declared from ``functions.core.definitions`` (the local stack's source too)."""
+"""The DynamoDB table, declared from ``functions.core.resources`` (the local stack's source too)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from functions.core.definitions import TTL_ATTRIBUTE, table_definition
+from functions.core.resources import TTL_ATTRIBUTE, table_definition
 from infra.config import DeploymentConfig
 
 _ATTRIBUTE_TYPES = {

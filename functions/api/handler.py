@@ -38,10 +38,10 @@ from functions.api.models import (
     StatsOut,
 )
 from functions.api.service import JobService
+from functions.core.factories import build_network_policy, build_store, default_dispatcher
 from functions.core.model import JobStatus, RunStatus
 from functions.core.observability import logger
 from functions.core.settings import get_settings
-from functions.core.wiring import build_network_policy, build_store, default_dispatcher
 
 # The OpenAPI document and Swagger UI are routes of their own (functions/api/openapi.py, imported on
 # demand) rather than Powertools' enable_swagger, whose models would be imported on every cold start.

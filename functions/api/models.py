@@ -26,8 +26,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from functions.core.definitions import MAX_JOB_TIMEOUT_SECONDS
-from functions.core.netguard import MAX_URL_LENGTH
+from functions.core.resources import MAX_JOB_TIMEOUT_SECONDS
+from functions.core.ssrf_guard import MAX_URL_LENGTH
 from functions.core.targets.validation import (
     BUS_ARN,
     BUS_NAME,

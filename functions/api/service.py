@@ -31,10 +31,10 @@ from functions.core.model import (
     new_job_id,
     utcnow,
 )
-from functions.core.netguard import NetworkPolicy
 from functions.core.ports import BadCursorError, ConflictError, IdempotencyKeyTaken, NameTaken, Tables
 from functions.core.schedule import Schedule, ScheduleError, parse_schedule
 from functions.core.settings import Settings
+from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.targets.validation import TargetError, validate_target
 
 # Ids this API hands out; anything else cannot exist (and must not reach DynamoDB's key limits).

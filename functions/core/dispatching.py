@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from functions.core import faults
+from functions.core import crash_points
 from functions.core.model import (
     Job,
     JobStatus,
@@ -113,7 +113,7 @@ class Dispatcher:
         self.settings = settings
         self.clock = clock
         # Tests make the dispatcher "die" at named points to prove nothing is lost.
-        self.crash_point = crash_point or faults.crash_point
+        self.crash_point = crash_point or crash_points.crash_point
 
     # ---------------------------------------------------------------------------------- dispatch
 

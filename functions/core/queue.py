@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from functions.core.definitions import SQS_MAX_DELAY_SECONDS
+from functions.core.resources import SQS_MAX_DELAY_SECONDS
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient

@@ -14,12 +14,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from functions.core import faults, lifecycle
-from functions.core.definitions import (
-    OUTCOME_MARGIN_SECONDS,
-    SQS_MAX_DELAY_SECONDS,
-    WORK_QUEUE_MAX_RECEIVE_COUNT,
-)
+from functions.core import crash_points, lifecycle
 from functions.core.model import (
     Attempt,
     Job,
@@ -33,6 +28,11 @@ from functions.core.model import (
 from functions.core.observability import logger
 from functions.core.ports import Queue, RunNotOurs, Tables, Targets
 from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
+from functions.core.resources import (
+    OUTCOME_MARGIN_SECONDS,
+    SQS_MAX_DELAY_SECONDS,
+    WORK_QUEUE_MAX_RECEIVE_COUNT,
+)
 from functions.core.settings import Settings
 from functions.core.targets.outcome import Delivery, TargetOutcome
 
@@ -111,7 +111,7 @@ class RunExecutor:
         self.settings = settings
         self.clock = clock
         self.sleep = sleep
-        self.crash_point = crash_point or faults.crash_point
+        self.crash_point = crash_point or crash_points.crash_point
         self.rng = random.Random()
 
     def handle(

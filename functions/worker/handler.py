@@ -17,10 +17,10 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.core.factories import build_queue, build_store, build_target_executor
 from functions.core.observability import logger
 from functions.core.queue import WorkMessage
 from functions.core.settings import get_settings
-from functions.core.wiring import build_queue, build_store, build_target_executor
 from functions.worker.execute import ReturnLater, RunExecutor
 
 

@@ -17,8 +17,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from functions.core.definitions import WORKER_TIMEOUT_SECONDS
 from functions.core.observability import logger
+from functions.core.resources import WORKER_TIMEOUT_SECONDS
 from punctual.local.httpserver import LocalHTTPServer
 
 PUBLIC_PATHS = ("/v1/health", "/openapi.json", "/docs")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from functions.core import aws
-from functions.core.definitions import (
+from functions.core.resources import (
     TTL_ATTRIBUTE,
     dlq_attributes,
     queue_names,

@@ -14,7 +14,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from functions.core.definitions import GSI1_PK, GSI1_SK, PK, SK
 from functions.core.model import (
     Attempt,
     Job,
@@ -40,6 +39,7 @@ from functions.core.ports import (
     RunNotOurs,
     VersionChanged,
 )
+from functions.core.resources import GSI1_PK, GSI1_SK, PK, SK
 from functions.core.store.items import (
     as_stored_attempt,
     as_stored_job,

@@ -27,7 +27,7 @@ import pytest
 from moto import mock_aws
 from moto.kms.models import kms_backends
 
-from functions.core.definitions import WORK_QUEUE_MAX_RECEIVE_COUNT
+from functions.core.resources import WORK_QUEUE_MAX_RECEIVE_COUNT
 from tests.infrastructure.conftest import Synthesized
 
 REGION = "eu-west-1"

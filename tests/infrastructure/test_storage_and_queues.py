@@ -1,4 +1,4 @@
-"""The table and the queues: built from functions.core.definitions, with production defaults."""
+"""The table and the queues: built from functions.core.resources, with production defaults."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from functions.core.definitions import (
+from functions.core.resources import (
     DLQ_RETENTION_SECONDS,
     TTL_ATTRIBUTE,
     WORK_QUEUE_MAX_RECEIVE_COUNT,

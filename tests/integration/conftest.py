@@ -15,10 +15,10 @@ from functions.api.service import JobService
 from functions.core import aws
 from functions.core.dispatching import Dispatcher
 from functions.core.model import Job
-from functions.core.netguard import NetworkPolicy
 from functions.core.ports import Tables
 from functions.core.queue import WorkMessage, WorkQueue
 from functions.core.settings import Settings
+from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.store import Store
 from functions.core.targets import TargetExecutor
 from functions.worker.execute import ReturnLater, RunExecutor

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from functions.api.service import JobService
-from functions.core.netguard import NetworkPolicy
+from functions.core.ssrf_guard import NetworkPolicy
 from tests.integration.conftest import GOOD_JOB as GOOD
 from tests.integration.conftest import Call, Harness, make_call
 

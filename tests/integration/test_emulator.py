@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from functions.core.definitions import table_definition
+from functions.core.resources import table_definition
 
 
 def race(client: Any, table: str, key: dict[str, Any], contenders: int) -> list[int]:

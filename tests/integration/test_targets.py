@@ -30,8 +30,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from moto import mock_aws
 
-from functions.core.netguard import NetworkPolicy
 from functions.core.signing import verify_signature
+from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.targets import (
     Delivery,
     TargetError,

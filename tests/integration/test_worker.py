@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from functions.core.definitions import (
+from functions.core.model import JobStatus, RunStatus, iso
+from functions.core.queue import WorkMessage
+from functions.core.resources import (
     MAX_JOB_TIMEOUT_SECONDS,
     OUTCOME_MARGIN_SECONDS,
     WORK_QUEUE_MAX_RECEIVE_COUNT,
     WORKER_TIMEOUT_SECONDS,
 )
-from functions.core.model import JobStatus, RunStatus, iso
-from functions.core.queue import WorkMessage
 from functions.core.settings import Settings
 from functions.worker.execute import HOLD_MARGIN_SECONDS, ReturnLater
 from tests.integration.conftest import Harness, SimulatedCrash

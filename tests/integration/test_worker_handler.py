@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from functions.core.definitions import MAX_JOB_TIMEOUT_SECONDS, WORK_QUEUE_MAX_RECEIVE_COUNT
 from functions.core.model import RunStatus, iso
+from functions.core.resources import MAX_JOB_TIMEOUT_SECONDS, WORK_QUEUE_MAX_RECEIVE_COUNT
 from functions.worker import handler as worker
 from functions.worker.execute import ReturnLater
 from punctual.local.gateway import LambdaContext

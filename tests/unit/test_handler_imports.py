@@ -25,7 +25,7 @@ def modules_after_import(module: str) -> set[str]:
     ("handler", "never"),
     [
         # pydantic was a fifth of these two handlers' import time, for Settings alone
-        ("functions.dispatcher.handler", ["pydantic", "functions.core.targets", "functions.core.netguard"]),
+        ("functions.dispatcher.handler", ["pydantic", "functions.core.targets", "functions.core.ssrf_guard"]),
         ("functions.worker.handler", ["pydantic", "functions.api", "functions.core.dispatching"]),
         # the OpenAPI document's models and Swagger UI load only when /openapi.json or /docs is asked for
         (

@@ -9,7 +9,6 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-from functions.core.definitions import GSI1_PK, GSI1_SK, PK, SK, TTL_ATTRIBUTE
 from functions.core.model import (
     Attempt,
     Job,
@@ -25,6 +24,7 @@ from functions.core.model import (
     from_ms,
     to_ms,
 )
+from functions.core.resources import GSI1_PK, GSI1_SK, PK, SK, TTL_ATTRIBUTE
 from functions.core.schedule import Schedule
 from functions.core.store.keys import owner_index_pk, trigger_key
 

@@ -6,9 +6,9 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from functions.core.definitions import GSI1, GSI1_PK, TTL_ATTRIBUTE
 from functions.core.model import Job, JobStatus, Trigger
 from functions.core.ports import ConflictError, IdempotencyKeyTaken, JobExists, NameTaken, VersionChanged
+from functions.core.resources import GSI1, GSI1_PK, TTL_ATTRIBUTE
 from functions.core.store.base import TableBase
 from functions.core.store.items import as_stored_job, job_from_item, job_to_item, trigger_to_item
 from functions.core.store.keys import idempotency_key, in_job_listing, job_key, name_key, owner_index_pk

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from functions.core.definitions import GSI1, GSI1_PK, GSI1_SK, PK, SK
 from functions.core.model import Trigger, to_ms
+from functions.core.resources import GSI1, GSI1_PK, GSI1_SK, PK, SK
 
 
 def job_key(job_id: str) -> dict[str, Any]:

@@ -6,7 +6,6 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from functions.core.definitions import SK, TTL_ATTRIBUTE
 from functions.core.model import (
     Attempt,
     Job,
@@ -20,6 +19,7 @@ from functions.core.model import (
     to_ms,
 )
 from functions.core.ports import RunNotOurs
+from functions.core.resources import SK, TTL_ATTRIBUTE
 from functions.core.store.base import TableBase
 from functions.core.store.items import (
     as_stored_attempt,

@@ -20,7 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from functions.core.netguard import NetworkPolicy, TargetError
+    from functions.core.ssrf_guard import NetworkPolicy, TargetError
     from functions.core.targets.executor import TargetExecutor
     from functions.core.targets.outcome import (
         EXCERPT_BYTES,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
-from functions.core.netguard import ForbiddenAddressError, NetworkPolicy, TargetError
+from functions.core.ssrf_guard import ForbiddenAddressError, NetworkPolicy, TargetError
 from functions.core.targets.aws import AwsDeliveries
 from functions.core.targets.http import Exchange, HttpDelivery
 from functions.core.targets.outcome import Delivery, TargetOutcome, failure, json_text, seconds_text

@@ -26,7 +26,7 @@ from urllib3.exceptions import (
     SSLError,
 )
 
-from functions.core.netguard import (
+from functions.core.ssrf_guard import (
     ForbiddenAddressError,
     NetworkPolicy,
     TargetError,

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from functions.core.definitions import MAX_JOB_TIMEOUT_SECONDS
-from functions.core.netguard import NetworkPolicy, TargetError, parse_target_url
+from functions.core.resources import MAX_JOB_TIMEOUT_SECONDS
+from functions.core.ssrf_guard import NetworkPolicy, TargetError, parse_target_url
 from functions.core.targets.outcome import IDEMPOTENCY_HEADER
 
 __all__ = [
@@ -47,7 +47,7 @@ MAX_TIMEOUT_SECONDS: Final = MAX_JOB_TIMEOUT_SECONDS  # an HTTP call cannot outl
 DEFAULT_EVENT_BUS: Final = "default"
 DEFAULT_EVENT_SOURCE: Final = "punctual"
 DEFAULT_EVENT_DETAIL_TYPE: Final = "Punctual Job Run"
-# The longest value each string field of an AWS target may have (the HTTP URL's is netguard's).
+# The longest value each string field of an AWS target may have (the HTTP URL's is ssrf_guard's).
 MAX_LENGTHS: Final = {
     "function": 170,
     "queue_url": 1024,

@@ -14,7 +14,7 @@ from functions.core.store import Store
 if TYPE_CHECKING:  # imported where used: only the worker executes targets, and it dispatches nothing
     from functions.core.dispatching import Dispatcher
     from functions.core.invoker import LambdaInvoker
-    from functions.core.netguard import NetworkPolicy
+    from functions.core.ssrf_guard import NetworkPolicy
     from functions.core.targets.executor import TargetExecutor
 
 
@@ -31,7 +31,7 @@ def build_queue(settings: Settings) -> WorkQueue:
 
 
 def build_network_policy(settings: Settings) -> NetworkPolicy:
-    from functions.core.netguard import NetworkPolicy
+    from functions.core.ssrf_guard import NetworkPolicy
 
     return NetworkPolicy(allow_loopback=settings.http_allow_loopback, allow_list=settings.http_allow_list)
 

@@ -6,24 +6,24 @@ import os
 import subprocess
 import sys
 
-from functions.core import faults
+from functions.core import crash_points
 
 
 def test_unconfigured_crash_points_do_nothing() -> None:
-    faults._configured.cache_clear()
-    faults.crash_point("after_claim_before_send")
+    crash_points._configured.cache_clear()
+    crash_points.crash_point("after_claim_before_send")
 
 
 def test_a_configured_crash_point_exits_abruptly() -> None:
     code = (
-        "from functions.core.faults import crash_point;"
+        "from functions.core.crash_points import crash_point;"
         " crash_point('after_start_before_execute'); print('survived')"
     )
     env = {**os.environ, "PUNCTUAL_CRASH_POINTS": "after_start_before_execute:1.0"}
     result = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
     )
-    assert result.returncode == faults.CRASH_EXIT_CODE and "survived" not in result.stdout
+    assert result.returncode == crash_points.CRASH_EXIT_CODE and "survived" not in result.stdout
     env["PUNCTUAL_CRASH_POINTS"] = "after_start_before_execute:0"
     result = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
