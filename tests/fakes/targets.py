@@ -1,0 +1,34 @@
+"""``ScriptedTargets``: the ``Targets`` port answering with outcomes a test scripts, recording every
+delivery it was asked for (no network)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from functions.core.targets.outcome import Delivery, TargetOutcome
+
+OK = TargetOutcome(True, False, 200, None, '{"ok": true}', 5)
+
+
+def failure(status_code: int, *, retriable: bool) -> TargetOutcome:
+    return TargetOutcome(False, retriable, status_code, f"HTTP {status_code}", "", 5)
+
+
+class ScriptedTargets:
+    """Implements ``functions.core.ports.Targets``: answers ``outcomes`` in order, then ``OK``."""
+
+    def __init__(self, *outcomes: TargetOutcome) -> None:
+        self.outcomes = list(outcomes)
+        self.deliveries: list[tuple[Mapping[str, Any], Delivery, float]] = []
+
+    def execute(
+        self,
+        spec: Mapping[str, Any],
+        delivery: Delivery,
+        timeout_seconds: float,
+        cancel: threading.Event | None = None,
+    ) -> TargetOutcome:
+        self.deliveries.append((spec, delivery, timeout_seconds))
+        return self.outcomes.pop(0) if self.outcomes else OK
