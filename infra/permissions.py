@@ -22,9 +22,9 @@ TABLE_ITEM_ACTIONS: Final[dict[str, tuple[str, ...]]] = {
     "dispatcher": (*_READS, *_WRITES, "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"),
     # Everything the dispatcher does (a job due soon is claimed at once), and the jobs themselves.
     "api": (*_READS, *_WRITES, "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"),
-    # Runs: start, lease, outcome (with the job's summary, a freed name, a long retry's trigger); the
-    # runs before one (a Query) when its job skips overlapping runs.
-    "worker": (*_READS, *_WRITES),
+    # Runs: start, lease, outcome (on the run alone; a long retry's trigger with it); the runs before
+    # one (a Query) when its job skips overlapping runs. It never deletes an item.
+    "worker": (*_READS, "dynamodb:PutItem", "dynamodb:UpdateItem"),
 }
 
 

@@ -6,6 +6,7 @@ import fnmatch
 import hashlib
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -15,6 +16,7 @@ from functions.api.errors import Conflict, InvalidInput, NotFound
 from functions.api.models import CreateJobIn, PatchJobIn, ScheduleIn
 from functions.core.dispatching import Dispatcher
 from functions.core.model import (
+    RUN_COUNT_WINDOW,
     Job,
     JobStatus,
     MisfirePolicy,
@@ -25,10 +27,11 @@ from functions.core.model import (
     RunStatus,
     Trigger,
     bucket_start,
-    from_ms,
     iso,
+    job_history,
     make_trigger,
     new_job_id,
+    run_id_for,
     utcnow,
 )
 from functions.core.ports import BadCursorError, ConflictError, IdempotencyKeyTaken, NameTaken, Tables
@@ -89,10 +92,15 @@ class JobService:
             next_trigger_at=first,
         )
         trigger = make_trigger(job, first, now=now, shard_count=self.settings.shard_count)
+        idempotency = (idempotency_key, fingerprint) if idempotency_key is not None else None
         try:
-            self.store.create_job(
-                job, trigger, (idempotency_key, fingerprint) if idempotency_key is not None else None
-            )
+            try:
+                self.store.create_job(job, trigger, idempotency)
+            except NameTaken:
+                ended = self._ended_name_holder(owner, request.name)
+                if ended is None:
+                    raise
+                self.store.create_job(job, trigger, idempotency, replacing_name_of=ended)
         except ConflictError as error:
             if isinstance(error, IdempotencyKeyTaken) and idempotency_key is not None:
                 # A concurrent retry of the same create won: answer what it answered.
@@ -101,7 +109,16 @@ class JobService:
                     return replay
             raise Conflict(f"a live job named {request.name!r} exists already", "name") from error
         self._dispatch_if_due(trigger, now)
-        return self.job_view(job, now)
+        return self.job_view(job, now, runs=[])
+
+    def _ended_name_holder(self, owner: str, name: str | None) -> str | None:
+        """The id of the ended job still holding ``name``: a one-off job that ran keeps its name item
+        (its end is derived from its run, not written), and the next job that wants it takes it."""
+        holder = self.store.name_holder(owner, name) if name else None
+        job = self.store.get_job(holder) if holder else None
+        if job is None or self._settled(job).is_live:
+            return None
+        return job.job_id
 
     def _replay(self, owner: str, key: str, fingerprint: str, now: datetime) -> dict[str, Any] | None:
         earlier = self.store.get_idempotent_create(owner, key, now)
@@ -163,14 +180,27 @@ class JobService:
     def list_jobs(
         self, owner: str, *, limit: int, cursor: str | None, status: JobStatus | None, name: str | None
     ) -> dict[str, Any]:
+        # A one-off job's COMPLETED or FAILED is derived from its run: its item still says ACTIVE.
+        stored = None if status is None else frozenset({status})
+        if status in (JobStatus.COMPLETED, JobStatus.FAILED):
+            stored = frozenset({status, JobStatus.ACTIVE})
+        histories: dict[str, list[Run]] = {}
+
+        def keep(job: Job) -> bool:
+            histories[job.job_id] = self._recent_runs(job)
+            return status is None or job_history(job, histories[job.job_id]).status is status
+
         try:
             jobs, next_cursor = self.store.list_jobs(
-                owner, limit=limit, cursor=cursor, status=status, name=name
+                owner, limit=limit, cursor=cursor, statuses=stored, name=name, keep=keep
             )
         except BadCursorError as error:
             raise InvalidInput(str(error), "cursor") from error
         now = self.clock()
-        return {"items": [self.job_view(job, now) for job in jobs], "next_cursor": next_cursor}
+        return {
+            "items": [self.job_view(job, now, runs=histories.get(job.job_id)) for job in jobs],
+            "next_cursor": next_cursor,
+        }
 
     def list_runs(
         self, owner: str, job_id: str, *, limit: int, cursor: str | None, status: RunStatus | None
@@ -186,7 +216,15 @@ class JobService:
         return run_view(self._owned_run(owner, job_id, run_id), with_attempts=True)
 
     def stats(self, owner: str) -> dict[str, Any]:
-        jobs, runs = self.store.owner_jobs_summary(owner)
+        jobs: dict[str, int] = {}
+        runs: dict[str, int] = {}
+        owned = self.store.owner_jobs(owner)
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(owned)))) as pool:
+            histories = list(pool.map(lambda job: job_history(job, self._recent_runs(job)), owned))
+        for history in histories:
+            jobs[history.status.value] = jobs.get(history.status.value, 0) + 1
+            for outcome, count in history.run_counts.items():
+                runs[outcome] = runs.get(outcome, 0) + count
         oldest = self.store.oldest_cursor(range(self.settings.shard_count))
         lag = (self.clock() - bucket_start(oldest)).total_seconds() if oldest else None
         return {
@@ -339,7 +377,13 @@ class JobService:
 
     def _write(self, before: Job, after: Job, trigger: Trigger | None) -> None:
         try:
-            self.store.update_job(before, after, trigger=trigger)
+            try:
+                self.store.update_job(before, after, trigger=trigger)
+            except NameTaken:
+                ended = self._ended_name_holder(after.owner, after.name)
+                if ended is None or ended == after.job_id:
+                    raise
+                self.store.update_job(before, after, trigger=trigger, replacing_name_of=ended)
         except ConflictError as error:
             if isinstance(error, NameTaken):
                 raise Conflict(f"a live job named {after.name!r} exists already", "name") from error
@@ -360,9 +404,24 @@ class JobService:
         # Another owner's job is indistinguishable from a missing one.
         if job is None or job.owner != owner:
             raise NotFound(f"job {job_id} not found", "job_id")
-        return job
+        return self._settled(job)
 
-    def job_view(self, job: Job, now: datetime) -> dict[str, Any]:
+    def _settled(self, job: Job) -> Job:
+        """The job with its derived status: an ACTIVE one-off job whose run ended is COMPLETED or
+        FAILED (the worker writes the run alone; docs/architecture.md, "The write path")."""
+        at = job.schedule.first_fire_time()
+        if job.status is not JobStatus.ACTIVE or job.schedule.is_recurring or at is None:
+            return job
+        run = self.store.get_run(job.job_id, run_id_for(job.job_id, at, RunKind.SCHEDULED))
+        return replace(job, status=job_history(job, [run] if run else []).status)
+
+    def _recent_runs(self, job: Job) -> list[Run]:
+        return self.store.recent_runs(job.job_id, limit=RUN_COUNT_WINDOW)
+
+    def job_view(self, job: Job, now: datetime, runs: list[Run] | None = None) -> dict[str, Any]:
+        """``runs``: the job's newest runs, newest first (read here when not given)."""
+        history = job_history(job, self._recent_runs(job) if runs is None else runs)
+        job = replace(job, status=history.status)
         # What will fire next, from the schedule: the dispatcher claims occurrences ahead of time, so
         # its own frontier (next_trigger_at) is often one occurrence further than the next firing.
         upcoming: list[datetime] = []
@@ -381,11 +440,7 @@ class JobService:
                 "catchup_seconds": job.catchup_seconds,
             }
         )
-        last_run = dict(job.last_run) if job.last_run else None
-        if last_run:
-            for key in ("scheduled_for", "finished_at"):
-                if isinstance(last_run.get(key), int):
-                    last_run[key] = iso(from_ms(last_run[key]))
+        last_run = history.last_run.summary() if history.last_run else None
         return {
             "job_id": job.job_id,
             "name": job.name,
@@ -400,7 +455,7 @@ class JobService:
             "next_run_at": iso(upcoming[0]) if upcoming else None,
             "upcoming": [iso(moment) for moment in upcoming],
             "last_run": last_run,
-            "run_counts": job.run_counts,
+            "run_counts": history.run_counts,
             "version": job.version,
             "created_at": iso(job.created_at),
             "updated_at": iso(job.updated_at),

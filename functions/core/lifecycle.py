@@ -42,11 +42,11 @@ class Proceed:
 
 @dataclass(frozen=True)
 class Finish:
-    """Record the attempt's outcome; the run ends ``status`` (and a one-off job ``job_status``)."""
+    """Record the attempt's outcome; the run ends ``status`` (a one-off job follows it: see
+    ``model.job_history``)."""
 
     status: RunStatus
     attempt_outcome: str  # SUCCEEDED | FAILED | CANCELLED, as the attempt is recorded
-    job_status: JobStatus | None = None
 
 
 @dataclass(frozen=True)
@@ -108,10 +108,4 @@ def after_attempt(
         status, outcome = RunStatus.CANCELLED, "CANCELLED"
     else:
         status, outcome = RunStatus.FAILED, "FAILED"
-    one_off = not job.schedule.is_recurring and run.kind is RunKind.SCHEDULED
-    job_status = None
-    if one_off and status is RunStatus.SUCCEEDED:
-        job_status = JobStatus.COMPLETED
-    elif one_off and status is RunStatus.FAILED:
-        job_status = JobStatus.FAILED
-    return Finish(status, outcome, job_status)
+    return Finish(status, outcome)

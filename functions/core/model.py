@@ -206,8 +206,6 @@ class Job:
     catchup_seconds: int | None = None
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     next_trigger_at: datetime | None = None  # the chain's frontier: the latest occurrence with a trigger
-    last_run: dict[str, Any] | None = None
-    run_counts: dict[str, int] = field(default_factory=dict)
     paused_at: datetime | None = None
 
     @property
@@ -410,14 +408,37 @@ def started_run(run: Run, *, token: str, now: datetime, lease_until: datetime) -
     )
 
 
-def run_summary(run: Run, status: RunStatus, now: datetime, error: str | None) -> dict[str, Any]:
-    """The job's ``last_run``: what the job view shows of its latest finished run."""
-    return {
-        "run_id": run.run_id,
-        "status": status.value,
-        "scheduled_for": to_ms(run.scheduled_for),
-        "finished_at": to_ms(now),
-        "lateness_ms": run.lateness_ms,
-        "attempt": run.attempt,
-        "error": error,
-    }
+# How many of a job's newest runs its view reads to derive ``last_run`` and ``run_counts``.
+RUN_COUNT_WINDOW = 1000
+
+
+@dataclass(frozen=True)
+class JobHistory:
+    """What a job's view derives from its newest runs. None of it is written on the job item: the
+    worker records an outcome on the run alone (docs/architecture.md, "The write path")."""
+
+    status: JobStatus
+    last_run: Run | None  # the newest finished run
+    run_counts: dict[str, int]  # finished runs by status, over the newest RUN_COUNT_WINDOW runs
+
+
+def job_history(job: Job, runs: list[Run]) -> JobHistory:
+    """Derive the job's view from ``runs``, its newest runs, newest first.
+
+    A one-off job follows its run: ``COMPLETED`` once the run of its ``at`` time succeeded, ``FAILED``
+    once it failed for good. A paused or cancelled job keeps the status it was given.
+    """
+    finished = [run for run in runs if run.status.is_terminal]
+    counts: dict[str, int] = {}
+    for run in finished:
+        counts[run.status.value] = counts.get(run.status.value, 0) + 1
+    status = job.status
+    if status is JobStatus.ACTIVE and not job.schedule.is_recurring:
+        at = job.schedule.first_fire_time()
+        due = to_ms(at) if at is not None else None
+        own = next((r for r in runs if r.kind is RunKind.SCHEDULED and to_ms(r.scheduled_for) == due), None)
+        if own is not None and own.status is RunStatus.SUCCEEDED:
+            status = JobStatus.COMPLETED
+        elif own is not None and own.status is RunStatus.FAILED:
+            status = JobStatus.FAILED
+    return JobHistory(status, finished[0] if finished else None, counts)

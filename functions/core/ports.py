@@ -9,7 +9,7 @@ and one contract suite (``tests/contract``) holds both to them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -88,27 +88,47 @@ class JobStore(Protocol):
     """Jobs, with their name reservations and idempotency records."""
 
     def create_job(
-        self, job: Job, first_trigger: Trigger | None, idempotency: tuple[str, str] | None = None
+        self,
+        job: Job,
+        first_trigger: Trigger | None,
+        idempotency: tuple[str, str] | None = None,
+        *,
+        replacing_name_of: str | None = None,
     ) -> None:
         """Job, name, idempotency record (key, request fingerprint) and first trigger, all or none.
-        Raises ``NameTaken``, ``IdempotencyKeyTaken`` or ``JobExists``."""
+        ``replacing_name_of`` takes the name over from that ended job. Raises ``NameTaken``,
+        ``IdempotencyKeyTaken`` or ``JobExists``."""
 
     def get_idempotent_create(self, owner: str, key: str, now: datetime) -> tuple[str, str] | None:
         """(job_id, fingerprint) of an earlier create with this key, if its record is still valid."""
 
-    def update_job(self, before: Job, after: Job, *, trigger: Trigger | None = None) -> None:
-        """An API change, guarded by ``before.version``; moves or frees the name; writes ``trigger``.
-        Raises ``VersionChanged`` or ``NameTaken``."""
+    def update_job(
+        self, before: Job, after: Job, *, trigger: Trigger | None = None, replacing_name_of: str | None = None
+    ) -> None:
+        """An API change, guarded by ``before.version``; moves or frees the name (taking it over
+        from the ended job ``replacing_name_of``); writes ``trigger``. Raises ``VersionChanged`` or
+        ``NameTaken``."""
+
+    def name_holder(self, owner: str, name: str) -> str | None:
+        """The id of the job holding the owner's ``name``, if any."""
 
     def get_job(self, job_id: str) -> Job | None: ...
 
     def list_jobs(
-        self, owner: str, *, limit: int, cursor: str | None, status: JobStatus | None, name: str | None
+        self,
+        owner: str,
+        *,
+        limit: int,
+        cursor: str | None,
+        statuses: frozenset[JobStatus] | None,
+        name: str | None,
+        keep: Callable[[Job], bool] | None = None,
     ) -> tuple[list[Job], str | None]:
-        """The owner's jobs, newest first; raises ``BadCursorError`` for a cursor of another listing."""
+        """The owner's jobs with one of the stored ``statuses``, newest first, less those ``keep``
+        refuses; raises ``BadCursorError`` for a cursor of another listing."""
 
-    def owner_jobs_summary(self, owner: str) -> tuple[dict[str, int], dict[str, int]]:
-        """(jobs by status, runs by outcome) over all of an owner's jobs."""
+    def owner_jobs(self, owner: str) -> list[Job]:
+        """All of an owner's jobs."""
 
 
 class TriggerStore(Protocol):
@@ -157,6 +177,9 @@ class RunStore(Protocol):
         self, job_id: str, *, limit: int, cursor: str | None = None, status: RunStatus | None = None
     ) -> tuple[list[Run], str | None]: ...
 
+    def recent_runs(self, job_id: str, *, limit: int) -> list[Run]:
+        """The job's newest ``limit`` runs, newest first."""
+
     def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]: ...
 
     def start_attempt(self, run: Run, *, token: str, now: datetime, lease_until: datetime) -> Run:
@@ -173,10 +196,8 @@ class RunStore(Protocol):
         now: datetime,
         next_attempt_at: datetime | None = None,
         retry_trigger: Trigger | None = None,
-        job_status: JobStatus | None = None,
-        job: Job | None = None,
     ) -> None:
-        """Record an attempt's outcome under our lease; raises ``RunNotOurs`` if we lost it."""
+        """Record an attempt's outcome on the run under our lease; raises ``RunNotOurs`` if we lost it."""
 
     def mark_run(self, run: Run, status: RunStatus, *, now: datetime, error: str | None) -> bool:
         """End a run that has no attempt running (cancelled, skipped), guarded by what was read."""

@@ -389,9 +389,7 @@ class RunExecutor:
             if isinstance(decision, lifecycle.RetryAt):
                 self._schedule_retry(job, run, attempt, finished_at, decision)
                 return
-            self.store.finish_attempt(
-                run, attempt, status=decision.status, now=finished_at, job_status=decision.job_status, job=job
-            )
+            self.store.finish_attempt(run, attempt, status=decision.status, now=finished_at)
         except RunNotOurs:
             logger.warning("outcome not recorded: the run was cancelled or taken over", extra=log)
             return

@@ -73,7 +73,10 @@ class World:
 
     def created(self, **options: Any) -> tuple[Job, Trigger]:
         job = self.job(**options)
-        trigger = self.trigger(job, NOW + timedelta(seconds=10))
+        # A one-off job's trigger is for its own time; a recurring one's for an occurrence 10 s on.
+        trigger = self.trigger(job, job.schedule.first_fire_time() or NOW)
+        if job.schedule.is_recurring:
+            trigger = self.trigger(job, NOW + timedelta(seconds=10))
         self.tables.create_job(job, trigger)
         stored = self.tables.get_job(job.job_id)
         assert stored is not None

@@ -65,20 +65,39 @@ def test_an_update_is_guarded_by_the_version_read(world: World, tables: Tables) 
     assert stored is not None and stored.payload == {"n": 2} and stored.version == 2
 
 
-def test_an_update_keeps_what_the_dispatcher_and_worker_maintain(world: World, tables: Tables) -> None:
-    job, run = world.running()
-    tables.finish_attempt(run, attempt(), status=RunStatus.SUCCEEDED, now=NOW)
+def test_an_update_keeps_what_the_dispatcher_maintains(world: World, tables: Tables) -> None:
+    job, _ = world.created(next_trigger_at=NOW + timedelta(seconds=10))
     before = tables.get_job(job.job_id)
-    assert before is not None and before.last_run is not None
-    tables.update_job(before, replace(before, tags={"team": "a"}))  # same version: a tag change
+    assert before is not None and before.next_trigger_at is not None
+    tables.update_job(before, replace(before, tags={"team": "a"}, next_trigger_at=None))  # a tag change
     after = tables.get_job(job.job_id)
-    assert after is not None
-    assert after.tags == {"team": "a"}
-    assert (after.last_run, after.run_counts, after.next_trigger_at) == (
-        before.last_run,
-        before.run_counts,
-        before.next_trigger_at,
-    )
+    assert after is not None and after.tags == {"team": "a"}
+    assert after.next_trigger_at == before.next_trigger_at
+
+
+def test_an_outcome_writes_the_run_and_leaves_the_job_item_alone(world: World, tables: Tables) -> None:
+    job, run = world.running()
+    before = tables.get_job(job.job_id)
+    tables.finish_attempt(run, attempt(), status=RunStatus.SUCCEEDED, now=NOW)
+    assert tables.get_job(job.job_id) == before
+    assert [r.status for r in tables.recent_runs(job.job_id, limit=5)] == [RunStatus.SUCCEEDED]
+
+
+def test_an_ended_jobs_name_is_taken_over_only_from_that_job(world: World, tables: Tables) -> None:
+    first, _ = world.created(name="nightly")
+    assert tables.name_holder("alice", "nightly") == first.job_id
+    with pytest.raises(NameTaken):
+        world.created(name="nightly")
+    with pytest.raises(NameTaken):
+        tables.create_job(world.job(name="nightly"), None, replacing_name_of="job_someone_else")
+    second = world.job(name="nightly")
+    tables.create_job(second, None, replacing_name_of=first.job_id)
+    assert tables.name_holder("alice", "nightly") == second.job_id
+    other, _ = world.created(name="weekly")
+    with pytest.raises(NameTaken):
+        tables.update_job(other, replace(other, name="nightly", version=2), replacing_name_of=first.job_id)
+    tables.update_job(other, replace(other, name="nightly", version=2), replacing_name_of=second.job_id)
+    assert tables.name_holder("alice", "nightly") == other.job_id
 
 
 def test_a_rename_moves_the_reservation_and_an_ended_job_frees_it(world: World, tables: Tables) -> None:
@@ -103,32 +122,41 @@ def test_jobs_are_listed_newest_first_a_page_at_a_time(world: World, tables: Tab
         tables.create_job(job, None)
         ids.append(job.job_id)
     tables.create_job(world.job(owner="bob"), None)
-    first, cursor = tables.list_jobs("alice", limit=2, cursor=None, status=None, name=None)
+    first, cursor = tables.list_jobs("alice", limit=2, cursor=None, statuses=None, name=None)
     assert [j.job_id for j in first] == ids[::-1][:2] and cursor is not None
-    rest, end = tables.list_jobs("alice", limit=10, cursor=cursor, status=None, name=None)
+    rest, end = tables.list_jobs("alice", limit=10, cursor=cursor, statuses=None, name=None)
     assert [j.job_id for j in rest] == ids[::-1][2:] and end is None
-    paused, _ = tables.list_jobs("alice", limit=10, cursor=None, status=JobStatus.PAUSED, name=None)
+    paused, _ = tables.list_jobs(
+        "alice", limit=10, cursor=None, statuses=frozenset({JobStatus.PAUSED}), name=None
+    )
     assert [j.job_id for j in paused] == [ids[3], ids[1]]
     with pytest.raises(BadCursorError):
-        tables.list_jobs("bob", limit=2, cursor=cursor, status=None, name=None)
+        tables.list_jobs("bob", limit=2, cursor=cursor, statuses=None, name=None)
     with pytest.raises(BadCursorError):
-        tables.list_jobs("alice", limit=2, cursor="not-a-cursor", status=None, name=None)
+        tables.list_jobs("alice", limit=2, cursor="not-a-cursor", statuses=None, name=None)
 
 
 def test_a_full_page_has_a_cursor_even_when_nothing_follows(world: World, tables: Tables) -> None:
     tables.create_job(world.job(), None)
-    page, cursor = tables.list_jobs("alice", limit=1, cursor=None, status=None, name=None)
+    page, cursor = tables.list_jobs("alice", limit=1, cursor=None, statuses=None, name=None)
     assert len(page) == 1 and cursor is not None
-    assert tables.list_jobs("alice", limit=1, cursor=cursor, status=None, name=None) == ([], None)
+    assert tables.list_jobs("alice", limit=1, cursor=cursor, statuses=None, name=None) == ([], None)
 
 
-def test_the_owner_summary_counts_jobs_by_status_and_runs_by_outcome(world: World, tables: Tables) -> None:
-    _job, run = world.running()
-    tables.finish_attempt(run, attempt("FAILED", "boom"), status=RunStatus.FAILED, now=NOW)
-    world.created()
-    jobs, runs = tables.owner_jobs_summary("alice")
-    assert jobs == {"ACTIVE": 2} and runs == {"FAILED": 1}
-    assert tables.owner_jobs_summary("bob") == ({}, {})
+def test_an_owners_jobs_are_listed_whole_and_can_be_filtered_after_reading(
+    world: World, tables: Tables
+) -> None:
+    kept, _ = world.created(tags={"keep": "yes"})
+    dropped, _ = world.created()
+    assert {job.job_id for job in tables.owner_jobs("alice")} == {kept.job_id, dropped.job_id}
+    assert tables.owner_jobs("bob") == []
+    page, _ = tables.list_jobs(
+        "alice", limit=10, cursor=None, statuses=None, name=None, keep=lambda job: bool(job.tags)
+    )
+    assert [job.job_id for job in page] == [kept.job_id]
+    both = frozenset({JobStatus.ACTIVE, JobStatus.COMPLETED})
+    page, _ = tables.list_jobs("alice", limit=10, cursor=None, statuses=both, name=None)
+    assert len(page) == 2
 
 
 def test_writing_the_same_update_again_is_harmless(world: World, tables: Tables) -> None:

@@ -7,7 +7,14 @@ from datetime import timedelta
 
 import pytest
 
-from functions.core.model import InvalidTransitionError, JobStatus, RunStatus, TriggerState
+from functions.core.model import (
+    RUN_COUNT_WINDOW,
+    InvalidTransitionError,
+    JobStatus,
+    RunStatus,
+    TriggerState,
+    job_history,
+)
 from functions.core.ports import RunNotOurs, Tables
 from functions.core.store.items import as_stored_attempt
 from tests.contract.conftest import NOW, World, attempt
@@ -58,33 +65,27 @@ def test_only_the_lease_holder_renews_and_records(world: World, tables: Tables) 
     assert stored.attempts == (as_stored_attempt(attempt()),) and stored.finished_at is not None
 
 
-def test_a_terminal_outcome_updates_the_job_and_ends_a_one_off_with_its_name(
-    world: World, tables: Tables
-) -> None:
+def test_a_one_off_follows_its_runs_outcome_as_read_back(world: World, tables: Tables) -> None:
     job, run = world.running(name="once", cron=False)
-    tables.finish_attempt(
-        run, attempt("FAILED", "boom"), status=RunStatus.FAILED, now=NOW, job_status=JobStatus.FAILED, job=job
-    )
+    tables.finish_attempt(run, attempt("FAILED", "boom"), status=RunStatus.FAILED, now=NOW)
     stored = tables.get_job(job.job_id)
-    assert stored is not None and stored.status is JobStatus.FAILED
-    assert stored.run_counts == {"FAILED": 1}
-    assert stored.last_run is not None and stored.last_run["error"] == "boom"
-    world.created(name="once")
+    assert stored is not None and stored.status is JobStatus.ACTIVE, "the job item is not written"
+    history = job_history(stored, tables.recent_runs(job.job_id, limit=RUN_COUNT_WINDOW))
+    assert history.status is JobStatus.FAILED and history.run_counts == {"FAILED": 1}
+    assert history.last_run is not None and history.last_run.error == "boom"
 
 
-def test_a_one_off_cancelled_meanwhile_keeps_its_status_and_refuses_the_outcome(
+def test_a_one_off_cancelled_meanwhile_stays_cancelled_when_its_run_finishes(
     world: World, tables: Tables
 ) -> None:
     job, run = world.running(cron=False)
     current = tables.get_job(job.job_id)
     assert current is not None
     tables.update_job(current, replace(current, status=JobStatus.CANCELLED, version=current.version + 1))
-    with pytest.raises(RunNotOurs):
-        tables.finish_attempt(
-            run, attempt(), status=RunStatus.SUCCEEDED, now=NOW, job_status=JobStatus.COMPLETED, job=job
-        )
+    tables.finish_attempt(run, attempt(), status=RunStatus.SUCCEEDED, now=NOW)
     stored = tables.get_job(job.job_id)
-    assert stored is not None and stored.status is JobStatus.CANCELLED
+    assert stored is not None
+    assert job_history(stored, tables.recent_runs(job.job_id, limit=5)).status is JobStatus.CANCELLED
 
 
 def test_a_retry_keeps_the_run_open_and_can_leave_a_trigger_to_wake_it(world: World, tables: Tables) -> None:
@@ -106,7 +107,10 @@ def test_a_retry_keeps_the_run_open_and_can_leave_a_trigger_to_wake_it(world: Wo
         t.is_retry and t.state is TriggerState.PENDING for t in tables.query_bucket(wake.bucket, wake.shard)
     )
     job_now = tables.get_job(job.job_id)
-    assert job_now is not None and job_now.run_counts == {}, "only a finished run counts"
+    assert job_now is not None
+    assert job_history(job_now, tables.recent_runs(job.job_id, limit=5)).run_counts == {}, (
+        "only a finished run counts"
+    )
     again = tables.start_attempt(stored, token="2", now=next_at, lease_until=next_at + timedelta(seconds=20))
     assert again.attempt == 2
 

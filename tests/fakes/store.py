@@ -9,7 +9,7 @@ millisecond precision and JSON fields are copies, exactly as a read from the tab
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -25,7 +25,6 @@ from functions.core.model import (
     TriggerState,
     check_transition,
     from_ms,
-    run_summary,
     started_run,
     to_ms,
 )
@@ -108,7 +107,12 @@ class MemoryStore:
     # -------------------------------------------------------------------------------------- jobs
 
     def create_job(
-        self, job: Job, first_trigger: Trigger | None, idempotency: tuple[str, str] | None = None
+        self,
+        job: Job,
+        first_trigger: Trigger | None,
+        idempotency: tuple[str, str] | None = None,
+        *,
+        replacing_name_of: str | None = None,
     ) -> None:
         with self.lock:
             failed: list[type[ConflictError]] = []
@@ -116,7 +120,7 @@ class MemoryStore:
                 record = self.idempotency.get((job.owner, idempotency[0]))
                 if record is not None and not record[2] < int(job.created_at.timestamp()):
                     failed.append(IdempotencyKeyTaken)
-            if job.name and (job.owner, job.name) in self.names:
+            if job.name and self.names.get((job.owner, job.name), replacing_name_of) != replacing_name_of:
                 failed.append(NameTaken)
             if job.job_id in self.jobs:
                 stored = self.jobs[job.job_id]
@@ -142,7 +146,9 @@ class MemoryStore:
                 return None
             return record[0], record[1]
 
-    def update_job(self, before: Job, after: Job, *, trigger: Trigger | None = None) -> None:
+    def update_job(
+        self, before: Job, after: Job, *, trigger: Trigger | None = None, replacing_name_of: str | None = None
+    ) -> None:
         with self.lock:
             stored = self.jobs.get(before.job_id)
             release = before.name and before.is_live and (after.name != before.name or not after.is_live)
@@ -152,7 +158,10 @@ class MemoryStore:
                 error = VersionChanged()
             elif (
                 release and self.names.get((before.owner, before.name or ""), before.job_id) != before.job_id
-            ) or (reserve and (after.owner, after.name or "") in self.names):
+            ) or (
+                reserve
+                and self.names.get((after.owner, after.name or ""), replacing_name_of) != replacing_name_of
+            ):
                 error = NameTaken()
             if error is not None:
                 if stored is not None and api_view(before) != api_view(stored) == api_view(
@@ -173,12 +182,23 @@ class MemoryStore:
             if trigger is not None:
                 self.triggers[_trigger_key(trigger)] = _stored_trigger(trigger)
 
+    def name_holder(self, owner: str, name: str) -> str | None:
+        with self.lock:
+            return self.names.get((owner, name))
+
     def get_job(self, job_id: str) -> Job | None:
         with self.lock:
             return self.jobs.get(job_id)
 
     def list_jobs(
-        self, owner: str, *, limit: int, cursor: str | None, status: JobStatus | None, name: str | None
+        self,
+        owner: str,
+        *,
+        limit: int,
+        cursor: str | None,
+        statuses: frozenset[JobStatus] | None,
+        name: str | None,
+        keep: Callable[[Job], bool] | None = None,
     ) -> tuple[list[Job], str | None]:
         with self.lock:
             jobs = sorted(
@@ -189,7 +209,11 @@ class MemoryStore:
             return _page(
                 jobs,
                 _job_index_key,
-                lambda job: (status is None or job.status is status) and (name is None or job.name == name),
+                lambda job: (
+                    (statuses is None or job.status in statuses)
+                    and (name is None or job.name == name)
+                    and (keep is None or keep(job))
+                ),
                 limit,
                 cursor,
                 in_job_listing(owner),
@@ -197,17 +221,9 @@ class MemoryStore:
                 descending=True,
             )
 
-    def owner_jobs_summary(self, owner: str) -> tuple[dict[str, int], dict[str, int]]:
-        jobs: dict[str, int] = {}
-        runs: dict[str, int] = {}
+    def owner_jobs(self, owner: str) -> list[Job]:
         with self.lock:
-            for job in self.jobs.values():
-                if job.owner != owner:
-                    continue
-                jobs[job.status.value] = jobs.get(job.status.value, 0) + 1
-                for outcome, count in job.run_counts.items():
-                    runs[outcome] = runs.get(outcome, 0) + count
-        return jobs, runs
+            return [job for job in self.jobs.values() if job.owner == owner]
 
     # ---------------------------------------------------------------------------------- triggers
 
@@ -340,6 +356,12 @@ class MemoryStore:
                 descending=True,
             )
 
+    def recent_runs(self, job_id: str, *, limit: int) -> list[Run]:
+        with self.lock:
+            return sorted(self.runs.get(job_id, {}).values(), key=lambda run: run.run_id, reverse=True)[
+                :limit
+            ]
+
     def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]:
         with self.lock:
             earlier = sorted(
@@ -396,26 +418,11 @@ class MemoryStore:
         now: datetime,
         next_attempt_at: datetime | None = None,
         retry_trigger: Trigger | None = None,
-        job_status: JobStatus | None = None,
-        job: Job | None = None,
     ) -> None:
         check_transition(RunStatus.RUNNING, status)
         with self.lock:
             stored = self.get_run(run.job_id, run.run_id)
-            stored_job = self.jobs.get(run.job_id)
-            releases = job_status is not None and job is not None and bool(job.name)
-            holds = (
-                stored is not None
-                and self._holds_lease(stored, run)
-                and (
-                    not status.is_terminal
-                    or (
-                        stored_job is not None
-                        and (job_status is None or stored_job.status is not JobStatus.CANCELLED)
-                    )
-                )
-                and (not releases or self._name_free_or_ours(job))
-            )
+            holds = stored is not None and self._holds_lease(stored, run)
             ours = as_stored_attempt(attempt)
             if not holds:
                 if stored is not None and stored.status is status and stored.attempts[-1:] == (ours,):
@@ -432,20 +439,6 @@ class MemoryStore:
                 finished_at=_ms(now) if status.is_terminal else stored.finished_at,
                 next_attempt_at=_ms(next_attempt_at) if next_attempt_at else stored.next_attempt_at,
             )
-            if status.is_terminal:
-                assert stored_job is not None
-                counts = dict(stored_job.run_counts)
-                counts[status.value] = counts.get(status.value, 0) + 1
-                self.jobs[run.job_id] = replace(
-                    stored_job,
-                    last_run=run_summary(run, status, now, attempt.error),
-                    updated_at=_ms(now),
-                    run_counts=counts,
-                    status=job_status or stored_job.status,
-                )
-            if releases:
-                assert job is not None
-                self._release_name(job)
             if retry_trigger is not None:
                 self.triggers[_trigger_key(retry_trigger)] = _stored_trigger(retry_trigger)
 

@@ -93,9 +93,10 @@ class Harness:
         return self.service.create_job(self.owner, CreateJobIn.model_validate(body))
 
     def job(self, job_id: str) -> Job:
+        """The job as its owner sees it (a one-off job's end is derived from its run)."""
         job = self.store.get_job(job_id)
         assert job is not None
-        return job
+        return self.service._settled(job)
 
     def work(self, executor: RunExecutor | None = None) -> int:
         """Deliver every visible message once, like one poll of the event source mapping."""

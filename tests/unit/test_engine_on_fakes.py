@@ -79,7 +79,9 @@ def test_a_retriable_failure_is_retried_then_the_one_off_job_completes(engine: E
         "RETRIABLE",
         "SUCCEEDED",
     ]
-    assert engine.store.jobs[job["job_id"]].status is JobStatus.COMPLETED
+    view = engine.service.get_job("alice", job["job_id"])
+    assert view["status"] == "COMPLETED" and view["last_run"]["status"] == "SUCCEEDED"
+    assert engine.store.jobs[job["job_id"]].status is JobStatus.ACTIVE, "derived, not written"
     assert [d.attempt for _spec, d, _timeout in engine.targets.deliveries] == [1, 2]
 
 
@@ -90,7 +92,7 @@ def test_a_fatal_failure_fails_the_run_and_the_job_and_leaves_a_dead_letter(engi
     engine.deliver_all()
     (run,) = engine.store.runs[job["job_id"]].values()
     assert run.status is RunStatus.FAILED and run.error == "HTTP 404"
-    assert engine.store.jobs[job["job_id"]].status is JobStatus.FAILED
+    assert engine.service.get_job("alice", job["job_id"])["status"] == "FAILED"
     assert len(engine.queue.dlq_bodies()) == 1
 
 

@@ -69,15 +69,11 @@ def test_the_skip_overlap_policy_skips_while_an_earlier_run_is_under_way() -> No
     assert lifecycle.overlap_blocks(run(RunStatus.RETRYING), skipping, [run(RunStatus.RUNNING)]) is None
 
 
-def test_a_success_finishes_the_run_and_a_one_off_job_with_it() -> None:
+def test_a_success_finishes_the_run() -> None:
     assert after(job(), run(), succeeded=True) == lifecycle.Finish(RunStatus.SUCCEEDED, "SUCCEEDED")
     assert after(job(recurring=False), run(), succeeded=True) == lifecycle.Finish(
-        RunStatus.SUCCEEDED, "SUCCEEDED", JobStatus.COMPLETED
-    )
-    manual = run(kind=RunKind.MANUAL)
-    assert after(job(recurring=False), manual, succeeded=True) == lifecycle.Finish(
         RunStatus.SUCCEEDED, "SUCCEEDED"
-    ), "run now leaves the job as it is"
+    ), "a one-off job follows its run when read (test_job_history.py)"
 
 
 def test_a_retriable_failure_retries_with_backoff_until_attempts_run_out() -> None:
@@ -92,7 +88,7 @@ def test_a_retriable_failure_retries_with_backoff_until_attempts_run_out() -> No
         RunStatus.FAILED, "FAILED"
     )
     assert after(job(recurring=False), run(attempt=3), error="404") == lifecycle.Finish(
-        RunStatus.FAILED, "FAILED", JobStatus.FAILED
+        RunStatus.FAILED, "FAILED"
     )
 
 

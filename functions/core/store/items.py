@@ -76,14 +76,11 @@ def job_to_item(job: Job) -> dict[str, Any]:
         "created_at": to_ms(job.created_at),
         "updated_at": to_ms(job.updated_at),
         "next_trigger_at": optional_ms(job.next_trigger_at),
-        "last_run": json.dumps(job.last_run) if job.last_run is not None else None,
         "paused_at": optional_ms(job.paused_at),
         GSI1_PK: owner_index_pk(job.owner),
         GSI1_SK: f"{to_ms(job.created_at):013d}#{job.job_id}",
     }
-    item = to_attributes(values)
-    item["run_counts"] = {"M": {k: {"N": str(v)} for k, v in job.run_counts.items()}}
-    return item
+    return to_attributes(values)
 
 
 def job_from_item(item: Mapping[str, Any]) -> Job:
@@ -107,9 +104,7 @@ def job_from_item(item: Mapping[str, Any]) -> Job:
         created_at=from_ms(int(data["created_at"])),
         updated_at=from_ms(int(data["updated_at"])),
         next_trigger_at=optional_time(data.get("next_trigger_at")),
-        last_run=json.loads(data["last_run"]) if data.get("last_run") else None,
         paused_at=optional_time(data.get("paused_at")),
-        run_counts={k: int(v) for k, v in (data.get("run_counts") or {}).items()},
     )
 
 

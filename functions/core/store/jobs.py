@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -38,16 +39,19 @@ API_OWNED = (
 )
 
 
-def put_name(table: str, job: Job) -> TransactWriteItemTypeDef:
-    """Reserve the job's name among its owner's live jobs."""
+def put_name(table: str, job: Job, replacing: str | None = None) -> TransactWriteItemTypeDef:
+    """Reserve the job's name among its owner's live jobs; ``replacing`` is the id of an ended job
+    still holding it (a one-off job's name is freed lazily, by the next job that wants it)."""
     assert job.name is not None
-    return {
-        "Put": {
-            "TableName": table,
-            "Item": {**name_key(job.owner, job.name), "job_id": {"S": job.job_id}},
-            "ConditionExpression": "attribute_not_exists(pk)",
-        }
+    put: dict[str, Any] = {
+        "TableName": table,
+        "Item": {**name_key(job.owner, job.name), "job_id": {"S": job.job_id}},
+        "ConditionExpression": "attribute_not_exists(pk)",
     }
+    if replacing is not None:
+        put["ConditionExpression"] += " OR job_id = :ended"
+        put["ExpressionAttributeValues"] = {":ended": {"S": replacing}}
+    return {"Put": put}  # type: ignore[typeddict-item]
 
 
 def release_name(table: str, job: Job) -> TransactWriteItemTypeDef:
@@ -69,12 +73,17 @@ def put_trigger_item(table: str, trigger: Trigger) -> TransactWriteItemTypeDef:
 
 def api_view(job: Job) -> Job:
     """A job without the fields the dispatcher and worker maintain (compare what the API writes)."""
-    return replace(job, next_trigger_at=None, last_run=None, run_counts={})
+    return replace(job, next_trigger_at=None)
 
 
 class JobTable(TableBase):
     def create_job(
-        self, job: Job, first_trigger: Trigger | None, idempotency: tuple[str, str] | None = None
+        self,
+        job: Job,
+        first_trigger: Trigger | None,
+        idempotency: tuple[str, str] | None = None,
+        *,
+        replacing_name_of: str | None = None,
     ) -> None:
         """Job, name reservation, idempotency record and first trigger in one transaction.
 
@@ -93,7 +102,7 @@ class JobTable(TableBase):
         positions: dict[type[ConflictError], int] = {JobExists: 0}
         if job.name:
             positions[NameTaken] = len(items)
-            items.append(put_name(self.table, job))
+            items.append(put_name(self.table, job, replacing_name_of))
         if idempotency is not None:
             key, fingerprint = idempotency
             expires = int((job.created_at + IDEMPOTENCY_TTL).timestamp())
@@ -141,11 +150,13 @@ class JobTable(TableBase):
             return None
         return item["job_id"]["S"], item["fingerprint"]["S"]
 
-    def update_job(self, before: Job, after: Job, *, trigger: Trigger | None = None) -> None:
+    def update_job(
+        self, before: Job, after: Job, *, trigger: Trigger | None = None, replacing_name_of: str | None = None
+    ) -> None:
         """Write a change made through the API, guarded by the version that was read.
 
-        Only the fields the API owns are written (the dispatcher and worker update ``next_trigger_at``,
-        ``last_run`` and counters concurrently). A changed name moves its reservation; a job that
+        Only the fields the API owns are written (the dispatcher updates ``next_trigger_at``
+        concurrently). A changed name moves its reservation; a job that
         stops being live releases it; ``trigger`` is the first trigger of a new schedule.
         """
         item = job_to_item(after)
@@ -180,7 +191,7 @@ class JobTable(TableBase):
         if before.name and before.is_live and (after.name != before.name or not after.is_live):
             items.append(release_name(self.table, before))
         if after.name and after.is_live and (after.name != before.name or not before.is_live):
-            items.append(put_name(self.table, after))
+            items.append(put_name(self.table, after, replacing_name_of))
         if trigger is not None:
             items.append(put_trigger_item(self.table, trigger))
         refused = self.transact(items)
@@ -195,15 +206,31 @@ class JobTable(TableBase):
             raise VersionChanged() from refused.error
         raise NameTaken() from refused.error
 
+    def name_holder(self, owner: str, name: str) -> str | None:
+        """The id of the job holding ``name`` among the owner's jobs, if any."""
+        response = self.client.get_item(TableName=self.table, Key=name_key(owner, name), ConsistentRead=True)
+        item = response.get("Item")
+        return item["job_id"]["S"] if item else None
+
     def get_job(self, job_id: str) -> Job | None:
         response = self.client.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=True)
         item = response.get("Item")
         return job_from_item(item) if item else None
 
     def list_jobs(
-        self, owner: str, *, limit: int, cursor: str | None, status: JobStatus | None, name: str | None
+        self,
+        owner: str,
+        *,
+        limit: int,
+        cursor: str | None,
+        statuses: frozenset[JobStatus] | None,
+        name: str | None,
+        keep: Callable[[Job], bool] | None = None,
     ) -> tuple[list[Job], str | None]:
-        """The owner's jobs, newest first, from the owner index (eventually consistent on AWS)."""
+        """The owner's jobs, newest first, from the owner index (eventually consistent on AWS).
+
+        ``statuses`` are the stored statuses to read; ``keep`` may drop jobs after reading (the API
+        derives a one-off job's end from its run)."""
         names = {"#gpk": GSI1_PK}
         values: dict[str, Any] = {":owner": {"S": owner_index_pk(owner)}}
         request: dict[str, Any] = {
@@ -215,38 +242,35 @@ class JobTable(TableBase):
             "ScanIndexForward": False,
         }
         filters = []
-        if status is not None:
-            filters.append("#status = :status")
+        if statuses is not None:
+            choices = sorted(status.value for status in statuses)
+            filters.append(f"#status IN ({', '.join(f':status{i}' for i in range(len(choices)))})")
             names["#status"] = "status"
-            values[":status"] = {"S": status.value}
+            values.update({f":status{i}": {"S": choice} for i, choice in enumerate(choices)})
         if name is not None:
             filters.append("#name = :name")
             names["#name"] = "name"
             values[":name"] = {"S": name}
         if filters:
             request["FilterExpression"] = " AND ".join(filters)
-        return read_page(self.client.query, request, limit, cursor, job_from_item, in_job_listing(owner))
+        return read_page(
+            self.client.query, request, limit, cursor, job_from_item, in_job_listing(owner), keep
+        )
 
-    def owner_jobs_summary(self, owner: str) -> tuple[dict[str, int], dict[str, int]]:
-        """(jobs by status, runs by outcome) over all of an owner's jobs."""
-        jobs: dict[str, int] = {}
-        runs: dict[str, int] = {}
+    def owner_jobs(self, owner: str) -> list[Job]:
+        """All of an owner's jobs (for the stats), from the owner index."""
+        jobs: list[Job] = []
         request: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": GSI1,
             "KeyConditionExpression": "#gpk = :owner",
-            "ExpressionAttributeNames": {"#gpk": GSI1_PK, "#status": "status", "#counts": "run_counts"},
+            "ExpressionAttributeNames": {"#gpk": GSI1_PK},
             "ExpressionAttributeValues": {":owner": {"S": owner_index_pk(owner)}},
-            "ProjectionExpression": "#status, #counts",
         }
         while True:
             response = self.client.query(**request)
-            for item in response.get("Items", []):
-                status = item["status"]["S"]
-                jobs[status] = jobs.get(status, 0) + 1
-                for outcome, count in item.get("run_counts", {}).get("M", {}).items():
-                    runs[outcome] = runs.get(outcome, 0) + int(count["N"])
+            jobs.extend(job_from_item(item) for item in response.get("Items", []))
             last = response.get("LastEvaluatedKey")
             if not last:
-                return jobs, runs
+                return jobs
             request["ExclusiveStartKey"] = last

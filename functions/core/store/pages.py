@@ -41,8 +41,9 @@ def read_page(
     cursor: str | None,
     convert: Callable[[Mapping[str, Any]], T],
     belongs: Callable[[dict[str, Any]], bool],
+    keep: Callable[[T], bool] | None = None,
 ) -> tuple[list[T], str | None]:
-    """Read until ``limit`` matching items (a filter may drop items from a page) or the end.
+    """Read until ``limit`` matching items (a filter, or ``keep``, may drop items from a page) or the end.
 
     ``belongs`` checks that a cursor points into this very listing: DynamoDB refuses a start key
     from elsewhere, and a forged one must not read another owner's items.
@@ -54,10 +55,14 @@ def read_page(
     while True:
         if start:
             request["ExclusiveStartKey"] = start
-        request["Limit"] = limit - len(found) if "FilterExpression" not in request else max(limit, 25)
+        filtered = "FilterExpression" in request or keep is not None
+        request["Limit"] = max(limit, 25) if filtered else limit - len(found)
         response = query(**request)
         for item in response.get("Items", []):
-            found.append(convert(item))
+            converted = convert(item)
+            if keep is not None and not keep(converted):
+                continue
+            found.append(converted)
             if len(found) == limit:
                 return found, encode_cursor(key_of(item, request.get("IndexName")))
         start = response.get("LastEvaluatedKey")

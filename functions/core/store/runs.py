@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from functions.core.model import (
     Attempt,
     Job,
-    JobStatus,
     Run,
     RunStatus,
     Trigger,
     check_transition,
-    run_summary,
     started_run,
     to_ms,
 )
@@ -28,12 +25,12 @@ from functions.core.store.items import (
     optional_ms,
     run_from_item,
 )
-from functions.core.store.jobs import put_trigger_item, release_name
+from functions.core.store.jobs import put_trigger_item
 from functions.core.store.keys import in_run_listing, job_key, run_key
 from functions.core.store.pages import read_page
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+    pass
 
 
 class RunTable(TableBase):
@@ -80,6 +77,26 @@ class RunTable(TableBase):
             request["ExpressionAttributeNames"] = {"#status": "status"}
             request["ExpressionAttributeValues"][":status"] = {"S": status.value}
         return read_page(self.client.query, request, limit, cursor, run_from_item, in_run_listing(job_id))
+
+    def recent_runs(self, job_id: str, *, limit: int) -> list[Run]:
+        """A job's newest ``limit`` runs, newest first (eventually consistent): what its view derives
+        ``last_run`` and ``run_counts`` from."""
+        runs: list[Run] = []
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": {":pk": {"S": f"JOB#{job_id}"}, ":prefix": {"S": "RUN#"}},
+            "ScanIndexForward": False,
+        }
+        while len(runs) < limit:
+            request["Limit"] = limit - len(runs)
+            response = self.client.query(**request)
+            runs.extend(run_from_item(item) for item in response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                break
+            request["ExclusiveStartKey"] = last
+        return runs
 
     def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]:
         """The runs scheduled just before ``run_id``, newest first (for the overlap policy)."""
@@ -158,12 +175,11 @@ class RunTable(TableBase):
         now: datetime,
         next_attempt_at: datetime | None = None,
         retry_trigger: Trigger | None = None,
-        job_status: JobStatus | None = None,
-        job: Job | None = None,
     ) -> None:
-        """Record an attempt's outcome, guarded by our lease token, with the job's summary.
+        """Record an attempt's outcome on the run alone, guarded by our lease token (the job's view
+        derives its last run and counts from the runs: one write, not a transaction with the job).
 
-        ``job_status`` ends a one-off job with its run (and frees its name: ``job`` is then required).
+        ``retry_trigger`` (a backoff beyond the queue's reach) is written in the same transaction.
         """
         check_transition(RunStatus.RUNNING, status)
         terminal = status.is_terminal
@@ -190,63 +206,29 @@ class RunTable(TableBase):
             sets.append("next_attempt_at = :next")
             values[":next"] = {"N": str(to_ms(next_attempt_at))}
         expression = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
-        items: list[TransactWriteItemTypeDef] = [
-            {
-                "Update": {
-                    "TableName": self.table,
-                    "Key": run_key(run.job_id, run.run_id),
-                    "UpdateExpression": expression,
-                    "ConditionExpression": "lease_token = :token AND #status = :running",
-                    "ExpressionAttributeNames": {"#status": "status", "#error": "error"},
-                    "ExpressionAttributeValues": values,
-                }
-            }
-        ]
-        if terminal:
-            items.append(self._job_outcome_update(run, status, now, attempt, job_status))
-        if job_status is not None and job is not None and job.name:
-            items.append(release_name(self.table, job))
-        if retry_trigger is not None:
-            items.append(put_trigger_item(self.table, retry_trigger))
-        refused = self.transact(items)
-        if refused is None:
+        update: dict[str, Any] = {
+            "Key": run_key(run.job_id, run.run_id),
+            "UpdateExpression": expression,
+            "ConditionExpression": "lease_token = :token AND #status = :running",
+            "ExpressionAttributeNames": {"#status": "status", "#error": "error"},
+            "ExpressionAttributeValues": values,
+        }
+        if retry_trigger is None:
+            written = self.conditional(self.client.update_item, **update)
+            refusal: Exception | None = None
+        else:
+            with_table: Any = {"TableName": self.table, **update}
+            refused = self.transact([{"Update": with_table}, put_trigger_item(self.table, retry_trigger)])
+            written = refused is None
+            refusal = refused.error if refused is not None else None
+        if written:
             return
         if self.landed(
             lambda: self.get_run(run.job_id, run.run_id),
             lambda stored: stored.status is status and stored.attempts[-1:] == (as_stored_attempt(attempt),),
         ):
             return  # our own write, whose answer was lost and retried
-        raise RunNotOurs(f"run {run.run_id} is no longer ours to finish") from refused.error
-
-    def _job_outcome_update(
-        self, run: Run, status: RunStatus, now: datetime, attempt: Attempt, job_status: JobStatus | None
-    ) -> TransactWriteItemTypeDef:
-        values: dict[str, Any] = {
-            ":summary": {"S": json.dumps(run_summary(run, status, now, attempt.error))},
-            ":one": {"N": "1"},
-            ":finished": {"N": str(to_ms(now))},
-        }
-        sets = ["last_run = :summary", "updated_at = :finished"]
-        condition = "attribute_exists(pk)"
-        if job_status is not None:
-            # A one-off job follows its run, unless it was cancelled meanwhile.
-            sets.append("#status = :job_status")
-            values[":job_status"] = {"S": job_status.value}
-            values[":cancelled"] = {"S": JobStatus.CANCELLED.value}
-            condition = "attribute_exists(pk) AND #status <> :cancelled"
-        return {
-            "Update": {
-                "TableName": self.table,
-                "Key": job_key(run.job_id),
-                "UpdateExpression": "SET " + ", ".join(sets) + " ADD run_counts.#outcome :one",
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": {
-                    "#outcome": status.value,
-                    **({"#status": "status"} if job_status else {}),
-                },
-                "ExpressionAttributeValues": values,
-            }
-        }
+        raise RunNotOurs(f"run {run.run_id} is no longer ours to finish") from refusal
 
     def mark_run(self, run: Run, status: RunStatus, *, now: datetime, error: str | None) -> bool:
         """Finish a run that never started an attempt (cancelled, skipped): guarded by its status."""
