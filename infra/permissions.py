@@ -18,10 +18,11 @@ from infra.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, target_service
 _READS: Final = ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query")
 _WRITES: Final = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 TABLE_ITEM_ACTIONS: Final[dict[str, tuple[str, ...]]] = {
-    # Claims (a job's condition check for a "run now"), and deleting the sent triggers in batches.
-    "dispatcher": (*_READS, *_WRITES, "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"),
-    # Everything the dispatcher does (a job due soon is claimed at once), and the jobs themselves.
-    "api": (*_READS, *_WRITES, "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"),
+    # Runs written once (PutItem), next occurrences, stale and sent-retry triggers deleted one by one,
+    # a job whose schedule ran out completed (UpdateItem in a transaction with its name's Delete).
+    "dispatcher": (*_READS, *_WRITES),
+    # Everything the dispatcher does (a job due soon is dispatched at once), and the jobs themselves.
+    "api": (*_READS, *_WRITES),
     # Runs: start, lease, outcome (on the run alone; a long retry's trigger with it); the runs before
     # one (a Query) when its job skips overlapping runs. It never deletes an item.
     "worker": (*_READS, "dynamodb:PutItem", "dynamodb:UpdateItem"),

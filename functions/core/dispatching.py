@@ -23,6 +23,7 @@ from functions.core.model import (
     TriggerState,
     bucket_of,
     bucket_start,
+    is_dispatched,
     make_trigger,
     next_bucket,
     plan_claim,
@@ -30,7 +31,7 @@ from functions.core.model import (
     utcnow,
 )
 from functions.core.observability import logger
-from functions.core.ports import ClaimResult, Queue, Tables
+from functions.core.ports import Queue, Tables
 from functions.core.queue import WorkMessage, delay_for
 from functions.core.settings import Settings
 
@@ -75,13 +76,20 @@ class _Outgoing:
 
 @dataclass(frozen=True)
 class _Outcome:
-    """What claiming one trigger came to: counts, and a message to send or a trigger to delete."""
+    """What dispatching one trigger came to: counts, and a message to send (then its run to write,
+    or its retry trigger to delete)."""
 
     report: DispatchReport
     outgoing: _Outgoing | None = None
+    # A trigger whose run is another occurrence (the misfire policy ran the latest missed one, or
+    # skipped): its own run never exists, so it is deleted once the run is written.
     finished: Trigger | None = None
-    # The next occurrence this claim wrote (recurring jobs), to be claimed too if it is due soon.
+    # The next occurrence this dispatch wrote (recurring jobs), to be dispatched too if due soon.
     chained: Trigger | None = None
+
+
+def trigger_key(trigger: Trigger) -> tuple[str, str]:
+    return (trigger.job_id, trigger.run_id)
 
 
 def shard_groups(shard_count: int, sweeps: int) -> list[list[int]]:
@@ -117,34 +125,50 @@ class Dispatcher:
 
     # ---------------------------------------------------------------------------------- dispatch
 
-    def dispatch(self, triggers: Iterable[Trigger], now: datetime) -> DispatchReport:
-        """Claim each trigger, send the claimed ones in batches, then delete their triggers.
+    def dispatch(
+        self, triggers: Iterable[Trigger], now: datetime, *, checked: bool = False
+    ) -> DispatchReport:
+        """Send each trigger's occurrence that has not been dispatched yet, and write its run.
 
-        A claim of a recurring occurrence writes the next one; when that is still to come but falls
-        due within the look-ahead (a seconds-level cron), it is claimed and sent in the next round
-        here rather than left for the next tick, which may come too late for it. Whoever dispatches
-        (the sweep, or the API right after a create, PATCH, resume or run now) thus sends the chain up
-        to ``now + look-ahead``, and the next tick carries on from there. Occurrences already missed
-        (a ``run_all`` catch-up) are not followed here: the sweep re-reads their bucket, within its
-        own time budget, and an API request is not held up by an outage's worth of claims.
+        The order makes every crash harmless (docs/architecture.md, "The write path"): a recurring
+        job's next occurrence is written first, then the message is sent, then the run is written.
+        Until the run exists the occurrence counts as not dispatched, so a crash anywhere in between
+        costs a duplicate message that the worker's conditional start absorbs, never a lost run.
+        ``checked``: the caller has just read the runs of ``triggers`` and none exists.
+
+        A recurring occurrence's next one, when still to come but due within the look-ahead (a
+        seconds-level cron), is dispatched in the next round here rather than left for the next tick,
+        which may come too late for it. Whoever dispatches (the sweep, or the API right after a
+        create, PATCH, resume or run now) thus sends the chain up to ``now + look-ahead``. Occurrences
+        already missed (a ``run_all`` catch-up) are not followed here: the sweep re-reads their
+        bucket, within its own time budget, and an API request is not held up by an outage's worth.
         """
         horizon = now + timedelta(seconds=self.settings.lookahead_seconds)
         jobs: dict[str, Job | None] = {}
         report = DispatchReport()
         pending = list(triggers)
         while pending:
+            if not checked:
+                pending = self.undispatched(pending)
             chained = self._dispatch_round(pending, now, jobs, report)
             pending = [trigger for trigger in chained if now < trigger.fire_at <= horizon]
+            checked = False
         return report
+
+    def undispatched(self, triggers: list[Trigger]) -> list[Trigger]:
+        """The triggers still to dispatch: a retry wake-up until it is deleted, an occurrence until
+        its run exists (one batch read)."""
+        occurrences = [t for t in triggers if not t.is_retry]
+        runs = self.store.get_runs([trigger_key(t) for t in occurrences]) if occurrences else {}
+        return [t for t in triggers if t.is_retry or not is_dispatched(t, runs.get(trigger_key(t)))]
 
     def _dispatch_round(
         self, pending: list[Trigger], now: datetime, jobs: dict[str, Job | None], report: DispatchReport
     ) -> list[Trigger]:
-        """Claim ``pending``, send what was claimed, delete the sent triggers; return the next
-        occurrences the claims wrote.
+        """Dispatch ``pending``; return the next occurrences written on the way.
 
-        Claims are independent conditional writes, so a page of triggers is claimed
-        ``claim_concurrency`` at a time: one sweep waits on several round trips at once.
+        Triggers are independent, so a page of them is prepared ``claim_concurrency`` at a time: one
+        sweep waits on several round trips at once.
         """
         concurrency = min(self.settings.claim_concurrency, len(pending))
         if concurrency > 1:
@@ -153,38 +177,50 @@ class Dispatcher:
         else:
             outcomes = [self._dispatch_one(trigger, now, jobs) for trigger in pending]
         outgoing: list[_Outgoing] = []
-        finished: list[Trigger] = []
         chained: list[Trigger] = []
+        finished: list[Trigger] = []
         for outcome in outcomes:
             report.add(outcome.report)
             if outcome.outgoing is not None:
                 outgoing.append(outcome.outgoing)
-            if outcome.finished is not None:
-                finished.append(outcome.finished)
             if outcome.chained is not None:
                 chained.append(outcome.chained)
+            if outcome.finished is not None:
+                finished.append(outcome.finished)
         self.crash_point("after_claim_before_send")
-        if outgoing:
-            send_time = self.clock()
-            self.queue.send([(item.message, delay_for(item.fire_at, send_time)) for item in outgoing])
-            report.sent += len(outgoing)
-            for item in outgoing:
-                logger.info(
-                    "run dispatched",
-                    extra={"job_id": item.message.job_id, "run_id": item.message.run_id},
-                )
+        if not outgoing:
+            self._delete(finished)
+            return chained
+        send_time = self.clock()
+        self.queue.send([(item.message, delay_for(item.fire_at, send_time)) for item in outgoing])
+        report.sent += len(outgoing)
+        for item in outgoing:
+            logger.info(
+                "run dispatched", extra={"job_id": item.message.job_id, "run_id": item.message.run_id}
+            )
         self.crash_point("after_send_before_delete")
-        self.store.delete_triggers([item.trigger for item in outgoing] + finished)
+        runs = [item.message.queued for item in outgoing if item.message.queued is not None]
+        if runs:
+            with ThreadPoolExecutor(max_workers=min(len(runs), concurrency or 1)) as pool:
+                written = list(pool.map(self.store.put_run, runs))
+            # False: the worker started it first, or another dispatcher wrote it (its message was a
+            # duplicate, absorbed by the worker).
+            report.lost_races += written.count(False)
+        self._delete(finished + [item.trigger for item in outgoing if item.trigger.is_retry])
         return chained
 
+    def _delete(self, triggers: list[Trigger]) -> None:
+        """Delete triggers that are done but have no run of their own: a sent retry wake-up, an
+        occurrence the misfire policy replaced (both rare)."""
+        for trigger in triggers:
+            self.store.delete_trigger(trigger)
+
     def _dispatch_one(self, trigger: Trigger, now: datetime, jobs: dict[str, Job | None]) -> _Outcome:
-        """Claim one trigger; ``jobs`` caches the jobs read so far (shared by concurrent claims)."""
+        """Prepare one trigger; ``jobs`` caches the jobs read so far (shared by concurrent threads)."""
         report = DispatchReport()
-        token = uuid.uuid4().hex
-        if trigger.state is TriggerState.CLAIMED or trigger.is_retry:
-            # The run exists already: a retry wake-up, or a claim whose dispatcher died before
-            # sending. Sending again is safe: the worker ignores a duplicate.
-            if self.store.claim_trigger_only(trigger, token=token, now=now):
+        if trigger.is_retry:
+            # A retry wake-up: its run exists, and the claim keeps two dispatchers from both sending it.
+            if self.store.claim_trigger_only(trigger, token=uuid.uuid4().hex, now=now):
                 report.recovered += trigger.state is TriggerState.CLAIMED
                 report.claimed += 1
                 message = WorkMessage(trigger.job_id, trigger.run_id)
@@ -195,57 +231,53 @@ class Dispatcher:
             jobs[trigger.job_id] = self.store.get_job(trigger.job_id)
         job = jobs[trigger.job_id]
         if job is None or (
-            trigger.kind is RunKind.SCHEDULED
-            and (job.status is not JobStatus.ACTIVE or job.version != trigger.job_version)
-        ):
-            self.store.delete_trigger(trigger)
-            report.stale += 1
-            return _Outcome(report)
-        result, run, next_trigger = self._claim(trigger, job, token, now)
-        if result is ClaimResult.LOST:
-            report.lost_races += 1
-            return _Outcome(report)
-        if result is ClaimResult.STALE:
-            self.store.delete_trigger(trigger)
-            jobs.pop(trigger.job_id, None)
-            report.stale += 1
-            return _Outcome(report)
-        report.claimed += 1
-        if run.status is RunStatus.QUEUED:
-            message = WorkMessage(job.job_id, run.run_id)
-            fire_at = max(run.scheduled_for, trigger.fire_at)
-            return _Outcome(report, outgoing=_Outgoing(trigger, message, fire_at), chained=next_trigger)
-        report.skipped += 1
-        return _Outcome(report, finished=trigger, chained=next_trigger)
-
-    def _claim(
-        self, trigger: Trigger, job: Job, token: str, now: datetime
-    ) -> tuple[ClaimResult, Run, Trigger | None]:
-        """The claim's result, the run it created (QUEUED, or SKIPPED by the misfire policy) and the
-        next occurrence it wrote."""
-        next_trigger = None
-        if trigger.kind is RunKind.MANUAL:
-            run = _new_run(job, trigger.scheduled_for, RunKind.MANUAL, RunStatus.QUEUED, now)
-            result = self.store.claim(trigger, job, token=token, now=now, run=run, next_trigger=None)
-        else:
-            threshold = timedelta(seconds=self.settings.misfire_threshold_seconds)
-            plan = plan_claim(job, trigger.scheduled_for, now, threshold)
-            if plan.run_scheduled_for is not None:
-                run = _new_run(job, plan.run_scheduled_for, RunKind.SCHEDULED, RunStatus.QUEUED, now)
-            else:
-                assert plan.skipped is not None
-                run = _new_run(job, plan.skipped, RunKind.SCHEDULED, RunStatus.SKIPPED, now)
-                run = replace(run, finished_at=now, error="missed (misfire policy)")
-            if plan.next_occurrence is not None:
-                next_trigger = make_trigger(
-                    job, plan.next_occurrence, now=now, shard_count=self.settings.shard_count
-                )
-            # A recurring schedule that ran out (end_at, year field) completes with its last claim.
-            job_status = JobStatus.COMPLETED if job.schedule.is_recurring and next_trigger is None else None
-            result = self.store.claim(
-                trigger, job, token=token, now=now, run=run, next_trigger=next_trigger, job_status=job_status
+            job.status is JobStatus.CANCELLED
+            or (
+                trigger.kind is RunKind.SCHEDULED
+                and (job.status is not JobStatus.ACTIVE or job.version != trigger.job_version)
             )
-        return result, run, next_trigger
+        ):
+            # Paused, changed or ended since the trigger was written: it must not fire.
+            self.store.delete_trigger(trigger)
+            report.stale += 1
+            return _Outcome(report)
+        run, next_trigger = self._plan(trigger, job, now)
+        report.claimed += 1
+        other = trigger if run.run_id != trigger.run_id else None
+        if run.status is RunStatus.QUEUED:
+            message = WorkMessage(job.job_id, run.run_id, queued=run)
+            fire_at = max(run.scheduled_for, trigger.fire_at)
+            outgoing = _Outgoing(trigger, message, fire_at)
+            return _Outcome(report, outgoing=outgoing, finished=other, chained=next_trigger)
+        # Skipped by the misfire policy: nothing to send, the run records it.
+        report.skipped += 1
+        if not self.store.put_run(run):
+            report.lost_races += 1
+        return _Outcome(report, finished=other, chained=next_trigger)
+
+    def _plan(self, trigger: Trigger, job: Job, now: datetime) -> tuple[Run, Trigger | None]:
+        """The run this trigger dispatches (QUEUED, or SKIPPED by the misfire policy), after writing
+        the next occurrence of a recurring job (an idempotent put: a crash after it rewrites it)."""
+        if trigger.kind is RunKind.MANUAL:
+            return _new_run(job, trigger.scheduled_for, RunKind.MANUAL, RunStatus.QUEUED, now), None
+        threshold = timedelta(seconds=self.settings.misfire_threshold_seconds)
+        plan = plan_claim(job, trigger.scheduled_for, now, threshold)
+        if plan.run_scheduled_for is not None:
+            run = _new_run(job, plan.run_scheduled_for, RunKind.SCHEDULED, RunStatus.QUEUED, now)
+        else:
+            assert plan.skipped is not None
+            run = _new_run(job, plan.skipped, RunKind.SCHEDULED, RunStatus.SKIPPED, now)
+            run = replace(run, finished_at=now, error="missed (misfire policy)")
+        next_trigger = None
+        if plan.next_occurrence is not None:
+            next_trigger = make_trigger(
+                job, plan.next_occurrence, now=now, shard_count=self.settings.shard_count
+            )
+            self.store.put_trigger(next_trigger)
+        elif job.schedule.is_recurring:
+            # A recurring schedule that ran out (end_at, a year field) completes with its last occurrence.
+            self.store.complete_job(job)
+        return run, next_trigger
 
     # ------------------------------------------------------------------------------------- sweep
 
@@ -274,10 +306,12 @@ class Dispatcher:
         advance_to = start
         can_advance = True
         bucket = start
+        sent: set[tuple[str, str]] = set()  # dispatched by this sweep (its own reads may lag its writes)
         while bucket_start(bucket) <= horizon:
             remaining: list[Trigger] = []
             for _ in range(MAX_ROUNDS_PER_BUCKET):
-                remaining = self.store.query_bucket(bucket, shard)
+                listed = [t for t in self.store.query_bucket(bucket, shard) if trigger_key(t) not in sent]
+                remaining = self.undispatched(listed)
                 due = [
                     t
                     for t in remaining
@@ -289,7 +323,8 @@ class Dispatcher:
                 ]
                 if not due:
                     break
-                report.dispatch.add(self.dispatch(due, now))
+                report.dispatch.add(self.dispatch(due, now, checked=True))
+                sent.update(trigger_key(t) for t in due if not t.is_retry)
             report.buckets_swept += 1
             passed = bucket_start(bucket) + timedelta(minutes=1) + safety <= now
             if can_advance and passed and not remaining:

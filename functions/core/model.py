@@ -81,8 +81,10 @@ class OverlapPolicy(StrEnum):
 
 
 class TriggerState(StrEnum):
-    """A trigger waits PENDING until a dispatcher claims it (CLAIMED, with the claim's token); a
-    claimed trigger whose dispatcher died before sending is claimed again after ``claim_timeout``."""
+    """An occurrence's trigger stays PENDING: it counts as dispatched once its run exists, and
+    expires by TTL (``TRIGGER_RETENTION``). A retry wake-up is claimed (CLAIMED, with the claim's
+    token) and deleted once sent; a claimed one whose dispatcher died is claimed again after
+    ``claim_timeout``."""
 
     PENDING = "PENDING"
     CLAIMED = "CLAIMED"
@@ -345,6 +347,21 @@ def make_trigger(
         bucket=bucket_of(max(fire, now)),
         kind=kind,
     )
+
+
+# How long a trigger stays after its time before DynamoDB's TTL deletes it: as long as an SQS
+# message can live. The sweep counts a trigger as done once its run exists; one never dispatched in
+# that time (the dispatcher down for two weeks) is lost with it.
+TRIGGER_RETENTION = timedelta(days=14)
+
+
+def is_dispatched(trigger: Trigger, run: Run | None) -> bool:
+    """Whether ``trigger``'s occurrence has been dispatched: its run exists for this job version or a
+    newer one, or has started (a never-started run of an older version is replaced by a resume or a
+    new schedule landing on the same occurrence)."""
+    if run is None:
+        return False
+    return run.job_version >= trigger.job_version or run.status not in (RunStatus.QUEUED, RunStatus.SKIPPED)
 
 
 # --------------------------------------------------------------------------------------- misfires

@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.core.model import Attempt, Job, JobStatus, Run, RunStatus, Trigger
@@ -65,22 +64,6 @@ class BadCursorError(ValueError):
     """A pagination cursor this API did not hand out for this listing."""
 
 
-class ClaimResult(Enum):
-    """What claiming a PENDING trigger came to."""
-
-    CLAIMED = "claimed"  # ours: send it
-    LOST = "lost"  # another dispatcher claimed it first, or a concurrent claim held the job
-    STALE = "stale"  # the job changed, paused, ended or is gone, or the occurrence ran already
-
-    @property
-    def claimed(self) -> bool:
-        return self is ClaimResult.CLAIMED
-
-    @property
-    def stale(self) -> bool:
-        return self is ClaimResult.STALE
-
-
 # ------------------------------------------------------------------------------------- the table
 
 
@@ -112,6 +95,9 @@ class JobStore(Protocol):
     def name_holder(self, owner: str, name: str) -> str | None:
         """The id of the job holding the owner's ``name``, if any."""
 
+    def complete_job(self, job: Job) -> bool:
+        """End a recurring job whose schedule ran out and free its name, if its version is unchanged."""
+
     def get_job(self, job_id: str) -> Job | None: ...
 
     def list_jobs(
@@ -138,25 +124,10 @@ class TriggerStore(Protocol):
 
     def put_trigger(self, trigger: Trigger) -> None: ...
 
-    def claim(
-        self,
-        trigger: Trigger,
-        job: Job,
-        *,
-        token: str,
-        now: datetime,
-        run: Run | None,
-        next_trigger: Trigger | None,
-        job_status: JobStatus | None = None,
-    ) -> ClaimResult:
-        """Claim a PENDING trigger, create its run, write the next occurrence, all or none."""
-
     def claim_trigger_only(self, trigger: Trigger, *, token: str, now: datetime) -> bool:
-        """Claim a trigger whose run exists (a retry wake-up, or a claim whose dispatcher died)."""
+        """Claim a retry wake-up (PENDING, or CLAIMED by a dispatcher that died) by its state and token."""
 
     def delete_trigger(self, trigger: Trigger) -> None: ...
-
-    def delete_triggers(self, triggers: Iterable[Trigger]) -> None: ...
 
     def get_cursor(self, shard: int) -> str | None: ...
 
@@ -173,6 +144,13 @@ class RunStore(Protocol):
 
     def get_run_and_job(self, job_id: str, run_id: str) -> tuple[Run | None, Job | None]: ...
 
+    def get_runs(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Run]:
+        """The existing runs of these (job_id, run_id) pairs (may lag a write by a moment)."""
+
+    def put_run(self, run: Run) -> bool:
+        """Write a dispatched occurrence's run; False if it exists (unless it is a never-started
+        run of an older job version, which is replaced)."""
+
     def list_runs(
         self, job_id: str, *, limit: int, cursor: str | None = None, status: RunStatus | None = None
     ) -> tuple[list[Run], str | None]: ...
@@ -183,7 +161,8 @@ class RunStore(Protocol):
     def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]: ...
 
     def start_attempt(self, run: Run, *, token: str, now: datetime, lease_until: datetime) -> Run:
-        """Start the next attempt or take over a lapsed one; raises ``RunNotOurs`` if it changed."""
+        """Start the next attempt or take over a lapsed one; raises ``RunNotOurs`` if it changed.
+        A QUEUED run's first start creates the item if the dispatcher has not written it yet."""
 
     def renew_lease(self, run: Run, lease_until: datetime) -> bool: ...
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from functions.core.model import Run, RunKind, RunStatus, from_ms, to_ms
 from functions.core.resources import SQS_MAX_DELAY_SECONDS
 
 if TYPE_CHECKING:
@@ -20,18 +21,47 @@ EARLY_ARRIVAL_SECONDS = 2
 
 @dataclass(frozen=True)
 class WorkMessage:
-    """The body of a work message: which run to look at. Everything else is read from the table."""
+    """The body of a work message: which run to look at, read from the table.
+
+    A dispatched occurrence's message also says what its QUEUED run is (``queued``): the dispatcher
+    writes that run just after sending, so a message that arrives first can start it all the same.
+    """
 
     job_id: str
     run_id: str
+    queued: Run | None = None
 
     def to_json(self) -> str:
-        return json.dumps({"job_id": self.job_id, "run_id": self.run_id}, separators=(",", ":"))
+        body: dict[str, Any] = {"job_id": self.job_id, "run_id": self.run_id}
+        if self.queued is not None:
+            body.update(
+                scheduled_for=to_ms(self.queued.scheduled_for),
+                kind=self.queued.kind.value,
+                job_version=self.queued.job_version,
+                queued_at=to_ms(self.queued.queued_at or self.queued.scheduled_for),
+                owner=self.queued.owner,
+            )
+        return json.dumps(body, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, body: str) -> WorkMessage:
         data = json.loads(body)
-        return cls(job_id=str(data["job_id"]), run_id=str(data["run_id"]))
+        job_id, run_id = str(data["job_id"]), str(data["run_id"])
+        queued = None
+        if "scheduled_for" in data:
+            scheduled_for = from_ms(int(data["scheduled_for"]))
+            queued = Run(
+                job_id=job_id,
+                run_id=run_id,
+                owner=str(data["owner"]),
+                scheduled_for=scheduled_for,
+                status=RunStatus.QUEUED,
+                kind=RunKind(data["kind"]),
+                queued_at=from_ms(int(data["queued_at"])),
+                next_attempt_at=scheduled_for,
+                job_version=int(data["job_version"]),
+            )
+        return cls(job_id=job_id, run_id=run_id, queued=queued)
 
 
 def delay_for(fire_at: datetime, now: datetime) -> int:

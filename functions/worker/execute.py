@@ -144,6 +144,12 @@ class RunExecutor:
     ) -> None:
         log = {"job_id": message.job_id, "run_id": message.run_id}
         run, job = self.store.get_run_and_job(message.job_id, message.run_id)
+        if run is None and message.queued is not None:
+            # The dispatcher writes the QUEUED run just after sending: this message came first. (A
+            # message older than the run retention may belong to a run that expired: never re-run it.)
+            age = self.clock() - message.queued.scheduled_for
+            if age < timedelta(days=self.settings.run_retention_days):
+                run = message.queued
         arrival = lifecycle.on_arrival(run, job)
         if isinstance(arrival, lifecycle.Ignore):
             logger.info("nothing to do for message", extra={**log, "status": run.status if run else None})

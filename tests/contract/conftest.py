@@ -98,10 +98,10 @@ class World:
         )
 
     def claimed_run(self, **options: Any) -> tuple[Job, Run]:
-        """A job whose first occurrence was claimed: its run is QUEUED."""
+        """A job whose first occurrence was dispatched: its run is QUEUED."""
         job, trigger = self.created(**options)
         run = self.run(job, trigger.scheduled_for)
-        assert self.tables.claim(trigger, job, token="t1", now=NOW, run=run, next_trigger=None).claimed
+        assert self.tables.put_run(run)
         stored = self.tables.get_run(job.job_id, run.run_id)
         assert stored is not None
         return job, stored

@@ -1,12 +1,13 @@
-"""The contract of ``TriggerStore``: buckets, claims and what a lost claim means, cursors."""
+"""The contract of ``TriggerStore`` and of the dispatch: buckets, runs written once, retry claims,
+cursors."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
 
-from functions.core.model import JobStatus, RunKind, RunStatus, TriggerState
-from functions.core.ports import ClaimResult, Tables
+from functions.core.model import JobStatus, RunStatus, TriggerState, to_ms
+from functions.core.ports import Tables
 from tests.contract.conftest import NOW, World
 
 
@@ -21,122 +22,88 @@ def test_a_bucket_lists_its_triggers_by_fire_time_and_deletes_them(world: World,
     tables.put_trigger(early)
     listed = tables.query_bucket(early.bucket, early.shard)
     assert [t.run_id for t in listed] == [early.run_id, late.run_id]
-    tables.delete_triggers(listed[:1])
+    tables.delete_trigger(listed[0])
     tables.delete_trigger(listed[1])
     tables.delete_trigger(listed[1])  # deleting what is gone is harmless
     assert tables.query_bucket(early.bucket, early.shard) == []
 
 
-def test_a_claim_is_won_once_and_writes_the_run_and_the_next_occurrence(world: World, tables: Tables) -> None:
-    job, trigger = world.created(name="chained")
-    run = world.run(job, trigger.scheduled_for)
-    following = world.trigger(job, trigger.scheduled_for + timedelta(seconds=10))
-    result = tables.claim(trigger, job, token="mine", now=NOW, run=run, next_trigger=following)
-    assert result is ClaimResult.CLAIMED
-    # our own claim, its answer lost and retried: still ours; anyone else's: lost
-    assert tables.claim(trigger, job, token="mine", now=NOW, run=run, next_trigger=following).claimed
-    assert (
-        tables.claim(trigger, job, token="theirs", now=NOW, run=run, next_trigger=following)
-        is ClaimResult.LOST
-    )
-    stored_run = tables.get_run(job.job_id, run.run_id)
-    assert stored_run is not None and stored_run.status is RunStatus.QUEUED
-    stored_job = tables.get_job(job.job_id)
-    assert stored_job is not None and stored_job.next_trigger_at == following.scheduled_for.replace(
-        microsecond=123000
-    )
-    bucket = tables.query_bucket(trigger.bucket, trigger.shard)
-    claimed = next(t for t in bucket if t.run_id == trigger.run_id)
-    assert (claimed.state, claimed.claim_token) == (TriggerState.CLAIMED, "mine")
-    assert any(t.run_id == following.run_id and t.state is TriggerState.PENDING for t in bucket)
-
-
-def test_a_claim_for_a_changed_paused_or_missing_job_is_stale_and_writes_nothing(
-    world: World, tables: Tables
-) -> None:
+def test_a_run_is_written_once_and_read_back_in_a_batch(world: World, tables: Tables) -> None:
     job, trigger = world.created()
     run = world.run(job, trigger.scheduled_for)
-    for changed in (replace(job, version=2), replace(job, version=2, status=JobStatus.PAUSED)):
-        tables.update_job(tables.get_job(job.job_id) or job, changed)
-        result = tables.claim(trigger, job, token="t", now=NOW, run=run, next_trigger=None)
-        assert result is ClaimResult.STALE
-        job = changed
-    assert tables.get_run(job.job_id, run.run_id) is None
-    (pending,) = tables.query_bucket(trigger.bucket, trigger.shard)
-    assert pending.state is TriggerState.PENDING
-    orphan = world.job()
-    orphan_trigger = world.trigger(orphan, NOW + timedelta(seconds=5))
-    tables.put_trigger(orphan_trigger)
-    stale = tables.claim(
-        orphan_trigger, orphan, token="t", now=NOW, run=world.run(orphan, NOW), next_trigger=None
+    assert tables.get_runs([(job.job_id, run.run_id)]) == {}
+    assert tables.put_run(run)
+    assert not tables.put_run(run), "an occurrence is dispatched once"
+    found = tables.get_runs([(job.job_id, run.run_id), (job.job_id, "20261122T000000.000Z-00000000")])
+    assert (
+        list(found) == [(job.job_id, run.run_id)]
+        and found[(job.job_id, run.run_id)].status is RunStatus.QUEUED
     )
-    assert stale is ClaimResult.STALE
 
 
 def test_an_occurrence_runs_once_unless_its_run_is_of_an_older_version_and_never_started(
     world: World, tables: Tables
 ) -> None:
     job, run = world.claimed_run()
-    again = world.trigger(job, run.scheduled_for)
-    tables.put_trigger(again)
-    assert tables.claim(again, job, token="t2", now=NOW, run=run, next_trigger=None) is ClaimResult.STALE
     # a resume (a new version) onto the same occurrence replaces the QUEUED run of the old version
     resumed = replace(job, version=2)
     tables.update_job(job, resumed)
-    newer = world.trigger(resumed, run.scheduled_for)
-    tables.put_trigger(newer)
-    newer_run = world.run(resumed, run.scheduled_for)
-    assert tables.claim(newer, resumed, token="t3", now=NOW, run=newer_run, next_trigger=None).claimed
+    assert tables.put_run(world.run(resumed, run.scheduled_for))
     stored = tables.get_run(job.job_id, run.run_id)
     assert stored is not None and stored.job_version == 2
+    started = tables.start_attempt(stored, token="l", now=NOW, lease_until=NOW + timedelta(seconds=20))
+    assert not tables.put_run(world.run(replace(resumed, version=3), run.scheduled_for)), "it started"
+    after = tables.get_run(job.job_id, run.run_id)
+    assert after is not None and (after.status, after.lease_token) == (RunStatus.RUNNING, started.lease_token)
 
 
-def test_run_now_claims_on_a_paused_job_but_not_on_a_cancelled_one(world: World, tables: Tables) -> None:
-    job, _ = world.created()
-    paused = replace(job, status=JobStatus.PAUSED, version=2)
-    tables.update_job(job, paused)
-    manual = world.trigger(paused, NOW, kind=RunKind.MANUAL)
-    tables.put_trigger(manual)
-    run = replace(world.run(paused, NOW), run_id=manual.run_id, kind=RunKind.MANUAL)
-    assert tables.claim(manual, paused, token="t", now=NOW, run=run, next_trigger=None).claimed
-    cancelled = replace(paused, status=JobStatus.CANCELLED, version=3)
-    tables.update_job(paused, cancelled)
-    later = world.trigger(cancelled, NOW + timedelta(seconds=1), kind=RunKind.MANUAL)
-    tables.put_trigger(later)
-    late_run = replace(world.run(cancelled, later.scheduled_for), run_id=later.run_id, kind=RunKind.MANUAL)
-    assert tables.claim(later, cancelled, token="t", now=NOW, run=late_run, next_trigger=None).stale
-
-
-def test_the_last_claim_of_a_recurring_job_completes_it_and_frees_its_name(
+def test_a_message_that_overtakes_the_run_write_starts_or_ends_the_run_itself(
     world: World, tables: Tables
 ) -> None:
-    job, trigger = world.created(name="last")
+    job, trigger = world.created()
     run = world.run(job, trigger.scheduled_for)
-    result = tables.claim(
-        trigger, job, token="t", now=NOW, run=run, next_trigger=None, job_status=JobStatus.COMPLETED
+    started = tables.start_attempt(run, token="l", now=NOW, lease_until=NOW + timedelta(seconds=20))
+    stored = tables.get_run(job.job_id, run.run_id)
+    assert stored is not None and stored.status is RunStatus.RUNNING and stored.attempt == 1
+    assert (stored.owner, to_ms(stored.scheduled_for), stored.job_version) == (
+        job.owner,
+        to_ms(run.scheduled_for),
+        job.version,
     )
-    assert result.claimed
+    assert started.lease_token == stored.lease_token
+    assert not tables.put_run(run), "the dispatcher's write comes second and changes nothing"
+    later = world.run(job, trigger.scheduled_for + timedelta(minutes=1))
+    assert tables.mark_run(later, RunStatus.SKIPPED, now=NOW, error="job paused")
+    skipped = tables.get_run(job.job_id, later.run_id)
+    assert skipped is not None and skipped.status is RunStatus.SKIPPED and skipped.error == "job paused"
+    assert not tables.put_run(later)
+
+
+def test_the_last_occurrence_of_a_recurring_job_completes_it_and_frees_its_name(
+    world: World, tables: Tables
+) -> None:
+    job, _trigger = world.created(name="last")
+    assert not tables.complete_job(replace(job, version=job.version + 1)), "a changed job is not ended"
+    assert tables.complete_job(job)
+    assert tables.complete_job(job), "completing twice is harmless"
     stored = tables.get_job(job.job_id)
     assert stored is not None and stored.status is JobStatus.COMPLETED and stored.next_trigger_at is None
     world.created(name="last")
 
 
-def test_a_trigger_whose_run_exists_is_claimed_by_the_state_and_token_seen(
-    world: World, tables: Tables
-) -> None:
-    job, trigger = world.created()
-    assert tables.claim(
-        trigger, job, token="first", now=NOW, run=world.run(job, trigger.scheduled_for), next_trigger=None
-    ).claimed
-    (claimed,) = tables.query_bucket(trigger.bucket, trigger.shard)
-    later = NOW + timedelta(minutes=1)
-    assert not tables.claim_trigger_only(replace(claimed, claim_token="someone"), token="x", now=later)
-    assert tables.claim_trigger_only(claimed, token="second", now=later)
-    assert not tables.claim_trigger_only(claimed, token="third", now=later), "the token moved on"
-    assert not tables.claim_trigger_only(world.trigger(job, NOW + timedelta(hours=1)), token="x", now=later)
+def test_a_retry_wake_up_is_claimed_by_the_state_and_token_seen(world: World, tables: Tables) -> None:
+    job, _ = world.created()
     retry = replace(world.trigger(job, NOW + timedelta(seconds=30)), is_retry=True)
     tables.put_trigger(retry)
-    assert tables.claim_trigger_only(retry, token="wake", now=later)
+    later = NOW + timedelta(minutes=1)
+    assert tables.claim_trigger_only(retry, token="first", now=later)
+    assert not tables.claim_trigger_only(retry, token="again", now=later), "it is claimed"
+    (claimed,) = [t for t in tables.query_bucket(retry.bucket, retry.shard) if t.is_retry]
+    assert claimed.state is TriggerState.CLAIMED and claimed.claim_token == "first"
+    assert not tables.claim_trigger_only(replace(claimed, claim_token="someone"), token="x", now=later)
+    assert tables.claim_trigger_only(claimed, token="second", now=later), "a dead dispatcher's claim"
+    assert not tables.claim_trigger_only(claimed, token="third", now=later), "the token moved on"
+    assert not tables.claim_trigger_only(world.trigger(job, NOW + timedelta(hours=1)), token="x", now=later)
 
 
 def test_a_cursor_only_moves_forward(tables: Tables) -> None:

@@ -19,7 +19,6 @@ from functions.core.model import (
     Job,
     JobStatus,
     Run,
-    RunKind,
     RunStatus,
     Trigger,
     TriggerState,
@@ -30,7 +29,6 @@ from functions.core.model import (
 )
 from functions.core.ports import (
     BadCursorError,
-    ClaimResult,
     ConflictError,
     IdempotencyKeyTaken,
     JobExists,
@@ -182,6 +180,20 @@ class MemoryStore:
             if trigger is not None:
                 self.triggers[_trigger_key(trigger)] = _stored_trigger(trigger)
 
+    def complete_job(self, job: Job) -> bool:
+        with self.lock:
+            stored = self.jobs.get(job.job_id)
+            if stored is None or stored.status is not JobStatus.ACTIVE or stored.version != job.version:
+                return (
+                    stored is not None
+                    and stored.status is JobStatus.COMPLETED
+                    and stored.version == job.version
+                )
+            self.jobs[job.job_id] = replace(stored, status=JobStatus.COMPLETED, next_trigger_at=None)
+            if job.name:
+                self._release_name(job)
+            return True
+
     def name_holder(self, owner: str, name: str) -> str | None:
         with self.lock:
             return self.names.get((owner, name))
@@ -239,59 +251,6 @@ class MemoryStore:
         with self.lock:
             self.triggers[_trigger_key(trigger)] = _stored_trigger(trigger)
 
-    def claim(
-        self,
-        trigger: Trigger,
-        job: Job,
-        *,
-        token: str,
-        now: datetime,
-        run: Run | None,
-        next_trigger: Trigger | None,
-        job_status: JobStatus | None = None,
-    ) -> ClaimResult:
-        with self.lock:
-            stored_trigger = self.triggers.get(_trigger_key(trigger))
-            if stored_trigger is None or stored_trigger.state is not TriggerState.PENDING:
-                claimed = stored_trigger is not None and stored_trigger.claim_token == token
-                return ClaimResult.CLAIMED if claimed else ClaimResult.LOST
-            stored_job = self.jobs.get(job.job_id)
-            if trigger.kind is RunKind.MANUAL:
-                job_holds = stored_job is not None and stored_job.status is not JobStatus.CANCELLED
-            else:
-                job_holds = (
-                    stored_job is not None
-                    and stored_job.status is JobStatus.ACTIVE
-                    and stored_job.version == trigger.job_version
-                )
-            if not job_holds:
-                return ClaimResult.STALE
-            if run is not None:
-                existing = self.runs.get(run.job_id, {}).get(run.run_id)
-                if existing is not None and not (
-                    existing.job_version < run.job_version
-                    and existing.status in (RunStatus.QUEUED, RunStatus.SKIPPED)
-                ):
-                    return ClaimResult.STALE
-            assert stored_job is not None
-            self.triggers[_trigger_key(trigger)] = replace(
-                stored_trigger, state=TriggerState.CLAIMED, claim_token=token, claimed_at=_ms(now)
-            )
-            if trigger.kind is not RunKind.MANUAL:
-                changes: dict[str, Any] = {
-                    "next_trigger_at": _ms(next_trigger.scheduled_for) if next_trigger else None
-                }
-                if job_status is not None:
-                    changes["status"] = job_status
-                self.jobs[job.job_id] = replace(stored_job, **changes)
-            if run is not None:
-                self.runs.setdefault(run.job_id, {})[run.run_id] = _stored_run(run)
-            if next_trigger is not None:
-                self.triggers[_trigger_key(next_trigger)] = _stored_trigger(next_trigger)
-            if job_status is not None and job.name:
-                self._release_name(job)
-            return ClaimResult.CLAIMED
-
     def claim_trigger_only(self, trigger: Trigger, *, token: str, now: datetime) -> bool:
         with self.lock:
             stored = self.triggers.get(_trigger_key(trigger))
@@ -307,11 +266,6 @@ class MemoryStore:
     def delete_trigger(self, trigger: Trigger) -> None:
         with self.lock:
             self.triggers.pop(_trigger_key(trigger), None)
-
-    def delete_triggers(self, triggers: Iterable[Trigger]) -> None:
-        with self.lock:
-            for trigger in triggers:
-                self.triggers.pop(_trigger_key(trigger), None)
 
     def get_cursor(self, shard: int) -> str | None:
         with self.lock:
@@ -356,6 +310,22 @@ class MemoryStore:
                 descending=True,
             )
 
+    def get_runs(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Run]:
+        with self.lock:
+            found = {(job_id, run_id): self.runs.get(job_id, {}).get(run_id) for job_id, run_id in keys}
+            return {key: run for key, run in found.items() if run is not None}
+
+    def put_run(self, run: Run) -> bool:
+        with self.lock:
+            existing = self.runs.get(run.job_id, {}).get(run.run_id)
+            if existing is not None and not (
+                existing.job_version < run.job_version
+                and existing.status in (RunStatus.QUEUED, RunStatus.SKIPPED)
+            ):
+                return False
+            self.runs.setdefault(run.job_id, {})[run.run_id] = _stored_run(run)
+            return True
+
     def recent_runs(self, job_id: str, *, limit: int) -> list[Run]:
         with self.lock:
             return sorted(self.runs.get(job_id, {}).values(), key=lambda run: run.run_id, reverse=True)[
@@ -375,6 +345,8 @@ class MemoryStore:
         check_transition(run.status, RunStatus.RUNNING)
         with self.lock:
             stored = self.get_run(run.job_id, run.run_id)
+            if stored is None and run.status is RunStatus.QUEUED:
+                stored = _stored_run(run)  # the message overtook the dispatcher's write: create it
             holds = (
                 stored is not None
                 and stored.status is run.status
@@ -385,7 +357,7 @@ class MemoryStore:
                 raise RunNotOurs(f"run {run.run_id} was started by someone else")
             assert stored is not None
             started = started_run(run, token=token, now=now, lease_until=lease_until)
-            self.runs[run.job_id][run.run_id] = replace(
+            self.runs.setdefault(run.job_id, {})[run.run_id] = replace(
                 stored,
                 status=RunStatus.RUNNING,
                 attempt=started.attempt,
@@ -446,9 +418,11 @@ class MemoryStore:
         check_transition(run.status, status)
         with self.lock:
             stored = self.get_run(run.job_id, run.run_id)
+            if stored is None and run.status is RunStatus.QUEUED:
+                stored = _stored_run(run)  # the message overtook the dispatcher's write: create it
             if stored is None or stored.status is not run.status or stored.job_version != run.job_version:
                 return False
-            self.runs[run.job_id][run.run_id] = replace(
+            self.runs.setdefault(run.job_id, {})[run.run_id] = replace(
                 stored, status=status, finished_at=_ms(now), error=error or stored.error
             )
             return True

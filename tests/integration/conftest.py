@@ -4,7 +4,7 @@ import json
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import pytest
@@ -14,7 +14,7 @@ from functions.api.models import CreateJobIn
 from functions.api.service import JobService
 from functions.core import aws
 from functions.core.dispatching import Dispatcher
-from functions.core.model import Job
+from functions.core.model import Job, bucket_of, next_bucket, shard_of
 from functions.core.ports import Tables
 from functions.core.queue import WorkMessage, WorkQueue
 from functions.core.settings import Settings
@@ -97,6 +97,20 @@ class Harness:
         job = self.store.get_job(job_id)
         assert job is not None
         return self.service._settled(job)
+
+    def next_trigger_at(self, job_id: str, hours: int = 3) -> datetime | None:
+        """The chain's frontier: the earliest occurrence of the job with a trigger still to dispatch
+        (the job item no longer tracks it: docs/architecture.md, "The write path")."""
+        shard = shard_of(job_id, self.settings.shard_count)
+        bucket = bucket_of(self.clock() - timedelta(hours=1))
+        pending: list[datetime] = []
+        for _ in range(60 * (hours + 1)):
+            found = [
+                t for t in self.store.query_bucket(bucket, shard) if t.job_id == job_id and not t.is_retry
+            ]
+            pending += [t.scheduled_for for t in self.dispatcher.undispatched(found)]
+            bucket = next_bucket(bucket)
+        return min(pending, default=None)
 
     def work(self, executor: RunExecutor | None = None) -> int:
         """Deliver every visible message once, like one poll of the event source mapping."""

@@ -70,7 +70,7 @@ def test_recurring_chain_sends_each_occurrence_once(harness: Harness) -> None:
     start = harness.clock.now - timedelta(seconds=300)
     expected = {start + timedelta(seconds=10 * k) for k in range(1, 43)}
     assert expected <= slots, f"missing slots: {sorted(expected - slots)[:3]}"
-    assert harness.job(job["job_id"]).next_trigger_at is not None
+    assert harness.next_trigger_at(job["job_id"]) is not None
 
 
 def _scheduled_slots(h: Harness, job_id: str) -> list[datetime]:
@@ -137,7 +137,7 @@ def test_a_seconds_cron_resumed_or_rescheduled_is_dispatched_up_to_the_lookahead
     assert set(expected) <= set(slots), f"not sent at once: {sorted(set(expected) - set(slots))[:3]}"
 
 
-def test_two_dispatchers_at_once_send_each_trigger_once(harness: Harness) -> None:
+def test_two_dispatchers_at_once_dispatch_each_occurrence_once(harness: Harness) -> None:
     for offset in range(130, 180, 2):
         at_job(harness, offset)
     harness.clock.advance(60)
@@ -152,8 +152,12 @@ def test_two_dispatchers_at_once_send_each_trigger_once(harness: Harness) -> Non
         thread.start()
     for thread in threads:
         thread.join()
+    # Both may send an occurrence they read as not dispatched at the same moment (the worker's
+    # conditional start absorbs the duplicate); each occurrence has one run.
     ids = sent_run_ids(harness)
-    assert len(ids) == 25 and len(set(ids)) == 25
+    assert len(set(ids)) == 25 and len(ids) <= 50
+    jobs = {message.job_id for message, _ in harness.queue.sent}
+    assert sum(len(harness.store.list_runs(job_id, limit=5)[0]) for job_id in jobs) == 25
 
 
 def test_dispatcher_dying_between_claim_and_send_loses_nothing(harness: Harness) -> None:
@@ -164,12 +168,8 @@ def test_dispatcher_dying_between_claim_and_send_loses_nothing(harness: Harness)
         harness.dispatcher.sweep()
     harness.crash_at.clear()
     assert harness.queue.sent == []
-    # A tick within the claim timeout leaves the claim alone (its owner may still be sending)
+    # Nothing was sent and no run written: the next tick dispatches it, once
     harness.clock.advance(10)
-    harness.dispatcher.sweep()
-    assert harness.queue.sent == []
-    # After the claim timeout the claim is recovered and sent, once
-    harness.clock.advance(30)
     harness.dispatcher.sweep()
     harness.clock.advance(60)
     harness.dispatcher.sweep()
@@ -188,7 +188,7 @@ def test_dispatcher_dying_after_send_causes_only_a_harmless_duplicate(harness: H
     harness.crash_at.clear()
     harness.clock.advance(40)
     harness.dispatcher.sweep()
-    assert len(harness.queue.sent) == 2, "the recovered claim is sent again"
+    assert len(harness.queue.sent) == 2, "sent, but its run not written: the next tick sends it again"
     harness.clock.advance(75)
     while harness.work():
         pass
@@ -245,7 +245,7 @@ def test_outage_follows_the_misfire_policy(
     skipped = [r for r in missed if r.status is RunStatus.SKIPPED]
     assert len(queued_missed) == expected_runs, [(iso(r.scheduled_for), r.status) for r in missed]
     assert len(skipped) == expected_skipped
-    future = harness.job(job["job_id"]).next_trigger_at
+    future = harness.next_trigger_at(job["job_id"])
     assert future is not None and future > harness.clock.now
     assert len(new) >= expected_runs
 

@@ -108,7 +108,7 @@ def test_pause_stops_firing_and_resume_runs_once_for_what_was_missed(
     fired = [parse_iso(d.headers["Punctual-Scheduled-For"]) for d in receiver.for_path("/m")]
     assert fired == [harness.clock.now.replace(second=0)], "only the latest missed occurrence runs"
     # (the resume dispatched the occurrences within the look-ahead; the chain goes on after them)
-    assert harness.job(job["job_id"]).next_trigger_at == first_minute_after_the_lookahead(harness, resumed_at)
+    assert harness.next_trigger_at(job["job_id"]) == first_minute_after_the_lookahead(harness, resumed_at)
 
 
 def test_resume_with_skip_policy_runs_nothing_missed(harness: Harness, receiver: Receiver) -> None:
@@ -123,7 +123,7 @@ def test_resume_with_skip_policy_runs_nothing_missed(harness: Harness, receiver:
     while harness.work():
         pass
     assert receiver.for_path("/s") == []
-    assert harness.job(job["job_id"]).next_trigger_at == first_minute_after_the_lookahead(harness, resumed_at)
+    assert harness.next_trigger_at(job["job_id"]) == first_minute_after_the_lookahead(harness, resumed_at)
 
 
 def test_a_paused_one_off_runs_when_resumed_even_if_its_run_was_skipped(

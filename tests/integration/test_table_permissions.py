@@ -11,6 +11,7 @@ functions/dispatcher with functions/core/dispatching.py, and functions/worker).
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -95,6 +96,10 @@ def test_every_role_is_granted_exactly_the_table_actions_its_code_paths_make(
         recorder.role = "worker"
         for _ in range(3):
             h.work()
+        # a retry wake-up through the table (whether the backoff above goes through it is random)
+        (ran,) = h.store.list_runs(doomed["job_id"], limit=1)[0]
+        wake = make_trigger(h.job(doomed["job_id"]), ran.scheduled_for, now=h.clock(), shard_count=4)
+        h.store.put_trigger(replace(wake, run_id=ran.run_id, fire_at=h.clock(), is_retry=True))
         # dispatcher: ticks that claim the chain and the manual run, wake the long retry up and delete
         # the paused job's stale triggers
         recorder.role = "dispatcher"

@@ -115,3 +115,73 @@ def test_a_tick_fans_out_through_the_invoker_and_sweeps_a_refused_group_itself(
     summary = dispatcher_handler.handler({"source": "aws.events"}, Context())  # type: ignore[arg-type]
     assert invoker.started == [groups[0]]
     assert summary["shards"] == len(groups[1])
+
+
+class Crash(Exception):
+    pass
+
+
+def crash_at(name: str) -> Any:
+    def point(reached: str) -> None:
+        if reached == name:
+            raise Crash(name)
+
+    return point
+
+
+def test_a_dispatched_trigger_stays_in_place_and_is_never_sent_again(engine: Engine) -> None:
+    job = engine.create(schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()})
+    (trigger,) = engine.store.triggers.values()
+    engine.clock.advance(4 * 60)
+    engine.dispatcher.sweep()
+    engine.dispatcher.sweep()
+    assert [message.run_id for message, _delay in engine.queue.sent] == [trigger.run_id]
+    assert list(engine.store.triggers.values()) == [trigger], "no claim, no delete: it expires by TTL"
+    (run,) = engine.store.runs[job["job_id"]].values()
+    assert run.status is RunStatus.QUEUED and run.run_id == trigger.run_id
+
+
+def test_a_message_that_overtakes_its_run_write_runs_the_occurrence_once(engine: Engine) -> None:
+    # Given a dispatcher that dies after sending, before writing the run
+    job = engine.create(schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()})
+    engine.clock.advance(4 * 60)
+    engine.dispatcher.crash_point = crash_at("after_send_before_delete")
+    with pytest.raises(Crash):
+        engine.dispatcher.sweep()
+    assert job["job_id"] not in engine.store.runs
+    # When the message arrives, and the next tick sends the occurrence again
+    engine.dispatcher.crash_point = lambda _name: None
+    engine.dispatcher.sweep()
+    assert len(engine.queue.sent) == 2
+    engine.clock.advance(60)
+    engine.deliver_all()
+    # Then it ran once, from whichever message came first
+    assert len(engine.targets.deliveries) == 1
+    (run,) = engine.store.runs[job["job_id"]].values()
+    assert run.status is RunStatus.SUCCEEDED and run.attempt == 1 and run.executions == 1
+
+
+def test_the_worker_starts_a_run_its_message_describes_before_the_dispatcher_writes_it(
+    engine: Engine,
+) -> None:
+    job = engine.create(schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()})
+    engine.clock.advance(4 * 60)
+    engine.dispatcher.crash_point = crash_at("after_send_before_delete")
+    with pytest.raises(Crash):
+        engine.dispatcher.sweep()
+    engine.clock.advance(60)
+    engine.deliver_all()
+    (run,) = engine.store.runs[job["job_id"]].values()
+    assert run.status is RunStatus.SUCCEEDED and run.queued_at is not None
+    assert engine.service.get_job("alice", job["job_id"])["status"] == "COMPLETED"
+
+
+def test_a_message_older_than_the_run_retention_never_brings_its_run_back(engine: Engine) -> None:
+    engine.create(schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()})
+    engine.clock.advance(4 * 60)
+    engine.dispatcher.crash_point = crash_at("after_send_before_delete")
+    with pytest.raises(Crash):
+        engine.dispatcher.sweep()
+    engine.clock.advance(timedelta(days=SETTINGS.run_retention_days, minutes=2).total_seconds())
+    engine.deliver_all()
+    assert engine.targets.deliveries == []

@@ -3,21 +3,21 @@
 The only code that knows keys and attribute names. One module per concern: ``keys`` (every item's
 key), ``items`` (item ↔ domain object), ``pages`` (cursors and filtered listings), ``base`` (the
 client, conditional writes and "did our write land"), and one module per aggregate: ``jobs``,
-``triggers`` (with the sweep cursors and the claim) and ``runs``. ``DynamoStore`` is all three: the
+``triggers`` (with the sweep cursors) and ``runs``. ``DynamoStore`` is all three: the
 real implementation of ``functions.core.ports.Tables``.
 
-Conditional writes are what make the system correct with several dispatchers and workers: a claim, an
-attempt start and an outcome each succeed for exactly one writer.
+Conditional writes are what make the system correct with several dispatchers and workers: a run's
+creation, an attempt start and an outcome each succeed for exactly one writer.
 """
 
 from __future__ import annotations
 
-from functions.core.ports import BadCursorError, ClaimResult, ConflictError
+from functions.core.ports import BadCursorError, ConflictError
 from functions.core.store.jobs import JobTable
 from functions.core.store.runs import RunTable
 from functions.core.store.triggers import TriggerTable
 
-__all__ = ["BadCursorError", "ClaimResult", "ConflictError", "DynamoStore", "Store"]
+__all__ = ["BadCursorError", "ConflictError", "DynamoStore", "Store"]
 
 
 class DynamoStore(JobTable, TriggerTable, RunTable):

@@ -10,6 +10,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from functions.core.model import (
+    TRIGGER_RETENTION,
     Attempt,
     Job,
     JobStatus,
@@ -180,6 +181,7 @@ def trigger_to_item(trigger: Trigger) -> dict[str, Any]:
                 "state": trigger.state.value,
                 "claim_token": trigger.claim_token,
                 "claimed_at": optional_ms(trigger.claimed_at),
+                TTL_ATTRIBUTE: int((trigger.fire_at + TRIGGER_RETENTION).timestamp()),
             }
         )
     )

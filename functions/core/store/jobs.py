@@ -206,6 +206,33 @@ class JobTable(TableBase):
             raise VersionChanged() from refused.error
         raise NameTaken() from refused.error
 
+    def complete_job(self, job: Job) -> bool:
+        """End a recurring job whose schedule ran out (its last occurrence was dispatched), and free
+        its name; guarded by the version read, so a concurrent change wins. False if it lost."""
+        items: list[TransactWriteItemTypeDef] = [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": job_key(job.job_id),
+                    "UpdateExpression": "SET #status = :completed REMOVE next_trigger_at",
+                    "ConditionExpression": "#status = :active AND version = :version",
+                    "ExpressionAttributeNames": {"#status": "status"},
+                    "ExpressionAttributeValues": {
+                        ":completed": {"S": JobStatus.COMPLETED.value},
+                        ":active": {"S": JobStatus.ACTIVE.value},
+                        ":version": {"N": str(job.version)},
+                    },
+                }
+            }
+        ]
+        if job.name:
+            items.append(release_name(self.table, job))
+        refused = self.transact(items)
+        if refused is None:
+            return True
+        stored = self.get_job(job.job_id)
+        return stored is not None and stored.status is JobStatus.COMPLETED and stored.version == job.version
+
     def name_holder(self, owner: str, name: str) -> str | None:
         """The id of the job holding ``name`` among the owner's jobs, if any."""
         response = self.client.get_item(TableName=self.table, Key=name_key(owner, name), ConsistentRead=True)

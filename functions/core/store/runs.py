@@ -17,13 +17,14 @@ from functions.core.model import (
 )
 from functions.core.ports import RunNotOurs
 from functions.core.resources import SK, TTL_ATTRIBUTE
-from functions.core.store.base import TableBase
+from functions.core.store.base import TableBase, chunks
 from functions.core.store.items import (
     as_stored_attempt,
     attempt_to_attribute,
     job_from_item,
     optional_ms,
     run_from_item,
+    run_to_item,
 )
 from functions.core.store.jobs import put_trigger_item
 from functions.core.store.keys import in_run_listing, job_key, run_key
@@ -61,6 +62,40 @@ class RunTable(TableBase):
                 job_from_item(job_item["Item"]) if "Item" in job_item else None
             )
         return run, job
+
+    def get_runs(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Run]:
+        """The runs of these (job_id, run_id) pairs that exist, eventually consistent (the sweep's
+        "was this occurrence dispatched": a stale answer costs a duplicate message, never a run)."""
+        found: dict[tuple[str, str], Run] = {}
+        for chunk in chunks(list(dict.fromkeys(keys)), 100):
+            request: dict[str, Any] = {
+                self.table: {"Keys": [run_key(job_id, run_id) for job_id, run_id in chunk]}
+            }
+            while request:
+                response = self.client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self.table, []):
+                    run = run_from_item(item)
+                    found[(run.job_id, run.run_id)] = run
+                request = response.get("UnprocessedKeys") or {}
+        return found
+
+    def put_run(self, run: Run) -> bool:
+        """Write a dispatched occurrence's run (QUEUED, or SKIPPED by the misfire policy); False when
+        it exists already. An occurrence runs once: only a never-started run of an older job version
+        (queued before a pause or a schedule change) is replaced."""
+        return self.conditional(
+            self.client.put_item,
+            Item=run_to_item(run, self.expiry(run.scheduled_for)),
+            ConditionExpression=(
+                "attribute_not_exists(pk) OR (job_version < :version AND #run_status IN (:queued, :skipped))"
+            ),
+            ExpressionAttributeNames={"#run_status": "status"},
+            ExpressionAttributeValues={
+                ":queued": {"S": RunStatus.QUEUED.value},
+                ":skipped": {"S": RunStatus.SKIPPED.value},
+                ":version": {"N": str(run.job_version)},
+            },
+        )
 
     def list_runs(
         self, job_id: str, *, limit: int, cursor: str | None = None, status: RunStatus | None = None
@@ -135,18 +170,24 @@ class RunTable(TableBase):
             ":one": {"N": "1"},
         }
         condition = "#status = :seen_status AND attempt = :seen_attempt"
+        names = {"#status": "status"}
+        sets = [
+            "#status = :running, attempt = :attempt, lease_token = :token, lease_until = :lease,"
+            " started_at = :started, lateness_ms = :lateness"
+        ]
         if run.status is RunStatus.RUNNING:  # a takeover: pin the lease that lapsed
             condition += " AND lease_until = :seen_lease"
             values[":seen_lease"] = {"N": str(optional_ms(run.lease_until))}
+        if run.status is RunStatus.QUEUED:
+            # The message may overtake the dispatcher's write of the QUEUED run: start creates it.
+            condition = f"attribute_not_exists(pk) OR ({condition})"
+            sets.append(_unless_written(run, self.expiry(run.scheduled_for), names, values))
         if not self.conditional(
             self.client.update_item,
             Key=run_key(run.job_id, run.run_id),
-            UpdateExpression=(
-                "SET #status = :running, attempt = :attempt, lease_token = :token, lease_until = :lease,"
-                " started_at = :started, lateness_ms = :lateness ADD executions :one"
-            ),
+            UpdateExpression="SET " + ", ".join(sets) + " ADD executions :one",
             ConditionExpression=condition,
-            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         ):
             raise RunNotOurs(f"run {run.run_id} was started by someone else")
@@ -241,15 +282,59 @@ class RunTable(TableBase):
             ":expires": {"N": str(int(self.expiry(now).timestamp()))},
         }
         sets = ["#status = :status", "finished_at = :now", f"{TTL_ATTRIBUTE} = :expires"]
+        names = {"#status": "status"}
         if error:
             sets.append("#error = :error")
+            names["#error"] = "error"
             values[":error"] = {"S": error}
+        # The version pins the run we read: a resume may have replaced it with a newer one.
+        condition = "#status = :seen AND job_version = :seen_version"
+        if run.status is RunStatus.QUEUED:
+            # A message that overtook the dispatcher's write of the QUEUED run ends it all the same.
+            condition = f"attribute_not_exists(pk) OR ({condition})"
+            sets.append(
+                _unless_written(run, self.expiry(now), names, values, skip=("status", "error", TTL_ATTRIBUTE))
+            )
         return self.conditional(
             self.client.update_item,
             Key=run_key(run.job_id, run.run_id),
             UpdateExpression="SET " + ", ".join(sets),
-            # The version pins the run we read: a resume may have replaced it with a newer one.
-            ConditionExpression="#status = :seen AND job_version = :seen_version",
-            ExpressionAttributeNames={"#status": "status", **({"#error": "error"} if error else {})},
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
+
+
+# What a run item holds besides what a start or an end writes (pk and sk come from the key).
+_BASE_ATTRIBUTES = (
+    "type",
+    "job_id",
+    "run_id",
+    "owner",
+    "scheduled_for",
+    "kind",
+    "job_version",
+    "queued_at",
+    "next_attempt_at",
+    "attempts",
+)
+
+
+def _unless_written(
+    run: Run,
+    expires_at: datetime,
+    names: dict[str, str],
+    values: dict[str, Any],
+    skip: tuple[str, ...] = (),
+) -> str:
+    """``SET`` clauses that write the run's own attributes only where the item lacks them: an
+    update that may create the run item (the message arrived before the dispatcher wrote it)."""
+    item = run_to_item(run, expires_at)
+    clauses = []
+    for index, attribute in enumerate(a for a in (*_BASE_ATTRIBUTES, TTL_ATTRIBUTE) if a not in skip):
+        if attribute not in item:
+            continue
+        names[f"#b{index}"] = attribute
+        values[f":b{index}"] = item[attribute]
+        clauses.append(f"#b{index} = if_not_exists(#b{index}, :b{index})")
+    return ", ".join(clauses)
