@@ -27,6 +27,7 @@ from functions.core.model import (
     RunStatus,
     Trigger,
     bucket_start,
+    is_orphan,
     iso,
     job_history,
     make_trigger,
@@ -34,7 +35,14 @@ from functions.core.model import (
     run_id_for,
     utcnow,
 )
-from functions.core.ports import BadCursorError, ConflictError, IdempotencyKeyTaken, NameTaken, Tables
+from functions.core.ports import (
+    BadCursorError,
+    ConflictError,
+    IdempotencyKeyTaken,
+    JobExists,
+    NameTaken,
+    Tables,
+)
 from functions.core.schedule import Schedule, ScheduleError, parse_schedule
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
@@ -66,15 +74,18 @@ class JobService:
     ) -> dict[str, Any]:
         now = self.clock()
         fingerprint = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+        job_id = new_job_id()
         if idempotency_key is not None:
             earlier = self._replay(owner, idempotency_key, fingerprint, now)
-            if earlier is not None:
+            if isinstance(earlier, str):
+                job_id = earlier  # the first attempt died before writing its job: finish it
+            elif earlier is not None:
                 return earlier
         schedule = self._parse_schedule(request.schedule, now)
         target = self._validate_target(request.target.spec())
         first = self._first_fire_time(schedule, now)
         job = Job(
-            job_id=new_job_id(),
+            job_id=job_id,
             owner=owner,
             name=request.name,
             schedule=schedule,
@@ -102,11 +113,13 @@ class JobService:
                     raise
                 self.store.create_job(job, trigger, idempotency, replacing_name_of=ended)
         except ConflictError as error:
-            if isinstance(error, IdempotencyKeyTaken) and idempotency_key is not None:
-                # A concurrent retry of the same create won: answer what it answered.
+            if isinstance(error, IdempotencyKeyTaken | JobExists) and idempotency_key is not None:
+                # A concurrent attempt of the same create won: answer what it answered.
                 replay = self._replay(owner, idempotency_key, fingerprint, now)
-                if replay is not None:
+                if isinstance(replay, dict):
                     return replay
+                under_way = "a create with this Idempotency-Key is under way: retry it"
+                raise Conflict(under_way, "Idempotency-Key") from error
             raise Conflict(f"a live job named {request.name!r} exists already", "name") from error
         self._dispatch_if_due(trigger, now)
         return self.job_view(job, now, runs=[])
@@ -115,12 +128,19 @@ class JobService:
         """The id of the ended job still holding ``name``: a one-off job that ran keeps its name item
         (its end is derived from its run, not written), and the next job that wants it takes it."""
         holder = self.store.name_holder(owner, name) if name else None
-        job = self.store.get_job(holder) if holder else None
-        if job is None or self._settled(job).is_live:
+        if holder is None:
             return None
-        return job.job_id
+        job_id, reserved_at = holder
+        job = self.store.get_job(job_id)
+        if job is None:
+            # A create that reserved the name and died before writing its job (after the grace: it
+            # may still be under way).
+            return job_id if is_orphan(reserved_at, self.clock()) else None
+        return None if self._settled(job).is_live else job.job_id
 
-    def _replay(self, owner: str, key: str, fingerprint: str, now: datetime) -> dict[str, Any] | None:
+    def _replay(self, owner: str, key: str, fingerprint: str, now: datetime) -> dict[str, Any] | str | None:
+        """The first answer to this create, or the job id it was writing when it died (its record is
+        written first), or None for a key not seen."""
         earlier = self.store.get_idempotent_create(owner, key, now)
         if earlier is None:
             return None
@@ -128,7 +148,7 @@ class JobService:
         if seen != fingerprint:
             raise Conflict("this Idempotency-Key was used for a different request", "Idempotency-Key")
         job = self.store.get_job(job_id)
-        return self.job_view(job, now) if job is not None else None
+        return self.job_view(job, now) if job is not None else job_id
 
     def _parse_schedule(self, spec: ScheduleIn, now: datetime) -> Schedule:
         try:

@@ -24,6 +24,7 @@ from functions.core.model import (
     bucket_of,
     bucket_start,
     is_dispatched,
+    is_orphan,
     make_trigger,
     next_bucket,
     plan_claim,
@@ -230,6 +231,10 @@ class Dispatcher:
         if trigger.job_id not in jobs:
             jobs[trigger.job_id] = self.store.get_job(trigger.job_id)
         job = jobs[trigger.job_id]
+        if job is None and not is_orphan(trigger.written_at, now):
+            # Its create writes the job just after the trigger and may still be under way.
+            jobs.pop(trigger.job_id, None)
+            return _Outcome(report)
         if job is None or (
             job.status is JobStatus.CANCELLED
             or (

@@ -302,6 +302,7 @@ class Trigger:
     kind: RunKind = RunKind.SCHEDULED
     # A retry trigger wakes an existing RETRYING run whose backoff was too long for SQS.
     is_retry: bool = False
+    written_at: datetime | None = None  # an orphan (its job never written) is deleted after ORPHAN_GRACE
     state: TriggerState = TriggerState.PENDING
     claim_token: str | None = None
     claimed_at: datetime | None = None
@@ -346,6 +347,7 @@ def make_trigger(
         shard=shard_of(job.job_id, shard_count),
         bucket=bucket_of(max(fire, now)),
         kind=kind,
+        written_at=now,
     )
 
 
@@ -353,6 +355,17 @@ def make_trigger(
 # message can live. The sweep counts a trigger as done once its run exists; one never dispatched in
 # that time (the dispatcher down for two weeks) is lost with it.
 TRIGGER_RETENTION = timedelta(days=14)
+
+
+# A create writes its idempotency record, name and trigger before the job itself; one whose job has
+# not appeared this long after is an orphan of a create that died (longer than an API request lives).
+ORPHAN_GRACE = timedelta(seconds=60)
+
+
+def is_orphan(written_at: datetime | None, now: datetime) -> bool:
+    """Whether an item written ahead of its job, at ``written_at``, is past the grace of a create
+    still under way (items written before issue 13 carry no time: they are)."""
+    return written_at is None or now - written_at > ORPHAN_GRACE
 
 
 def is_dispatched(trigger: Trigger, run: Run | None) -> bool:

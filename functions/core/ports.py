@@ -92,8 +92,8 @@ class JobStore(Protocol):
         from the ended job ``replacing_name_of``); writes ``trigger``. Raises ``VersionChanged`` or
         ``NameTaken``."""
 
-    def name_holder(self, owner: str, name: str) -> str | None:
-        """The id of the job holding the owner's ``name``, if any."""
+    def name_holder(self, owner: str, name: str) -> tuple[str, datetime | None] | None:
+        """(job id, when reserved) of the job holding the owner's ``name``, if any."""
 
     def complete_job(self, job: Job) -> bool:
         """End a recurring job whose schedule ran out and free its name, if its version is unchanged."""

@@ -19,7 +19,10 @@ def test_a_created_job_reads_back_as_written_to_the_millisecond(world: World, ta
         world.job(), job_id=job.job_id, name="nightly"
     )
     (stored,) = tables.query_bucket(trigger.bucket, trigger.shard)
-    assert stored == replace(trigger, scheduled_for=stored.scheduled_for, fire_at=stored.fire_at)
+    assert stored == replace(
+        trigger, scheduled_for=stored.scheduled_for, fire_at=stored.fire_at, written_at=stored.written_at
+    )
+    assert stored.written_at == NOW.replace(microsecond=123000)
     assert stored.fire_at == trigger.fire_at.replace(microsecond=123000)
 
 
@@ -85,19 +88,19 @@ def test_an_outcome_writes_the_run_and_leaves_the_job_item_alone(world: World, t
 
 def test_an_ended_jobs_name_is_taken_over_only_from_that_job(world: World, tables: Tables) -> None:
     first, _ = world.created(name="nightly")
-    assert tables.name_holder("alice", "nightly") == first.job_id
+    assert (tables.name_holder("alice", "nightly") or ("",))[0] == first.job_id
     with pytest.raises(NameTaken):
         world.created(name="nightly")
     with pytest.raises(NameTaken):
         tables.create_job(world.job(name="nightly"), None, replacing_name_of="job_someone_else")
     second = world.job(name="nightly")
     tables.create_job(second, None, replacing_name_of=first.job_id)
-    assert tables.name_holder("alice", "nightly") == second.job_id
+    assert (tables.name_holder("alice", "nightly") or ("",))[0] == second.job_id
     other, _ = world.created(name="weekly")
     with pytest.raises(NameTaken):
         tables.update_job(other, replace(other, name="nightly", version=2), replacing_name_of=first.job_id)
     tables.update_job(other, replace(other, name="nightly", version=2), replacing_name_of=second.job_id)
-    assert tables.name_holder("alice", "nightly") == other.job_id
+    assert (tables.name_holder("alice", "nightly") or ("",))[0] == other.job_id
 
 
 def test_a_rename_moves_the_reservation_and_an_ended_job_frees_it(world: World, tables: Tables) -> None:

@@ -97,6 +97,7 @@ class MemoryStore:
         self.lock = threading.RLock()
         self.jobs: dict[str, Job] = {}
         self.names: dict[tuple[str, str], str] = {}
+        self.reserved: dict[tuple[str, str], datetime] = {}
         self.idempotency: dict[tuple[str, str], tuple[str, str, int]] = {}
         self.triggers: dict[_TriggerKey, Trigger] = {}
         self.cursors: dict[int, str] = {}
@@ -112,30 +113,32 @@ class MemoryStore:
         *,
         replacing_name_of: str | None = None,
     ) -> None:
+        # The same steps as the table's, one conditional write each (a crash is not simulated here).
         with self.lock:
-            failed: list[type[ConflictError]] = []
             if idempotency is not None:
-                record = self.idempotency.get((job.owner, idempotency[0]))
-                if record is not None and not record[2] < int(job.created_at.timestamp()):
-                    failed.append(IdempotencyKeyTaken)
-            if job.name and self.names.get((job.owner, job.name), replacing_name_of) != replacing_name_of:
-                failed.append(NameTaken)
+                key, fingerprint = idempotency
+                record = self.idempotency.get((job.owner, key))
+                taken = record is not None and not record[2] < int(job.created_at.timestamp())
+                if taken and record is not None and record[0] != job.job_id:
+                    raise IdempotencyKeyTaken()
+                expires = int((job.created_at + IDEMPOTENCY_TTL).timestamp())
+                self.idempotency[(job.owner, key)] = (job.job_id, fingerprint, expires)
+            if job.name:
+                holder = self.names.get((job.owner, job.name))
+                if holder not in (None, job.job_id, replacing_name_of):
+                    if idempotency is not None:
+                        self.idempotency.pop((job.owner, idempotency[0]), None)
+                    raise NameTaken()
+                self.names[(job.owner, job.name)] = job.job_id
+                self.reserved[(job.owner, job.name)] = _ms(job.updated_at)
+            if first_trigger is not None:
+                self.triggers[_trigger_key(first_trigger)] = _stored_trigger(first_trigger)
             if job.job_id in self.jobs:
                 stored = self.jobs[job.job_id]
                 if stored.owner == job.owner and stored.created_at == _ms(job.created_at):
                     return  # our own earlier write
-                failed.append(JobExists)
-            if failed:
-                raise failed[0]()
+                raise JobExists()
             self.jobs[job.job_id] = _stored_job(job)
-            if job.name:
-                self.names[(job.owner, job.name)] = job.job_id
-            if idempotency is not None:
-                key, fingerprint = idempotency
-                expires = int((job.created_at + IDEMPOTENCY_TTL).timestamp())
-                self.idempotency[(job.owner, key)] = (job.job_id, fingerprint, expires)
-            if first_trigger is not None:
-                self.triggers[_trigger_key(first_trigger)] = _stored_trigger(first_trigger)
 
     def get_idempotent_create(self, owner: str, key: str, now: datetime) -> tuple[str, str] | None:
         with self.lock:
@@ -177,6 +180,7 @@ class MemoryStore:
                 self.names.pop((before.owner, before.name or ""), None)
             if reserve:
                 self.names[(after.owner, after.name or "")] = after.job_id
+                self.reserved[(after.owner, after.name or "")] = _ms(after.updated_at)
             if trigger is not None:
                 self.triggers[_trigger_key(trigger)] = _stored_trigger(trigger)
 
@@ -194,9 +198,10 @@ class MemoryStore:
                 self._release_name(job)
             return True
 
-    def name_holder(self, owner: str, name: str) -> str | None:
+    def name_holder(self, owner: str, name: str) -> tuple[str, datetime | None] | None:
         with self.lock:
-            return self.names.get((owner, name))
+            holder = self.names.get((owner, name))
+            return (holder, self.reserved.get((owner, name))) if holder is not None else None
 
     def get_job(self, job_id: str) -> Job | None:
         with self.lock:

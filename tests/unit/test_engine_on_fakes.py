@@ -4,16 +4,17 @@ table, the queue, the targets and the fan-out. Each test runs in milliseconds.""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from functions.api.errors import Conflict
 from functions.api.models import CreateJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher, shard_groups
-from functions.core.model import JobStatus, RunStatus
+from functions.core.model import JobStatus, RunStatus, bucket_of
 from functions.core.queue import WorkMessage
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
@@ -25,6 +26,7 @@ from tests.fakes.queue import MemoryQueue
 from tests.fakes.store import MemoryStore
 from tests.fakes.targets import ScriptedTargets, failure
 
+HOOK = {"type": "http", "url": "https://example.com/hook"}
 SETTINGS = Settings(table_name="memory", queue_url="memory://work", dlq_url="memory://dlq", shard_count=4)
 
 
@@ -185,3 +187,50 @@ def test_a_message_older_than_the_run_retention_never_brings_its_run_back(engine
     engine.clock.advance(timedelta(days=SETTINGS.run_retention_days, minutes=2).total_seconds())
     engine.deliver_all()
     assert engine.targets.deliveries == []
+
+
+def test_a_trigger_whose_create_died_before_writing_the_job_is_left_a_grace_then_deleted(
+    engine: Engine,
+) -> None:
+    # Given a create that wrote its trigger and died before writing the job
+    job = engine.create(schedule={"at": (engine.clock() + timedelta(minutes=10)).isoformat()})
+    (trigger,) = [t for t in engine.store.triggers.values() if t.job_id == job["job_id"]]
+    orphan = replace(
+        trigger,
+        job_id="job_never_written",
+        fire_at=engine.clock() + timedelta(seconds=30),
+        bucket=bucket_of(engine.clock()),
+        written_at=engine.clock(),
+    )
+    engine.store.put_trigger(orphan)
+    # When a tick comes within the grace: the create may still be writing the job
+    engine.clock.advance(30)
+    report = engine.dispatcher.sweep()
+    assert any(t.job_id == "job_never_written" for t in engine.store.triggers.values())
+    assert report.dispatch.stale == 0 and report.dispatch.sent == 0
+    # Then after the grace the orphan is deleted, and nothing was ever sent for it
+    engine.clock.advance(61)
+    engine.dispatcher.sweep()
+    assert not any(t.job_id == "job_never_written" for t in engine.store.triggers.values())
+    assert all(message.job_id != "job_never_written" for message, _ in engine.queue.sent)
+
+
+def test_a_retried_create_finishes_the_job_its_first_attempt_died_writing(engine: Engine) -> None:
+    body = CreateJobIn.model_validate({"schedule": {"cron": "0 3 * * *"}, "target": HOOK, "name": "nightly"})
+    first = engine.service.create_job("alice", body, idempotency_key="k1")
+    # the first attempt died after its idempotency record and name, before its job
+    del engine.store.jobs[first["job_id"]]
+    again = engine.service.create_job("alice", body, idempotency_key="k1")
+    assert again["job_id"] == first["job_id"] and again["name"] == "nightly"
+    assert engine.service.create_job("alice", body, idempotency_key="k1")["job_id"] == first["job_id"]
+
+
+def test_a_name_reserved_by_a_create_that_died_is_free_after_the_grace(engine: Engine) -> None:
+    body = CreateJobIn.model_validate({"schedule": {"cron": "0 3 * * *"}, "target": HOOK, "name": "n"})
+    dead = engine.service.create_job("alice", body)
+    del engine.store.jobs[dead["job_id"]]
+    with pytest.raises(Conflict):
+        engine.service.create_job("alice", body)  # within the grace it may still be under way
+    engine.clock.advance(61)
+    taken = engine.service.create_job("alice", body)
+    assert taken["name"] == "n" and taken["job_id"] != dead["job_id"]

@@ -181,6 +181,7 @@ def trigger_to_item(trigger: Trigger) -> dict[str, Any]:
                 "state": trigger.state.value,
                 "claim_token": trigger.claim_token,
                 "claimed_at": optional_ms(trigger.claimed_at),
+                "written_at": optional_ms(trigger.written_at),
                 TTL_ATTRIBUTE: int((trigger.fire_at + TRIGGER_RETENTION).timestamp()),
             }
         )
@@ -203,6 +204,7 @@ def trigger_from_item(item: Mapping[str, Any], bucket: str, shard: int) -> Trigg
         state=TriggerState(data["state"]),
         claim_token=data.get("claim_token"),
         claimed_at=optional_time(data.get("claimed_at")),
+        written_at=optional_time(data.get("written_at")),
     )
 
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from functions.core.model import Job, JobStatus, Trigger
-from functions.core.ports import ConflictError, IdempotencyKeyTaken, JobExists, NameTaken, VersionChanged
+from functions.core.model import Job, JobStatus, Trigger, from_ms, to_ms
+from functions.core.ports import IdempotencyKeyTaken, JobExists, NameTaken, VersionChanged
 from functions.core.resources import GSI1, GSI1_PK, TTL_ATTRIBUTE
 from functions.core.store.base import TableBase
 from functions.core.store.items import as_stored_job, job_from_item, job_to_item, trigger_to_item
@@ -45,12 +45,18 @@ def put_name(table: str, job: Job, replacing: str | None = None) -> TransactWrit
     assert job.name is not None
     put: dict[str, Any] = {
         "TableName": table,
-        "Item": {**name_key(job.owner, job.name), "job_id": {"S": job.job_id}},
-        "ConditionExpression": "attribute_not_exists(pk)",
+        "Item": {
+            **name_key(job.owner, job.name),
+            "job_id": {"S": job.job_id},
+            "reserved_at": {"N": str(to_ms(job.updated_at))},
+        },
+        # A retry of the same create (the same job id) finds its own reservation.
+        "ConditionExpression": "attribute_not_exists(pk) OR job_id = :own",
+        "ExpressionAttributeValues": {":own": {"S": job.job_id}},
     }
     if replacing is not None:
         put["ConditionExpression"] += " OR job_id = :ended"
-        put["ExpressionAttributeValues"] = {":ended": {"S": replacing}}
+        put["ExpressionAttributeValues"][":ended"] = {"S": replacing}
     return {"Put": put}  # type: ignore[typeddict-item]
 
 
@@ -85,48 +91,50 @@ class JobTable(TableBase):
         *,
         replacing_name_of: str | None = None,
     ) -> None:
-        """Job, name reservation, idempotency record and first trigger in one transaction.
+        """Idempotency record, name, first trigger, then the job: single conditional writes in an
+        order that leaves nothing half-made behind a crash (docs/architecture.md, "The write path").
 
-        ``idempotency`` is (key, request fingerprint). Raises ``IdempotencyKeyTaken``, ``NameTaken``
-        or ``JobExists``.
+        A record or a name whose job never appeared is taken over by a retry of the same create (the
+        same job id) or, after ``ORPHAN_GRACE``, by another job; a trigger whose job never appeared
+        is deleted by the dispatcher after the same grace. ``idempotency`` is (key, request
+        fingerprint). Raises ``IdempotencyKeyTaken``, ``NameTaken`` or ``JobExists``.
         """
-        items: list[TransactWriteItemTypeDef] = [
-            {
-                "Put": {
-                    "TableName": self.table,
-                    "Item": job_to_item(job),
-                    "ConditionExpression": "attribute_not_exists(pk)",
-                }
-            }
-        ]
-        positions: dict[type[ConflictError], int] = {JobExists: 0}
-        if job.name:
-            positions[NameTaken] = len(items)
-            items.append(put_name(self.table, job, replacing_name_of))
+        now_s = str(int(job.created_at.timestamp()))
         if idempotency is not None:
             key, fingerprint = idempotency
             expires = int((job.created_at + IDEMPOTENCY_TTL).timestamp())
-            positions[IdempotencyKeyTaken] = len(items)
-            items.append(
-                {
-                    "Put": {
-                        "TableName": self.table,
-                        "Item": {
-                            **idempotency_key(job.owner, key),
-                            "job_id": {"S": job.job_id},
-                            "fingerprint": {"S": fingerprint},
-                            TTL_ATTRIBUTE: {"N": str(expires)},
-                        },
-                        "ConditionExpression": "attribute_not_exists(pk) OR #expires < :now",
-                        "ExpressionAttributeNames": {"#expires": TTL_ATTRIBUTE},
-                        "ExpressionAttributeValues": {":now": {"N": str(int(job.created_at.timestamp()))}},
-                    }
-                }
-            )
+            if not self.conditional(
+                self.client.put_item,
+                Item={
+                    **idempotency_key(job.owner, key),
+                    "job_id": {"S": job.job_id},
+                    "fingerprint": {"S": fingerprint},
+                    TTL_ATTRIBUTE: {"N": str(expires)},
+                },
+                ConditionExpression="attribute_not_exists(pk) OR #expires < :now OR job_id = :job_id",
+                ExpressionAttributeNames={"#expires": TTL_ATTRIBUTE},
+                ExpressionAttributeValues={":now": {"N": now_s}, ":job_id": {"S": job.job_id}},
+            ):
+                raise IdempotencyKeyTaken()
+        name = put_name(self.table, job, replacing_name_of)["Put"] if job.name else None
+        if name is not None and not self.conditional(
+            self.client.put_item, **{k: v for k, v in name.items() if k != "TableName"}
+        ):
+            if idempotency is not None:
+                # Nothing was created: the key may serve another request now.
+                self.conditional(
+                    self.client.delete_item,
+                    Key=idempotency_key(job.owner, idempotency[0]),
+                    ConditionExpression="job_id = :job_id",
+                    ExpressionAttributeValues={":job_id": {"S": job.job_id}},
+                )
+            raise NameTaken()
         if first_trigger is not None:
-            items.append(put_trigger_item(self.table, first_trigger))
-        refused = self.transact(items)
-        if refused is None:
+            self.put_trigger_item(first_trigger)
+        created = self.conditional(
+            self.client.put_item, Item=job_to_item(job), ConditionExpression="attribute_not_exists(pk)"
+        )
+        if created:
             return
         # Job ids are random, so nobody else writes this job: finding it is finding our own write.
         if self.landed(
@@ -134,11 +142,10 @@ class JobTable(TableBase):
             lambda stored: stored.owner == job.owner and stored.created_at == as_stored_job(job).created_at,
         ):
             return
-        # Report the idempotency record first: a retried create also collides on its name.
-        for conflict in (IdempotencyKeyTaken, NameTaken, JobExists):
-            if conflict in positions and refused.failed(positions[conflict]):
-                raise conflict() from refused.error
-        raise refused.error
+        raise JobExists()
+
+    def put_trigger_item(self, trigger: Trigger) -> None:
+        self.client.put_item(TableName=self.table, Item=trigger_to_item(trigger))
 
     def get_idempotent_create(self, owner: str, key: str, now: datetime) -> tuple[str, str] | None:
         """(job_id, fingerprint) of an earlier create with this ``Idempotency-Key``, if still valid."""
@@ -233,11 +240,14 @@ class JobTable(TableBase):
         stored = self.get_job(job.job_id)
         return stored is not None and stored.status is JobStatus.COMPLETED and stored.version == job.version
 
-    def name_holder(self, owner: str, name: str) -> str | None:
-        """The id of the job holding ``name`` among the owner's jobs, if any."""
+    def name_holder(self, owner: str, name: str) -> tuple[str, datetime | None] | None:
+        """The id of the job holding ``name`` among the owner's jobs, and when it was reserved."""
         response = self.client.get_item(TableName=self.table, Key=name_key(owner, name), ConsistentRead=True)
         item = response.get("Item")
-        return item["job_id"]["S"] if item else None
+        if not item:
+            return None
+        reserved = item.get("reserved_at")
+        return item["job_id"]["S"], from_ms(int(reserved["N"])) if reserved else None
 
     def get_job(self, job_id: str) -> Job | None:
         response = self.client.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=True)
