@@ -63,8 +63,12 @@ class FaultInjector:
 
     ``throttle``: the request is refused with a throttling error (nothing happened; the SDK retries).
     ``lost``: the request is carried out but its answer is replaced by a 500 (the SDK retries a request
-    that already took effect, like a response lost to a network timeout).
+    that already took effect, like a response lost to a network timeout). Not for SQS receives: a
+    receive whose answer is lost hides its messages for the queue's visibility timeout (15 minutes
+    here, as on AWS), which delays them but loses nothing, and no test can wait that long.
     """
+
+    NOT_LOST = frozenset({"AmazonSQS.ReceiveMessage"})
 
     def __init__(self, app: WsgiApp, throttle: float, lost: float, rng: random.Random | None = None) -> None:
         self.app = app
@@ -89,7 +93,7 @@ class FaultInjector:
         if roll < self.throttle:
             self.injected["throttle"] += 1
             return _error(start_response, "400 Bad Request", "ThrottlingException", "injected throttling")
-        if roll < self.throttle + self.lost:
+        if roll < self.throttle + self.lost and environ["HTTP_X_AMZ_TARGET"] not in self.NOT_LOST:
             self.injected["lost"] += 1
             result = self.app(environ, lambda *_args, **_kwargs: None)
             b"".join(result)
