@@ -201,12 +201,16 @@ class Dispatcher:
             )
         self.crash_point("after_send_before_delete")
         runs = [item.message.queued for item in outgoing if item.message.queued is not None]
-        if runs:
-            with ThreadPoolExecutor(max_workers=min(len(runs), concurrency or 1)) as pool:
+        written: list[bool] = []
+        if len(runs) == 1:
+            written = [self.store.put_run(runs[0])]
+        elif runs:
+            threads = min(len(runs), concurrency)
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="claim") as pool:
                 written = list(pool.map(self.store.put_run, runs))
-            # False: the worker started it first, or another dispatcher wrote it (its message was a
-            # duplicate, absorbed by the worker).
-            report.lost_races += written.count(False)
+        # False: the worker started it first, or another dispatcher wrote it (its message was a
+        # duplicate, absorbed by the worker).
+        report.lost_races += written.count(False)
         self._delete(finished + [item.trigger for item in outgoing if item.trigger.is_retry])
         return chained
 

@@ -160,9 +160,12 @@ class RunStore(Protocol):
 
     def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]: ...
 
-    def start_attempt(self, run: Run, *, token: str, now: datetime, lease_until: datetime) -> Run:
+    def start_attempt(
+        self, run: Run, *, token: str, now: datetime, lease_until: datetime, create: bool = False
+    ) -> Run:
         """Start the next attempt or take over a lapsed one; raises ``RunNotOurs`` if it changed.
-        A QUEUED run's first start creates the item if the dispatcher has not written it yet."""
+        ``create``: the run was not in the table when read (its message came before the dispatcher's
+        write): the start creates it, unless it appeared meanwhile as read."""
 
     def renew_lease(self, run: Run, lease_until: datetime) -> bool: ...
 
@@ -178,7 +181,9 @@ class RunStore(Protocol):
     ) -> None:
         """Record an attempt's outcome on the run under our lease; raises ``RunNotOurs`` if we lost it."""
 
-    def mark_run(self, run: Run, status: RunStatus, *, now: datetime, error: str | None) -> bool:
+    def mark_run(
+        self, run: Run, status: RunStatus, *, now: datetime, error: str | None, create: bool = False
+    ) -> bool:
         """End a run that has no attempt running (cancelled, skipped), guarded by what was read."""
 
 

@@ -150,13 +150,14 @@ class RunExecutor:
             age = self.clock() - message.queued.scheduled_for
             if age < timedelta(days=self.settings.run_retention_days):
                 run = message.queued
+        create = run is not None and run is message.queued  # the start (or end) writes the run item
         arrival = lifecycle.on_arrival(run, job)
         if isinstance(arrival, lifecycle.Ignore):
             logger.info("nothing to do for message", extra={**log, "status": run.status if run else None})
             return
         assert run is not None
         if isinstance(arrival, lifecycle.Cancel) or job is None:
-            self._end(run, lifecycle.Cancel("job cancelled"))
+            self._end(run, lifecycle.Cancel("job cancelled"), create=create)
             return
         if receive_count >= WORK_QUEUE_MAX_RECEIVE_COUNT:
             self._last_delivery(message, run, job, body or message.to_json(), receive_count)
@@ -177,24 +178,24 @@ class RunExecutor:
             return
         skip = lifecycle.superseded(run, job)
         if skip is not None:
-            self._end(run, skip)
+            self._end(run, skip, create=create)
             return
         self._check_time_left(run, job, deadline)
         if self._wait_until_due(run, receipt_handle):
             # A pause, cancel or reschedule may have landed while we waited for the second.
             job = self.store.get_job(run.job_id)
             if isinstance(lifecycle.on_arrival(run, job), lifecycle.Cancel) or job is None:
-                self._end(run, lifecycle.Cancel("job cancelled"))
+                self._end(run, lifecycle.Cancel("job cancelled"), create=create)
                 return
             skip = lifecycle.superseded(run, job)
             if skip is not None:
-                self._end(run, skip)
+                self._end(run, skip, create=create)
                 return
         if job.overlap.value == "skip" and run.status is RunStatus.QUEUED:
             earlier = self.store.runs_before(run.job_id, run.run_id, limit=3)
             skip = lifecycle.overlap_blocks(run, job, earlier)
             if skip is not None:
-                self._end(run, skip)
+                self._end(run, skip, create=create)
                 return
         token = uuid.uuid4().hex
         # The start is written a moment before the second (see PRESTART_SECONDS); it is recorded as
@@ -207,6 +208,7 @@ class RunExecutor:
                 token=token,
                 now=started_at,
                 lease_until=self.clock() + timedelta(seconds=self.settings.lease_seconds),
+                create=create,
             )
         except RunNotOurs:
             # Either another delivery started it, or our own write took effect and only its answer
@@ -331,10 +333,11 @@ class RunExecutor:
         while (remaining := (moment - self.clock()).total_seconds()) > 0:
             self.sleep(remaining if remaining > 0.002 else 0)
 
-    def _end(self, run: Run, decision: lifecycle.Cancel | lifecycle.Skip) -> None:
-        """End a run that never started an attempt, unless it changed meanwhile."""
+    def _end(self, run: Run, decision: lifecycle.Cancel | lifecycle.Skip, *, create: bool = False) -> None:
+        """End a run that never started an attempt, unless it changed meanwhile (``create``: its item
+        is not written yet)."""
         status = RunStatus.CANCELLED if isinstance(decision, lifecycle.Cancel) else RunStatus.SKIPPED
-        if self.store.mark_run(run, status, now=self.clock(), error=decision.reason):
+        if self.store.mark_run(run, status, now=self.clock(), error=decision.reason, create=create):
             logger.info(
                 f"run {status.value.lower()}",
                 extra={"job_id": run.job_id, "run_id": run.run_id, "reason": decision.reason},

@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
+import pytest
+
 from functions.core.model import JobStatus, RunStatus, TriggerState, to_ms
-from functions.core.ports import Tables
+from functions.core.ports import RunNotOurs, Tables
 from tests.contract.conftest import NOW, World
 
 
@@ -62,7 +64,13 @@ def test_a_message_that_overtakes_the_run_write_starts_or_ends_the_run_itself(
 ) -> None:
     job, trigger = world.created()
     run = world.run(job, trigger.scheduled_for)
-    started = tables.start_attempt(run, token="l", now=NOW, lease_until=NOW + timedelta(seconds=20))
+    with pytest.raises(RunNotOurs):  # a start that read the run never creates it
+        tables.start_attempt(run, token="l", now=NOW, lease_until=NOW + timedelta(seconds=20))
+    assert not tables.mark_run(run, RunStatus.SKIPPED, now=NOW, error="x")
+    assert tables.get_run(job.job_id, run.run_id) is None
+    started = tables.start_attempt(
+        run, token="l", now=NOW, lease_until=NOW + timedelta(seconds=20), create=True
+    )
     stored = tables.get_run(job.job_id, run.run_id)
     assert stored is not None and stored.status is RunStatus.RUNNING and stored.attempt == 1
     assert (stored.owner, to_ms(stored.scheduled_for), stored.job_version) == (
@@ -73,7 +81,7 @@ def test_a_message_that_overtakes_the_run_write_starts_or_ends_the_run_itself(
     assert started.lease_token == stored.lease_token
     assert not tables.put_run(run), "the dispatcher's write comes second and changes nothing"
     later = world.run(job, trigger.scheduled_for + timedelta(minutes=1))
-    assert tables.mark_run(later, RunStatus.SKIPPED, now=NOW, error="job paused")
+    assert tables.mark_run(later, RunStatus.SKIPPED, now=NOW, error="job paused", create=True)
     skipped = tables.get_run(job.job_id, later.run_id)
     assert skipped is not None and skipped.status is RunStatus.SKIPPED and skipped.error == "job paused"
     assert not tables.put_run(later)

@@ -346,11 +346,13 @@ class MemoryStore:
             )[: limit + 1]
             return [run for run in earlier if run.run_id != run_id][:limit]
 
-    def start_attempt(self, run: Run, *, token: str, now: datetime, lease_until: datetime) -> Run:
+    def start_attempt(
+        self, run: Run, *, token: str, now: datetime, lease_until: datetime, create: bool = False
+    ) -> Run:
         check_transition(run.status, RunStatus.RUNNING)
         with self.lock:
             stored = self.get_run(run.job_id, run.run_id)
-            if stored is None and run.status is RunStatus.QUEUED:
+            if stored is None and create and run.status is RunStatus.QUEUED:
                 stored = _stored_run(run)  # the message overtook the dispatcher's write: create it
             holds = (
                 stored is not None
@@ -419,11 +421,13 @@ class MemoryStore:
             if retry_trigger is not None:
                 self.triggers[_trigger_key(retry_trigger)] = _stored_trigger(retry_trigger)
 
-    def mark_run(self, run: Run, status: RunStatus, *, now: datetime, error: str | None) -> bool:
+    def mark_run(
+        self, run: Run, status: RunStatus, *, now: datetime, error: str | None, create: bool = False
+    ) -> bool:
         check_transition(run.status, status)
         with self.lock:
             stored = self.get_run(run.job_id, run.run_id)
-            if stored is None and run.status is RunStatus.QUEUED:
+            if stored is None and create and run.status is RunStatus.QUEUED:
                 stored = _stored_run(run)  # the message overtook the dispatcher's write: create it
             if stored is None or stored.status is not run.status or stored.job_version != run.job_version:
                 return False

@@ -150,7 +150,9 @@ class RunTable(TableBase):
         runs = [run_from_item(item) for item in response.get("Items", [])]
         return [run for run in runs if run.run_id != run_id][:limit]
 
-    def start_attempt(self, run: Run, *, token: str, now: datetime, lease_until: datetime) -> Run:
+    def start_attempt(
+        self, run: Run, *, token: str, now: datetime, lease_until: datetime, create: bool = False
+    ) -> Run:
         """Start the next attempt, or take over one whose worker died: exactly one caller wins.
 
         The condition pins the status, attempt count and lease we read, so a duplicate delivery or a
@@ -178,8 +180,8 @@ class RunTable(TableBase):
         if run.status is RunStatus.RUNNING:  # a takeover: pin the lease that lapsed
             condition += " AND lease_until = :seen_lease"
             values[":seen_lease"] = {"N": str(optional_ms(run.lease_until))}
-        if run.status is RunStatus.QUEUED:
-            # The message may overtake the dispatcher's write of the QUEUED run: start creates it.
+        if create and run.status is RunStatus.QUEUED:
+            # The message overtook the dispatcher's write of the QUEUED run: the start creates it.
             condition = f"attribute_not_exists(pk) OR ({condition})"
             sets.append(_unless_written(run, self.expiry(run.scheduled_for), names, values))
         if not self.conditional(
@@ -271,7 +273,9 @@ class RunTable(TableBase):
             return  # our own write, whose answer was lost and retried
         raise RunNotOurs(f"run {run.run_id} is no longer ours to finish") from refusal
 
-    def mark_run(self, run: Run, status: RunStatus, *, now: datetime, error: str | None) -> bool:
+    def mark_run(
+        self, run: Run, status: RunStatus, *, now: datetime, error: str | None, create: bool = False
+    ) -> bool:
         """Finish a run that never started an attempt (cancelled, skipped): guarded by its status."""
         check_transition(run.status, status)
         values: dict[str, Any] = {
@@ -289,7 +293,7 @@ class RunTable(TableBase):
             values[":error"] = {"S": error}
         # The version pins the run we read: a resume may have replaced it with a newer one.
         condition = "#status = :seen AND job_version = :seen_version"
-        if run.status is RunStatus.QUEUED:
+        if create and run.status is RunStatus.QUEUED:
             # A message that overtook the dispatcher's write of the QUEUED run ends it all the same.
             condition = f"attribute_not_exists(pk) OR ({condition})"
             sets.append(
