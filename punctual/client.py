@@ -159,6 +159,11 @@ class Client:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return self.request("POST", "/v1/jobs", body, headers=headers)
 
+    def create_jobs(self, bodies: list[dict[str, Any]], idempotency_key: str | None = None) -> Any:
+        """POST /v1/jobs/batch: up to 100 jobs, answered one by one (``items``)."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return self.request("POST", "/v1/jobs/batch", {"jobs": bodies}, headers=headers)
+
     def list_jobs(
         self,
         *,

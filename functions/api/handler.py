@@ -28,7 +28,9 @@ from functions.api.errors import (
 )
 from functions.api.guards import check_body
 from functions.api.models import (
+    CreatedJobsOut,
     CreateJobIn,
+    CreateJobsIn,
     ErrorOut,
     JobOut,
     JobPage,
@@ -159,6 +161,19 @@ def create_job(
 ) -> Response[str]:
     """Create a job; a retried create with the same Idempotency-Key returns the first result."""
     return _json(201, service().create_job(current_owner(), job, idempotency_key))
+
+
+@app.post("/v1/jobs/batch", tags=["jobs"], responses=ok(CreatedJobsOut))
+def create_jobs(
+    batch: CreateJobsIn,
+    idempotency_key: Annotated[
+        str | None, Header(alias="Idempotency-Key", min_length=1, max_length=120)
+    ] = None,
+) -> Response[str]:
+    """Create up to 100 jobs, each validated and answered on its own (index, and the job or the
+    error POST /v1/jobs would have answered); with an Idempotency-Key a retried batch answers each
+    job as the first time."""
+    return _json(200, {"items": service().create_jobs(current_owner(), batch.jobs, idempotency_key)})
 
 
 @app.get("/v1/jobs", tags=["jobs"], responses=ok(JobPage))

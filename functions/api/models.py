@@ -378,3 +378,29 @@ class ErrorOut(BaseModel):
     error: str
     reason: str
     field: str | None = None
+
+
+class CreateJobsIn(BaseModel):
+    """Up to 100 jobs in one request, each validated and answered on its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    jobs: list[dict[str, Any]] = Field(
+        min_length=1,
+        max_length=100,
+        description="each as the body of POST /v1/jobs",
+        json_schema_extra={"items": {"$ref": "#/components/schemas/CreateJobIn"}},
+    )
+
+
+class CreatedJobOut(BaseModel):
+    """One job of a batch: its place in the request, and the job created or why it was not."""
+
+    index: int
+    status: int = Field(description="201, or the HTTP status POST /v1/jobs would have answered")
+    job: JobOut | None = None
+    error: ErrorOut | None = None
+
+
+class CreatedJobsOut(BaseModel):
+    items: list[CreatedJobOut]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -12,7 +13,17 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from functions.api.errors import Conflict, InvalidInput, NotFound
+from pydantic import ValidationError
+
+from functions.api.errors import (
+    ApiError,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    from_validation,
+)
+from functions.api.guards import MAX_BODY_BYTES
 from functions.api.models import CreateJobIn, PatchJobIn, ScheduleIn
 from functions.core.dispatching import Dispatcher
 from functions.core.model import (
@@ -48,6 +59,9 @@ from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.targets.validation import TargetError, validate_target
 
+# The most jobs one POST /v1/jobs/batch may create.
+MAX_BATCH = 100
+
 # Ids this API hands out; anything else cannot exist (and must not reach DynamoDB's key limits).
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 
@@ -72,6 +86,48 @@ class JobService:
     def create_job(
         self, owner: str, request: CreateJobIn, idempotency_key: str | None = None
     ) -> dict[str, Any]:
+        view, trigger = self._create(owner, request, idempotency_key)
+        if trigger is not None:
+            self._dispatch_if_due(trigger, self.clock())
+        return view
+
+    def create_jobs(
+        self, owner: str, requests: list[Any], idempotency_key: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Create up to ``MAX_BATCH`` jobs, each validated and answered on its own: ``{"index",
+        "status": 201, "job"}`` or ``{"index", "status": 4xx, "error"}``. With an ``Idempotency-Key``,
+        job ``i`` is created under ``<key>#<i>``: a retried batch answers each job as the first time.
+        The jobs due within the look-ahead are dispatched together, in batches of messages."""
+        if len(requests) > MAX_BATCH:
+            raise InvalidInput(f"at most {MAX_BATCH} jobs in one request", "jobs")
+
+        def one(index: int, raw: Any) -> tuple[dict[str, Any], Trigger | None]:
+            try:
+                if len(json.dumps(raw).encode()) > MAX_BODY_BYTES:
+                    raise PayloadTooLarge("the job exceeds 64 KiB", "body")
+                request = CreateJobIn.model_validate(raw)
+                key = f"{idempotency_key}#{index}" if idempotency_key is not None else None
+                view, trigger = self._create(owner, request, key)
+            except ValidationError as error:
+                refusal = from_validation([dict(problem) for problem in error.errors()])
+                return {"index": index, "status": refusal.status_code, "error": refusal.body()}, None
+            except ApiError as error:
+                return {"index": index, "status": error.status_code, "error": error.body()}, None
+            return {"index": index, "status": 201, "job": view}, trigger
+
+        with ThreadPoolExecutor(
+            max_workers=max(1, min(8, len(requests))), thread_name_prefix="create"
+        ) as pool:
+            answers = list(pool.map(one, range(len(requests)), requests))
+        due = [trigger for _answer, trigger in answers if trigger is not None and self._due_soon(trigger)]
+        if due:
+            self.dispatcher.dispatch(due, self.clock())
+        return [answer for answer, _trigger in answers]
+
+    def _create(
+        self, owner: str, request: CreateJobIn, idempotency_key: str | None
+    ) -> tuple[dict[str, Any], Trigger | None]:
+        """The job's view, and its first trigger when this call wrote it (None for a replay)."""
         now = self.clock()
         fingerprint = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
         job_id = new_job_id()
@@ -80,7 +136,7 @@ class JobService:
             if isinstance(earlier, str):
                 job_id = earlier  # the first attempt died before writing its job: finish it
             elif earlier is not None:
-                return earlier
+                return earlier, None
         schedule = self._parse_schedule(request.schedule, now)
         target = self._validate_target(request.target.spec())
         first = self._first_fire_time(schedule, now)
@@ -117,12 +173,11 @@ class JobService:
                 # A concurrent attempt of the same create won: answer what it answered.
                 replay = self._replay(owner, idempotency_key, fingerprint, now)
                 if isinstance(replay, dict):
-                    return replay
+                    return replay, None
                 under_way = "a create with this Idempotency-Key is under way: retry it"
                 raise Conflict(under_way, "Idempotency-Key") from error
             raise Conflict(f"a live job named {request.name!r} exists already", "name") from error
-        self._dispatch_if_due(trigger, now)
-        return self.job_view(job, now, runs=[])
+        return self.job_view(job, now, runs=[]), trigger
 
     def _ended_name_holder(self, owner: str, name: str | None) -> str | None:
         """The id of the ended job still holding ``name``: a one-off job that ran keeps its name item
@@ -185,6 +240,9 @@ class JobService:
         if first is None:
             raise InvalidInput("the schedule has no fire time in the future", "schedule")
         return first
+
+    def _due_soon(self, trigger: Trigger) -> bool:
+        return trigger.fire_at - self.clock() <= timedelta(seconds=self.settings.lookahead_seconds)
 
     def _dispatch_if_due(self, trigger: Trigger, now: datetime) -> None:
         if trigger.fire_at - now <= timedelta(seconds=self.settings.lookahead_seconds):

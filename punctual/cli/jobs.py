@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from datetime import UTC, datetime
@@ -10,6 +11,7 @@ from typing import Any
 import click
 
 from punctual.cli.common import (
+    EXIT_REFUSED,
     Context,
     api_command,
     key_values,
@@ -56,9 +58,21 @@ def jobs() -> None:
 @click.option("--tag", "tags", multiple=True, help="KEY=VALUE (repeatable).")
 @click.option("--signing-secret", help="Sign deliveries with HMAC-SHA256 (Punctual-Signature).")
 @click.option("--idempotency-key", help="Retrying with the same key returns the first job.")
+@click.option(
+    "--file",
+    "jobs_file",
+    type=click.File("r"),
+    help="Create many: one job a line (JSON, as the body of POST /v1/jobs; '-' for stdin), 100 a request.",
+)
 @api_command
 def jobs_create(ctx: Context, **options: Any) -> None:
-    """Schedule a job."""
+    """Schedule a job, or every job of a JSON Lines file (--file)."""
+    if options["jobs_file"] is not None:
+        given = [name for name, value in options.items() if value not in (None, (), False)]
+        if set(given) - {"jobs_file", "idempotency_key"}:
+            raise click.UsageError("--file takes the jobs from the file: give no other job option")
+        _create_from_file(ctx, options["jobs_file"], options["idempotency_key"])
+        return
     forms = [form for form in ("at_", "cron", "rate") if options[form]]
     if len(forms) != 1:
         raise click.UsageError("give exactly one of --at, --cron, --rate")
@@ -162,6 +176,48 @@ def jobs_list(
     click.echo(table(rows, ["job id", "name", "status", "schedule", "next run", "last run"]))
     if next_cursor:
         click.echo(f"\nmore: --cursor {next_cursor}  (or --all)")
+
+
+BATCH = 100
+
+
+def _create_from_file(ctx: Context, lines: Any, idempotency_key: str | None) -> None:
+    """One request per 100 lines (POST /v1/jobs/batch); each job answered on its own. With a key,
+    batch ``n`` is sent as ``<key>-<n>``: running the same file again answers as the first time."""
+    bodies: list[tuple[int, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            bodies.append((number, json.loads(line)))
+        except ValueError as error:
+            raise click.UsageError(f"line {number} is not JSON: {error}") from error
+    if not bodies:
+        raise click.UsageError("the file holds no jobs")
+    answers: list[dict[str, Any]] = []
+    for start in range(0, len(bodies), BATCH):
+        chunk = bodies[start : start + BATCH]
+        key = f"{idempotency_key}-{start // BATCH}" if idempotency_key else None
+        result = ctx.client.create_jobs([body for _number, body in chunk], key)
+        for item in result["items"]:
+            answers.append({"line": chunk[item["index"]][0], **item})
+    failed = [answer for answer in answers if answer["status"] != 201]
+    if ctx.as_json:
+        emit_json(answers)
+    else:
+        rows = [
+            [
+                answer["line"],
+                answer["status"],
+                answer["job"]["job_id"] if answer.get("job") else "-",
+                f"{answer['error']['field']}: {answer['error']['reason']}" if answer.get("error") else "",
+            ]
+            for answer in answers
+        ]
+        click.echo(table(rows, ["line", "status", "job id", "error"]))
+        click.echo(f"{len(answers) - len(failed)} created, {len(failed)} refused")
+    if failed:
+        sys.exit(EXIT_REFUSED)  # some were refused: each line says why
 
 
 def _show_job(ctx: Context, job: dict[str, Any]) -> None:

@@ -260,6 +260,26 @@ def test_given_an_idempotency_key_when_a_create_is_retried_over_http_then_the_fi
     local_stack.call("DELETE", f"/v1/jobs/{first[2]['job_id']}")
 
 
+def test_given_a_batch_over_http_then_each_job_is_answered_on_its_own(local_stack: Api) -> None:
+    key = {"Idempotency-Key": f"batch-{time.time_ns()}"}
+    jobs = [daily(), {**daily(), "schedule": {"cron": "0 0 30 2 *"}}, daily()]
+    status, _, answer = send(local_stack, "POST", "/v1/jobs/batch", {"jobs": jobs}, headers=key)
+    assert status == 200, answer
+    assert [(item["index"], item["status"]) for item in answer["items"]] == [(0, 201), (1, 422), (2, 201)]
+    assert answer["items"][1]["error"]["field"] == "schedule.cron"
+    again = send(local_stack, "POST", "/v1/jobs/batch", {"jobs": jobs}, headers=key)[2]
+    assert [i.get("job", {}).get("job_id") for i in again["items"]] == [
+        i.get("job", {}).get("job_id") for i in answer["items"]
+    ]
+    status, _, error = send(local_stack, "POST", "/v1/jobs/batch", {"jobs": [daily()] * 101})
+    assert (status, error["field"]) == (422, "jobs"), error
+    status, _, error = send(local_stack, "POST", "/v1/jobs/batch", {"jobs": []})
+    assert (status, error["field"]) == (422, "jobs"), error
+    for item in answer["items"]:
+        if item["status"] == 201:
+            local_stack.call("DELETE", f"/v1/jobs/{item['job']['job_id']}")
+
+
 def test_given_bad_input_over_http_when_creating_then_4xx_names_the_field(local_stack: Api) -> None:
     status, _, error = send(local_stack, "POST", "/v1/jobs", {**daily(), "schedule": {"cron": "0 0 30 2 *"}})
     assert (status, error["field"]) == (422, "schedule.cron"), error

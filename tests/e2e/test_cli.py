@@ -737,3 +737,31 @@ def test_local_demo_shows_deliveries_with_lateness_and_stops_cleanly(background:
     roles = json.loads((demo.cwd / ".punctual" / "roles.json").read_text())
     assert {"emulator", "api", "dispatcher", "worker-1"} <= set(roles)
     assert wait_until(lambda: all(_gone(pid) for pid in roles.values()), timeout=5), roles
+
+
+def test_create_from_a_jsonl_file_answers_each_line_and_runs_the_jobs(
+    cli: Cli, receiver: Receiver, tmp_path: Path
+) -> None:
+    soon = (datetime.now(UTC) + timedelta(seconds=5)).isoformat()
+    lines = [
+        json.dumps({"schedule": {"at": soon}, "target": {"type": "http", "url": receiver.url + f"/f{i}"}})
+        for i in range(150)
+    ]
+    lines.insert(
+        3, json.dumps({"schedule": {"cron": "61 * * * *"}, "target": {"type": "http", "url": receiver.url}})
+    )
+    path = tmp_path / "jobs.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    key = f"file-{uuid.uuid4()}"
+    result = cli("jobs", "create", "--file", str(path), "--idempotency-key", key, "--json")
+    assert result.code == 1, "one line was refused"
+    answers = result.json
+    assert len(answers) == 151 and [a["line"] for a in answers] == list(range(1, 152))
+    (refused,) = [a for a in answers if a["status"] != 201]
+    assert refused["line"] == 4 and refused["error"]["field"] == "schedule.cron"
+    again = cli("jobs", "create", "--file", str(path), "--idempotency-key", key, "--json").json
+    assert [a.get("job", {}).get("job_id") for a in again] == [
+        a.get("job", {}).get("job_id") for a in answers
+    ]
+    wait_until(lambda: all(receiver.for_path(f"/f{i}") for i in range(150)), timeout=60)
+    assert all(len(receiver.for_path(f"/f{i}")) == 1 for i in range(150))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from functions.api.errors import Conflict
+from functions.api.errors import Conflict, InvalidInput
 from functions.api.models import CreateJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher, shard_groups
@@ -234,3 +234,46 @@ def test_a_name_reserved_by_a_create_that_died_is_free_after_the_grace(engine: E
     engine.clock.advance(61)
     taken = engine.service.create_job("alice", body)
     assert taken["name"] == "n" and taken["job_id"] != dead["job_id"]
+
+
+def test_a_batch_answers_each_job_on_its_own(engine: Engine) -> None:
+    soon = (engine.clock() + timedelta(seconds=30)).isoformat()
+    answers = engine.service.create_jobs(
+        "alice",
+        [
+            {"schedule": {"at": soon}, "target": HOOK, "name": "a"},
+            {"schedule": {"cron": "not a cron"}, "target": HOOK},
+            {"schedule": {"at": soon}, "target": HOOK, "name": "a"},
+            {"schedule": {"at": soon}, "target": HOOK, "payload": "x" * 70_000},
+            {"schedule": {"at": soon}, "target": HOOK},
+        ],
+    )
+    assert [answer["index"] for answer in answers] == [0, 1, 2, 3, 4]
+    assert [answer["status"] for answer in answers] == [201, 422, 409, 413, 201]
+    assert answers[1]["error"]["field"] == "schedule.cron"
+    assert answers[2]["error"]["field"] == "name"
+    created = [answer["job"]["job_id"] for answer in answers if answer["status"] == 201]
+    assert set(engine.store.jobs) == set(created)
+    # the jobs due within the look-ahead were dispatched together, in one send
+    assert sorted(message.job_id for message, _delay in engine.queue.sent) == sorted(created)
+
+
+def test_a_retried_batch_answers_each_job_as_the_first_time(engine: Engine) -> None:
+    jobs = [{"schedule": {"cron": "0 3 * * *"}, "target": HOOK, "name": f"n{i}"} for i in range(3)]
+    first = engine.service.create_jobs("alice", jobs, idempotency_key="batch-1")
+    again = engine.service.create_jobs("alice", jobs, idempotency_key="batch-1")
+    assert [a["job"]["job_id"] for a in again] == [a["job"]["job_id"] for a in first]
+    assert len(engine.store.jobs) == 3
+
+
+def test_a_batch_of_more_than_a_hundred_is_refused_whole(engine: Engine) -> None:
+    with pytest.raises(InvalidInput):
+        engine.service.create_jobs("alice", [{"schedule": {"cron": "0 3 * * *"}, "target": HOOK}] * 101)
+    assert engine.store.jobs == {}
+
+
+def test_a_job_due_within_the_look_ahead_is_sent_and_its_run_written_by_the_create(engine: Engine) -> None:
+    job = engine.create(schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()})
+    (run,) = engine.store.runs[job["job_id"]].values()
+    assert run.status is RunStatus.QUEUED
+    assert [message.run_id for message, _delay in engine.queue.sent] == [run.run_id]
