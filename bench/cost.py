@@ -7,12 +7,14 @@ AWS call it makes (inside a handler, or by the event source mapping around it; f
 capacity the answer reports, every request asking for it) and of each handler invocation's duration.
 The emulator's own request counter (``/_punctual/requests``) checks the total.
 
-Three scenarios, each repeated (three times by default) on the same stack:
+Four scenarios, each repeated (three times by default) on the same stack:
 
 - ``one_off_ahead``: one-off jobs created more than the look-ahead before their time (the usual
   case: "call this at 13:00:05" made well in advance), so the dispatcher claims them;
 - ``one_off_soon``: one-off jobs due a few seconds after they are created, claimed and sent by the
   api at once;
+- ``one_off_batch``: the ahead jobs again, created 100 a request through ``POST /v1/jobs/batch``
+  (the API call and its invocation shared by the jobs of a request);
 - ``recurring``: crons every 10 s in steady state (a claim writes the next occurrence).
 
 The one-off batches of all repetitions overlap in time (three repetitions one after the other would
@@ -239,23 +241,34 @@ def _wait_delivered(receiver: Receiver, paths: set[str], timeout: float) -> floa
     return max(arrivals, default=time.time())
 
 
+BATCH = 100  # jobs a POST /v1/jobs/batch request creates in the one_off_batch scenario
+
+
 def _create(stack: TimedStack, receiver: Receiver, scenario: Scenario, dues: list[float]) -> None:
     """One-off jobs at the given due times; a due time that would fall within the look-ahead when the
     job is created is moved just beyond it for the ahead batches."""
     began = time.time()
+    bodies = []
     for n, planned in enumerate(dues):
         due = planned
-        if scenario.name == "one_off_ahead":
+        if scenario.name in ("one_off_ahead", "one_off_batch"):
             due = max(planned, time.time() + LOOKAHEAD_SECONDS + 1.0)
         path = f"{scenario.tag}{n}"
-        stack.api.create(
-            {
-                "schedule": {"at": iso(datetime.fromtimestamp(round(due, 3), UTC))},
-                "target": {"type": "http", "url": receiver.url + path},
-            }
-        )
+        body = {
+            "schedule": {"at": iso(datetime.fromtimestamp(round(due, 3), UTC))},
+            "target": {"type": "http", "url": receiver.url + path},
+        }
+        if scenario.name == "one_off_batch":
+            bodies.append(body)
+        else:
+            stack.api.create(body)
         scenario.paths.add(path)
         scenario.due = (min(scenario.due[0] or due, due), max(scenario.due[1], due))
+    for start in range(0, len(bodies), BATCH):
+        status, answer = stack.api.call("POST", "/v1/jobs/batch", {"jobs": bodies[start : start + BATCH]})
+        refused = [item for item in answer.get("items", []) if item.get("status") != 201]
+        if status != 200 or refused:
+            raise RuntimeError(f"batch create answered {status}: {refused[:1] or answer}")
     scenario.creates = len(dues)
     scenario.api.append((began, time.time()))
 
@@ -280,6 +293,7 @@ def _one_offs(
     soon: int,
     rng: random.Random,
     warmup: tuple[float, float],
+    name: str = "one_off_ahead",
 ) -> list[Scenario]:
     """The ahead and soon batches of every repetition, interleaved.
 
@@ -297,12 +311,14 @@ def _one_offs(
         tick, _end = _next_tick(stack, after)
         # The dispatcher's share: the next tick, which claims the batch (the one after it is idle).
         claim_tick = (tick + TICK_SECONDS / 2, tick + 2 * TICK_SECONDS)
-        batch = Scenario("one_off_ahead", k, f"/ahead{k}/", dispatcher=[claim_tick])
+        batch = Scenario(name, k, f"/{name.rsplit('_', 1)[-1]}{k}/", dispatcher=[claim_tick])
         log(f"cost: repetition {k + 1}: {ahead} jobs due in a minute, then {soon} due within seconds")
         _create(stack, receiver, batch, [tick + rng.uniform(*AHEAD_DUE_AFTER_TICK) for _ in range(ahead)])
         aheads.append(batch)
         # A soon batch must be over before the first ahead batch's messages arrive.
-        if time.time() + SOON_BUDGET < aheads[0].due[0] - EXECUTION_LEAD:
+        if not soon:
+            pass
+        elif time.time() + SOON_BUDGET < aheads[0].due[0] - EXECUTION_LEAD:
             soons.append(_soon(stack, receiver, k, soon, rng))
         else:
             deferred.append(k)
@@ -594,10 +610,11 @@ def _dollars(figures: dict[str, Any], *, include_create: bool) -> dict[str, Any]
         gb_seconds += (
             figures["api_seconds_per_create"]
             * prices.MEMORY_GB["api"]
-            * figures["creates"]
+            * figures["api_creates"]
             / max(1, figures["executions"])
         )
-        api_requests = figures["creates"] / max(1, figures["executions"])
+        # API calls, not jobs: a batch creates up to a hundred jobs in one.
+        api_requests = figures["api_creates"] / max(1, figures["executions"])
     log_bytes = sum(figures["log_bytes_per_job"].values())
     million = 1e6
     lines = {
@@ -729,6 +746,11 @@ def run(
         stack.counters(reset=True)
         counted_since = time.time()
         scenarios = _one_offs(stack, receiver, repetitions, one_off, soon, rng, warmup)
+        log(f"cost: {repetitions} x {one_off} jobs due in a minute, created {BATCH} a request")
+        now = time.time()
+        scenarios += _one_offs(
+            stack, receiver, repetitions, one_off, 0, rng, (now, now + 10), "one_off_batch"
+        )
         log(f"cost: {crons} crons every 10 s, {repetitions} x {cron_ticks} tick(s) in steady state")
         scenarios += _recurring(stack, receiver, repetitions, crons, cron_ticks)
         counters = stack.counters()
@@ -743,7 +765,8 @@ def run(
             if action == "put" and size:
                 put_sizes[(pk, sk)] = max(size, put_sizes.get((pk, sk), 0))
     idle = _idle(events, warmup_until, sizes, put_sizes)
-    names = {"one_off_ahead": True, "one_off_soon": True, "recurring": False}  # the create is counted
+    # the create is counted
+    names = {"one_off_ahead": True, "one_off_soon": True, "one_off_batch": True, "recurring": False}
     result_scenarios: dict[str, Any] = {}
     for name, include_create in names.items():
         runs = []

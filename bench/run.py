@@ -187,6 +187,7 @@ def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | 
         titles = {
             "one_off_ahead": "one-off job created ahead",
             "one_off_soon": "one-off job due within seconds",
+            "one_off_batch": "one-off job created ahead, 100 a request",
             "recurring": "recurring, per execution",
         }
         for name, scenario in results["cost"]["scenarios"].items():

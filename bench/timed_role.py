@@ -35,6 +35,9 @@ _lock = threading.Lock()
 class _State:
     out: TextIO | None = None
     role = ""
+    # The api serves one request at a time: its tag holds for every thread the request starts (a
+    # batch's creates, a dispatch's writes), not only the handler's own.
+    tag: str | None = None
 
 
 _state = _State()
@@ -42,7 +45,7 @@ _state = _State()
 # Threads that only ever run inside a handler invocation: the records of a worker batch, the
 # heartbeat of a running attempt, a target's call, the dispatcher's per-shard sweeps, its groups of
 # shards and its concurrent claims.
-_HANDLER_THREADS = ("record", "heartbeat-", "punctual-target", "sweep", "group", "fanout", "claim")
+_HANDLER_THREADS = ("record", "heartbeat-", "punctual-target", "sweep", "group", "fanout", "claim", "create")
 
 
 def _emit(event: dict[str, Any]) -> None:
@@ -227,7 +230,7 @@ def _record_aws_calls() -> None:
                 "op": f"{service}:{operation_name}",
                 "ok": ok,
             }
-            tag = getattr(_local, "tag", None)
+            tag = getattr(_local, "tag", None) or _state.tag
             if tag:
                 event["tag"] = tag
             if service == "dynamodb":
@@ -256,6 +259,7 @@ def _time_handler(
     def timed(event: Any, context: Any) -> Any:
         _local.in_handler = True
         _local.tag = tag(event) if tag is not None else None
+        _state.tag = _local.tag
         started = time.time()
         began = time.perf_counter()
         result = None
@@ -276,6 +280,7 @@ def _time_handler(
             if _local.tag:
                 invocation["tag"] = _local.tag
             _local.tag = None
+            _state.tag = None
             _emit(invocation)
 
     module.handler = timed
@@ -307,8 +312,11 @@ def _target_path(event: Any) -> str | None:
     if event.get("httpMethod") != "POST" or not event.get("body"):
         return None
     try:
-        url = json.loads(event["body"])["target"]["url"]
-    except (ValueError, KeyError, TypeError):
+        body = json.loads(event["body"])
+        # POST /v1/jobs/batch: a scenario's batch shares one path prefix; its first job names it.
+        job = body["jobs"][0] if "jobs" in body else body
+        url = job["target"]["url"]
+    except (ValueError, KeyError, TypeError, IndexError):
         return None
     return urllib.parse.urlsplit(str(url)).path or None
 
