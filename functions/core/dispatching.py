@@ -320,7 +320,9 @@ class Dispatcher:
             remaining: list[Trigger] = []
             for _ in range(MAX_ROUNDS_PER_BUCKET):
                 listed = [t for t in self.store.query_bucket(bucket, shard) if trigger_key(t) not in sent]
-                remaining = self.undispatched(listed)
+                # Beyond the horizon nothing is dispatched, so nothing is checked (a bucket with such a
+                # trigger is never one the cursor may pass).
+                remaining = self.undispatched([t for t in listed if t.fire_at <= horizon])
                 due = [
                     t
                     for t in remaining

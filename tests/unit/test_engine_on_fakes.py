@@ -143,6 +143,29 @@ def test_a_dispatched_trigger_stays_in_place_and_is_never_sent_again(engine: Eng
     assert run.status is RunStatus.QUEUED and run.run_id == trigger.run_id
 
 
+def test_a_sweep_checks_the_runs_of_triggers_within_its_horizon_only(engine: Engine) -> None:
+    engine.clock.advance(30)  # the horizon falls inside a minute: one bucket on both sides of it
+    horizon = engine.clock() + timedelta(seconds=SETTINGS.lookahead_seconds)
+    within = engine.create(schedule={"at": (horizon - timedelta(seconds=10)).isoformat()})
+    beyond = engine.create(schedule={"at": (horizon + timedelta(seconds=10)).isoformat()})
+    checked: list[str] = []
+    get_runs = engine.store.get_runs
+
+    def recording(keys: list[tuple[str, str]]) -> Any:
+        checked.extend(job_id for job_id, _run_id in keys)
+        return get_runs(keys)
+
+    engine.store.get_runs = recording  # type: ignore[method-assign]
+    engine.dispatcher.sweep()
+    assert within["job_id"] in checked and beyond["job_id"] not in checked
+    engine.clock.advance(20)
+    engine.dispatcher.sweep()
+    assert beyond["job_id"] in checked
+    assert sorted(message.job_id for message, _delay in engine.queue.sent) == sorted(
+        [within["job_id"], beyond["job_id"]]
+    )
+
+
 def test_a_message_that_overtakes_its_run_write_runs_the_occurrence_once(engine: Engine) -> None:
     # Given a dispatcher that dies after sending, before writing the run
     job = engine.create(schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()})
