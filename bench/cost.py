@@ -30,7 +30,10 @@ emulator reports (``ReturnConsumedCapacity``) is recorded next to them: moto's f
 per request, whatever the size, and absent for TransactWriteItems.
 
 The dispatcher's sweep costs the same per tick whether there is work or not; that fixed cost is
-measured on idle ticks, subtracted from the per-job figures and reported per month instead. The
+measured on idle ticks (nothing in their window), subtracted from the per-job figures and reported
+per month instead. A sent trigger stays in its bucket, so the ticks after its claim read it again
+(and check that its run exists) until their cursor passes its minute: what those ticks spend beyond
+an idle tick is shared by all executed jobs (``rescans_per_job``). The
 local SQS pollers long-poll with a 2 s wait, so their empty receives say nothing about AWS (Lambda's
 event source mapping polls on its own schedule); receives that returned messages and the deletes
 that follow are counted per job, empty ones are reported apart.
@@ -486,7 +489,14 @@ def _belongs(event: dict[str, Any], scenario: Scenario) -> bool:
 
 
 def _idle_ticks(events: list[dict[str, Any]], warmup_until: float) -> list[dict[str, Any]]:
-    """Dispatcher invocations after the warm-up that claimed nothing, with the calls they made."""
+    """Dispatcher invocations after the warm-up with nothing in their window: they sent nothing and
+    read no trigger's run (a trigger stays in its bucket after it is sent, so a tick whose window
+    holds sent triggers reads them again; that is the jobs' cost, see ``_rescans``)."""
+    return [tick for tick in _quiet_ticks(events, warmup_until) if not _reads_triggers(tick)]
+
+
+def _quiet_ticks(events: list[dict[str, Any]], warmup_until: float) -> list[dict[str, Any]]:
+    """Dispatcher invocations after the warm-up that sent nothing, with the calls they made."""
     calls = [e for e in events if e["role"] == "dispatcher" and not e.get("invocation")]
     ticks = []
     for tick in events:
@@ -498,6 +508,44 @@ def _idle_ticks(events: list[dict[str, Any]], warmup_until: float) -> list[dict[
         inside = [c for c in calls if tick["t"] <= c["t"] <= tick["t_end"] + 0.001]
         ticks.append({"tick": tick, "calls": inside})
     return ticks
+
+
+def _reads_triggers(tick: dict[str, Any]) -> bool:
+    return bool((tick["tick"].get("summary") or {}).get("triggers_checked"))
+
+
+def _rescans(
+    events: list[dict[str, Any]],
+    warmup_until: float,
+    scenarios: list[Scenario],
+    idle: dict[str, Any],
+    sizes: dict[tuple[str, str], int],
+    put_sizes: dict[tuple[str, str], int],
+) -> dict[str, Units]:
+    """What the ticks that sent nothing spent beyond an idle tick, per executed job: re-reading sent
+    triggers still in their buckets (the query, and the check that their run exists). Every job's
+    trigger is re-read by the ticks whose window holds it, whichever scenario it belongs to, so the
+    total is shared by all executions."""
+    claims = [interval for scenario in scenarios for interval in scenario.dispatcher]
+    ticks = [
+        tick
+        for tick in _quiet_ticks(events, warmup_until)
+        if _reads_triggers(tick) and not _inside(tick["tick"]["t"], claims)
+    ]
+    by_op: dict[str, Units] = {}
+    for tick in ticks:
+        for call in tick["calls"]:
+            by_op.setdefault(call["op"], Units()).add(_units(call, sizes, put_sizes))
+    for op, per_tick in idle["units_per_tick"].items():
+        by_op.setdefault(op, Units()).add(Units(**per_tick), factor=-len(ticks))
+    executions = max(1, sum(scenario.executions for scenario in scenarios))
+    shares: dict[str, Units] = {}
+    for op, units in by_op.items():
+        share = Units()
+        share.add(units, factor=1 / executions)
+        if share.requests > 0.0005:
+            shares[op] = share
+    return shares
 
 
 def _log_lines(path: Path) -> list[tuple[float, int]]:
@@ -524,6 +572,7 @@ def _analyse(
     sizes: dict[tuple[str, str], int],
     put_sizes: dict[tuple[str, str], int],
     logs: dict[str, list[tuple[float, int]]],
+    rescans: dict[str, Units],
 ) -> dict[str, Any]:
     mine = [e for e in events if _belongs(e, scenario)]
     calls = [e for e in mine if not e.get("invocation")]
@@ -540,6 +589,9 @@ def _analyse(
     # The dispatcher's fixed cost per tick is not the jobs': subtract what idle ticks make.
     for op, per_tick in idle["units_per_tick"].items():
         by_op.setdefault(("dispatcher", op), Units()).add(Units(**per_tick), factor=-len(ticks))
+    # Its share of the later ticks that read its sent trigger again (see _rescans).
+    for op, share in rescans.items():
+        by_op.setdefault(("dispatcher", f"{op} re-read"), Units()).add(share, factor=jobs)
     by_op = {key: units for key, units in by_op.items() if units.requests >= 0.0005 * jobs}
     requests_per_job: dict[str, dict[str, float]] = {"api": {}, "dispatcher": {}, "worker": {}, "esm": {}}
     capacity: dict[str, dict[str, float]] = {}
@@ -743,6 +795,7 @@ def run(
         # Warm-up: the first tick sweeps the catch-up horizon from an empty cursor; not typical.
         warmup = _next_tick(stack, 0)
         warmup_until = warmup[1]
+        _next_tick(stack, warmup_until)  # an idle tick: what a tick costs with nothing in its window
         stack.counters(reset=True)
         counted_since = time.time()
         scenarios = _one_offs(stack, receiver, repetitions, one_off, soon, rng, warmup)
@@ -765,13 +818,14 @@ def run(
             if action == "put" and size:
                 put_sizes[(pk, sk)] = max(size, put_sizes.get((pk, sk), 0))
     idle = _idle(events, warmup_until, sizes, put_sizes)
+    rescans = _rescans(events, warmup_until, scenarios, idle, sizes, put_sizes)
     # the create is counted
     names = {"one_off_ahead": True, "one_off_soon": True, "one_off_batch": True, "recurring": False}
     result_scenarios: dict[str, Any] = {}
     for name, include_create in names.items():
         runs = []
         for scenario in (s for s in scenarios if s.name == name):
-            figures = _analyse(scenario, events, idle, sizes, put_sizes, logs)
+            figures = _analyse(scenario, events, idle, sizes, put_sizes, logs, rescans)
             figures["cost"] = _dollars(figures, include_create=include_create)
             runs.append(figures)
         mine = [s for s in scenarios if s.name == name]
@@ -785,7 +839,7 @@ def run(
             creates=sum(s.creates for s in mine),
             executions=sum(s.executions for s in mine),
         )
-        pooled = _analyse(together, events, idle, sizes, put_sizes, logs)
+        pooled = _analyse(together, events, idle, sizes, put_sizes, logs, rescans)
         pooled["cost"] = _dollars(pooled, include_create=include_create)
         for key in ("intervals", "repetition"):
             pooled.pop(key, None)
@@ -844,6 +898,14 @@ def run(
         },
         "item_sizes": kinds,
         "idle_sweep": idle,
+        "rescans_per_job": {
+            "what": "per executed job, what later ticks spent reading its sent trigger again (the query"
+            f" and the check that its run exists), beyond an idle tick; here a tick every {TICK_SECONDS} s"
+            f" with a {LOOKAHEAD_SECONDS} s look-ahead reads a trigger in about"
+            f" {(LOOKAHEAD_SECONDS + 60) // TICK_SECONDS} ticks, on AWS (a tick a minute, 120 s) in about 3;"
+            " included in every scenario's dispatcher figures",
+            "units": {op: units.per(1) for op, units in rescans.items()},
+        },
         "scenarios": result_scenarios,
         "machine": machine(),
         "elapsed_seconds": round(time.monotonic() - began, 1),

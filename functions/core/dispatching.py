@@ -57,6 +57,9 @@ class DispatchReport:
 class SweepReport:
     dispatch: DispatchReport = field(default_factory=DispatchReport)
     buckets_swept: int = 0
+    # Triggers within the horizon whose run the sweep looked up (sent ones stay in their bucket and
+    # are read again by every tick until the cursor passes their minute).
+    triggers_checked: int = 0
     cursors_advanced: int = 0
     lag_seconds: float = 0.0
 
@@ -64,6 +67,7 @@ class SweepReport:
         """Sum the counts; the lag is the largest (the oldest cursor wins)."""
         self.dispatch.add(other.dispatch)
         self.buckets_swept += other.buckets_swept
+        self.triggers_checked += other.triggers_checked
         self.cursors_advanced += other.cursors_advanced
         self.lag_seconds = max(self.lag_seconds, other.lag_seconds)
 
@@ -322,7 +326,9 @@ class Dispatcher:
                 listed = [t for t in self.store.query_bucket(bucket, shard) if trigger_key(t) not in sent]
                 # Beyond the horizon nothing is dispatched, so nothing is checked (a bucket with such a
                 # trigger is never one the cursor may pass).
-                remaining = self.undispatched([t for t in listed if t.fire_at <= horizon])
+                within = [t for t in listed if t.fire_at <= horizon]
+                report.triggers_checked += len(within)
+                remaining = self.undispatched(within)
                 due = [
                     t
                     for t in remaining

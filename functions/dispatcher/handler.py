@@ -53,6 +53,7 @@ def _summary(report: SweepReport, shards: list[int]) -> dict[str, Any]:
     summary = {
         **asdict(report.dispatch),
         "buckets_swept": report.buckets_swept,
+        "triggers_checked": report.triggers_checked,
         "lag_seconds": report.lag_seconds,
         "shards": len(shards),
     }

@@ -156,7 +156,7 @@ def test_a_sweep_checks_the_runs_of_triggers_within_its_horizon_only(engine: Eng
         return get_runs(keys)
 
     engine.store.get_runs = recording  # type: ignore[method-assign]
-    engine.dispatcher.sweep()
+    assert engine.dispatcher.sweep().triggers_checked == 1
     assert within["job_id"] in checked and beyond["job_id"] not in checked
     engine.clock.advance(20)
     engine.dispatcher.sweep()
