@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 import boto3
+import pytest
 from botocore.exceptions import ClientError
 
 from functions.core.resources import table_definition
@@ -148,3 +149,67 @@ def test_a_long_poll_with_nothing_coming_waits_its_whole_timeout() -> None:
     started = time.monotonic()
     _wait_for_messages(queue, 1)
     assert time.monotonic() - started >= 0.9
+
+
+def test_a_query_reads_its_partition_only_and_answers_as_moto_would(
+    moto_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """moto sorts the whole table for every Query; the emulator reads the partition, as DynamoDB does
+    (the dispatcher's bucket queries held the table for half a second once it had grown)."""
+    from punctual.local import emulator
+
+    client: Any = boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="us-east-1")
+    table = f"query-{uuid.uuid4().hex[:8]}"
+    client.create_table(**table_definition(table))
+    for n in (7, 3, 9, 1, 5):
+        client.put_item(
+            TableName=table,
+            Item={
+                "pk": {"S": "bucket#1"},
+                "sk": {"S": f"t#{n}"},
+                "gsi1pk": {"S": "o"},
+                "gsi1sk": {"S": str(n)},
+            },
+        )
+    for n in range(40):
+        client.put_item(TableName=table, Item={"pk": {"S": f"other#{n}"}, "sk": {"S": "t#2"}})
+    whole_table_reads: list[str] = []
+    original = emulator._original_all_items
+
+    def counted(table_: Any) -> Any:
+        whole_table_reads.append(table_.name)
+        return original(table_)
+
+    monkeypatch.setattr(emulator, "_original_all_items", counted)
+
+    def query(**extra: Any) -> Any:
+        return client.query(
+            TableName=table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": "bucket#1"}},
+            ConsistentRead=True,
+            **extra,
+        )
+
+    assert [item["sk"]["S"] for item in query()["Items"]] == ["t#1", "t#3", "t#5", "t#7", "t#9"]
+    assert [item["sk"]["S"] for item in query(ScanIndexForward=False)["Items"]][:2] == ["t#9", "t#7"]
+    first = query(Limit=2)
+    assert [item["sk"]["S"] for item in first["Items"]] == ["t#1", "t#3"]
+    rest = query(ExclusiveStartKey=first["LastEvaluatedKey"])
+    assert [item["sk"]["S"] for item in rest["Items"]] == ["t#5", "t#7", "t#9"]
+    missing = client.query(
+        TableName=table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "never-written"}},
+    )
+    assert missing["Items"] == []
+    assert whole_table_reads == [], "a Query of the table reads its partition only"
+    by_owner = client.query(
+        TableName=table,
+        IndexName="gsi1",
+        KeyConditionExpression="gsi1pk = :o",
+        ExpressionAttributeValues={":o": {"S": "o"}},
+    )
+    assert len(by_owner["Items"]) == 5  # an index query is moto's own, over the whole table
+    assert len(client.scan(TableName=table)["Items"]) == 45
+    assert whole_table_reads
