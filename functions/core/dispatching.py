@@ -6,6 +6,7 @@ because the sweep for its minute may already have run). The protocol is in docs/
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -93,6 +94,15 @@ class _Outcome:
     chained: Trigger | None = None
 
 
+# How long, and from how many entries on, a dispatcher remembers dispatched occurrences.
+MEMORY_MINUTES = 30
+MEMORY_PRUNE_AT = 10_000
+
+
+def _memo_key(trigger: Trigger) -> tuple[str, str, int]:
+    return (trigger.job_id, trigger.run_id, trigger.job_version)
+
+
 def trigger_key(trigger: Trigger) -> tuple[str, str]:
     return (trigger.job_id, trigger.run_id)
 
@@ -125,6 +135,13 @@ class Dispatcher:
         self.queue = queue
         self.settings = settings
         self.clock = clock
+        # Occurrences this process saw dispatched (their run exists), by trigger key and job version,
+        # with their fire time. A sent trigger stays in its bucket until the cursor passes its minute,
+        # so every tick lists it again; remembering it spares the re-check of its run (a read, and on
+        # the local emulator a burst of them at each tick that made the workers' writes wait). Only an
+        # optimisation: a fresh process (a cold Lambda container) checks the runs as before.
+        self._dispatched: dict[tuple[str, str, int], datetime] = {}
+        self._dispatched_lock = threading.Lock()
         # Tests make the dispatcher "die" at named points to prove nothing is lost.
         self.crash_point = crash_point or crash_points.crash_point
 
@@ -162,10 +179,29 @@ class Dispatcher:
 
     def undispatched(self, triggers: list[Trigger]) -> list[Trigger]:
         """The triggers still to dispatch: a retry wake-up until it is deleted, an occurrence until
-        its run exists (one batch read)."""
-        occurrences = [t for t in triggers if not t.is_retry]
+        its run exists (one batch read, for the occurrences not already known to be dispatched)."""
+        with self._dispatched_lock:
+            unknown = [t for t in triggers if t.is_retry or _memo_key(t) not in self._dispatched]
+        occurrences = [t for t in unknown if not t.is_retry]
         runs = self.store.get_runs([trigger_key(t) for t in occurrences]) if occurrences else {}
-        return [t for t in triggers if t.is_retry or not is_dispatched(t, runs.get(trigger_key(t)))]
+        seen = [t for t in occurrences if is_dispatched(t, runs.get(trigger_key(t)))]
+        self._remember(seen)
+        done = {_memo_key(t) for t in seen}
+        return [t for t in unknown if t.is_retry or _memo_key(t) not in done]
+
+    def _remember(self, triggers: list[Trigger]) -> None:
+        """Note occurrences whose run exists; forget those of long past minutes (the cursor passed
+        them, or if it did not, one read brings them back)."""
+        if not triggers:
+            return
+        forget_before = self.clock() - timedelta(minutes=MEMORY_MINUTES)
+        with self._dispatched_lock:
+            for trigger in triggers:
+                self._dispatched[_memo_key(trigger)] = trigger.fire_at
+            if len(self._dispatched) > MEMORY_PRUNE_AT:
+                self._dispatched = {
+                    key: fire_at for key, fire_at in self._dispatched.items() if fire_at >= forget_before
+                }
 
     def _dispatch_round(
         self, pending: list[Trigger], now: datetime, jobs: dict[str, Job | None], report: DispatchReport
@@ -213,8 +249,9 @@ class Dispatcher:
             with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="claim") as pool:
                 written = list(pool.map(self.store.put_run, runs))
         # False: the worker started it first, or another dispatcher wrote it (its message was a
-        # duplicate, absorbed by the worker).
+        # duplicate, absorbed by the worker). Either way the run exists now.
         report.lost_races += written.count(False)
+        self._remember([item.trigger for item in outgoing if not item.trigger.is_retry])
         self._delete(finished + [item.trigger for item in outgoing if item.trigger.is_retry])
         return chained
 

@@ -157,13 +157,39 @@ def test_a_sweep_checks_the_runs_of_triggers_within_its_horizon_only(engine: Eng
 
     engine.store.get_runs = recording  # type: ignore[method-assign]
     assert engine.dispatcher.sweep().triggers_checked == 1
-    assert within["job_id"] in checked and beyond["job_id"] not in checked
+    assert beyond["job_id"] not in checked
     engine.clock.advance(20)
     engine.dispatcher.sweep()
     assert beyond["job_id"] in checked
     assert sorted(message.job_id for message, _delay in engine.queue.sent) == sorted(
         [within["job_id"], beyond["job_id"]]
     )
+
+
+def test_a_dispatcher_remembers_what_it_dispatched_and_a_fresh_one_reads_the_runs(
+    engine: Engine, clock: Clock
+) -> None:
+    for n in range(3):
+        engine.create(schedule={"at": (engine.clock() + timedelta(minutes=3, seconds=n)).isoformat()})
+    engine.clock.advance(90)
+    checked: list[str] = []
+    get_runs = engine.store.get_runs
+
+    def recording(keys: list[tuple[str, str]]) -> Any:
+        checked.extend(job_id for job_id, _run_id in keys)
+        return get_runs(keys)
+
+    engine.store.get_runs = recording  # type: ignore[method-assign]
+    assert engine.dispatcher.sweep().dispatch.sent == 3
+    checked.clear()
+    engine.clock.advance(30)
+    report = engine.dispatcher.sweep()
+    assert report.triggers_checked == 3 and report.dispatch.sent == 0
+    assert checked == [], "its own dispatches are not read again"
+    fresh = Dispatcher(engine.store, engine.queue, SETTINGS, clock=clock, crash_point=lambda _name: None)
+    assert fresh.sweep().dispatch.sent == 0
+    assert len(checked) == 3, "a new process (a cold container) reads the runs instead"
+    assert len(engine.queue.sent) == 3
 
 
 def test_a_message_that_overtakes_its_run_write_runs_the_occurrence_once(engine: Engine) -> None:
