@@ -214,6 +214,18 @@ class RunExecutor:
             # Either another delivery started it, or our own write took effect and only its answer
             # was lost (the SDK retried it): the lease token tells which.
             current = self.store.get_run(run.job_id, run.run_id)
+            if (
+                current is not None
+                and current.status is RunStatus.RUNNING
+                and current.lease_token != token
+                and current.lease_until is not None
+            ):
+                # Another delivery holds the attempt. This message may be the only copy left (SQS can
+                # deliver one message twice): keep it until the lease ends, so that if the holder
+                # dies, it brings the run back; if the holder finishes, it finds the run done.
+                remaining = (current.lease_until - self.clock()).total_seconds()
+                logger.info("attempt started by another delivery", extra=log)
+                raise ReturnLater("attempt in progress elsewhere", max(1, math.ceil(remaining))) from None
             if current is None or current.status is not RunStatus.RUNNING or current.lease_token != token:
                 logger.info("duplicate delivery ignored", extra=log)
                 return

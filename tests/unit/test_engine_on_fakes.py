@@ -192,6 +192,25 @@ def test_a_dispatcher_remembers_what_it_dispatched_and_a_fresh_one_reads_the_run
     assert len(engine.queue.sent) == 3
 
 
+def test_a_delivery_that_loses_the_start_keeps_its_message_while_the_winner_holds_the_run(
+    engine: Engine,
+) -> None:
+    """Seen under process chaos: a second delivery of a run lost the start to the first, deleted
+    its message as a duplicate, and the first worker died before calling the target; the run stayed
+    RUNNING with no message left to take it over. The loser must give its message back instead."""
+    job = engine.create(schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()})
+    ((message, _delay),) = engine.queue.sent
+    (queued,) = engine.store.runs[job["job_id"]].values()
+    winner_lease = engine.clock() + timedelta(seconds=SETTINGS.lease_seconds + 5)
+    engine.store.start_attempt(queued, token="winner", now=engine.clock(), lease_until=winner_lease)
+    stale_read = (queued, engine.store.get_job(job["job_id"]))
+    engine.store.get_run_and_job = lambda _job_id, _run_id: stale_read  # type: ignore[method-assign, assignment]
+    with pytest.raises(ReturnLater) as returned:
+        engine.executor.handle(message, "receipt-2")
+    assert returned.value.seconds is not None and returned.value.seconds >= 1
+    assert engine.targets.deliveries == [], "the winner calls the target, not the loser"
+
+
 def test_a_message_that_overtakes_its_run_write_runs_the_occurrence_once(engine: Engine) -> None:
     # Given a dispatcher that dies after sending, before writing the run
     job = engine.create(schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()})
