@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from functions.core import crash_points
 from functions.core.model import (
@@ -94,9 +94,9 @@ class _Outcome:
     chained: Trigger | None = None
 
 
-# How long, and from how many entries on, a dispatcher remembers dispatched occurrences.
-MEMORY_MINUTES = 30
-MEMORY_PRUNE_AT = 10_000
+# How long after their time a dispatcher remembers dispatched occurrences (the cursor passes a
+# minute a few ticks after it ends).
+MEMORY_MINUTES = 10
 
 
 def _memo_key(trigger: Trigger) -> tuple[str, str, int]:
@@ -142,6 +142,7 @@ class Dispatcher:
         # optimisation: a fresh process (a cold Lambda container) checks the runs as before.
         self._dispatched: dict[tuple[str, str, int], datetime] = {}
         self._dispatched_lock = threading.Lock()
+        self._pruned_at = datetime.min.replace(tzinfo=UTC)
         # Tests make the dispatcher "die" at named points to prove nothing is lost.
         self.crash_point = crash_point or crash_points.crash_point
 
@@ -194,14 +195,19 @@ class Dispatcher:
         them, or if it did not, one read brings them back)."""
         if not triggers:
             return
-        forget_before = self.clock() - timedelta(minutes=MEMORY_MINUTES)
+        now = self.clock()
         with self._dispatched_lock:
             for trigger in triggers:
                 self._dispatched[_memo_key(trigger)] = trigger.fire_at
-            if len(self._dispatched) > MEMORY_PRUNE_AT:
+            # At most once a minute (a busy sweeper remembers tens of thousands): drop the occurrences
+            # of minutes long past, which the cursor has passed (if it has not, one read brings them
+            # back).
+            if now - self._pruned_at >= timedelta(minutes=1):
+                forget_before = now - timedelta(minutes=MEMORY_MINUTES)
                 self._dispatched = {
                     key: fire_at for key, fire_at in self._dispatched.items() if fire_at >= forget_before
                 }
+                self._pruned_at = now
 
     def _dispatch_round(
         self, pending: list[Trigger], now: datetime, jobs: dict[str, Job | None], report: DispatchReport

@@ -190,6 +190,9 @@ def test_a_dispatcher_remembers_what_it_dispatched_and_a_fresh_one_reads_the_run
     assert fresh.sweep().dispatch.sent == 0
     assert len(checked) == 3, "a new process (a cold container) reads the runs instead"
     assert len(engine.queue.sent) == 3
+    engine.clock.advance(15 * 60)
+    engine.create(schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()})
+    assert len(engine.dispatcher._dispatched) == 1, "occurrences of long past minutes are forgotten"
 
 
 def test_a_delivery_that_loses_the_start_keeps_its_message_while_the_winner_holds_the_run(
