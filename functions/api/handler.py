@@ -148,28 +148,23 @@ def swagger_ui_asset(asset: str) -> Response[str]:
     return Response(status_code=200, content_type=content_type, body=text, headers=headers)
 
 
+IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=128)]
+# A batch stores job i under "<key>#<i>": room for the suffix within the same 128.
+BatchIdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=120)]
+
+
 @app.post(
     "/v1/jobs",
     tags=["jobs"],
     responses=ok(JobOut, 201),
 )
-def create_job(
-    job: CreateJobIn,
-    idempotency_key: Annotated[
-        str | None, Header(alias="Idempotency-Key", min_length=1, max_length=128)
-    ] = None,
-) -> Response[str]:
+def create_job(job: CreateJobIn, idempotency_key: IdempotencyKey = None) -> Response[str]:
     """Create a job; a retried create with the same Idempotency-Key returns the first result."""
     return _json(201, service().create_job(current_owner(), job, idempotency_key))
 
 
 @app.post("/v1/jobs/batch", tags=["jobs"], responses=ok(CreatedJobsOut))
-def create_jobs(
-    batch: CreateJobsIn,
-    idempotency_key: Annotated[
-        str | None, Header(alias="Idempotency-Key", min_length=1, max_length=120)
-    ] = None,
-) -> Response[str]:
+def create_jobs(batch: CreateJobsIn, idempotency_key: BatchIdempotencyKey = None) -> Response[str]:
     """Create up to 100 jobs, each validated and answered on its own (index, and the job or the
     error POST /v1/jobs would have answered); with an Idempotency-Key a retried batch answers each
     job as the first time."""

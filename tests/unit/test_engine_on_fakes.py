@@ -143,11 +143,8 @@ def test_a_dispatched_trigger_stays_in_place_and_is_never_sent_again(engine: Eng
     assert run.status is RunStatus.QUEUED and run.run_id == trigger.run_id
 
 
-def test_a_sweep_checks_the_runs_of_triggers_within_its_horizon_only(engine: Engine) -> None:
-    engine.clock.advance(30)  # the horizon falls inside a minute: one bucket on both sides of it
-    horizon = engine.clock() + timedelta(seconds=SETTINGS.lookahead_seconds)
-    within = engine.create(schedule={"at": (horizon - timedelta(seconds=10)).isoformat()})
-    beyond = engine.create(schedule={"at": (horizon + timedelta(seconds=10)).isoformat()})
+def record_run_reads(engine: Engine) -> list[str]:
+    """The job ids whose runs the store is asked for from now on (in order)."""
     checked: list[str] = []
     get_runs = engine.store.get_runs
 
@@ -156,6 +153,15 @@ def test_a_sweep_checks_the_runs_of_triggers_within_its_horizon_only(engine: Eng
         return get_runs(keys)
 
     engine.store.get_runs = recording  # type: ignore[method-assign]
+    return checked
+
+
+def test_a_sweep_checks_the_runs_of_triggers_within_its_horizon_only(engine: Engine) -> None:
+    engine.clock.advance(30)  # the horizon falls inside a minute: one bucket on both sides of it
+    horizon = engine.clock() + timedelta(seconds=SETTINGS.lookahead_seconds)
+    within = engine.create(schedule={"at": (horizon - timedelta(seconds=10)).isoformat()})
+    beyond = engine.create(schedule={"at": (horizon + timedelta(seconds=10)).isoformat()})
+    checked = record_run_reads(engine)
     assert engine.dispatcher.sweep().triggers_checked == 1
     assert beyond["job_id"] not in checked
     engine.clock.advance(20)
@@ -172,14 +178,7 @@ def test_a_dispatcher_remembers_what_it_dispatched_and_a_fresh_one_reads_the_run
     for n in range(3):
         engine.create(schedule={"at": (engine.clock() + timedelta(minutes=3, seconds=n)).isoformat()})
     engine.clock.advance(90)
-    checked: list[str] = []
-    get_runs = engine.store.get_runs
-
-    def recording(keys: list[tuple[str, str]]) -> Any:
-        checked.extend(job_id for job_id, _run_id in keys)
-        return get_runs(keys)
-
-    engine.store.get_runs = recording  # type: ignore[method-assign]
+    checked = record_run_reads(engine)
     assert engine.dispatcher.sweep().dispatch.sent == 3
     checked.clear()
     engine.clock.advance(30)
