@@ -119,9 +119,10 @@ class JobService:
             max_workers=max(1, min(8, len(requests))), thread_name_prefix="create"
         ) as pool:
             answers = list(pool.map(one, range(len(requests)), requests))
-        due = [trigger for _answer, trigger in answers if trigger is not None and self._due_soon(trigger)]
+        now = self.clock()
+        due = [trigger for _answer, trigger in answers if trigger and self._due_soon(trigger, now)]
         if due:
-            self.dispatcher.dispatch(due, self.clock())
+            self.dispatcher.dispatch(due, now)
         return [answer for answer, _trigger in answers]
 
     def _create(
@@ -241,11 +242,11 @@ class JobService:
             raise InvalidInput("the schedule has no fire time in the future", "schedule")
         return first
 
-    def _due_soon(self, trigger: Trigger) -> bool:
-        return trigger.fire_at - self.clock() <= timedelta(seconds=self.settings.lookahead_seconds)
+    def _due_soon(self, trigger: Trigger, now: datetime) -> bool:
+        return trigger.fire_at - now <= timedelta(seconds=self.settings.lookahead_seconds)
 
     def _dispatch_if_due(self, trigger: Trigger, now: datetime) -> None:
-        if trigger.fire_at - now <= timedelta(seconds=self.settings.lookahead_seconds):
+        if self._due_soon(trigger, now):
             # The sweep for this minute may have run already: dispatch now (the trigger is the safety
             # net if this process dies before the message is sent).
             self.dispatcher.dispatch([trigger], now)
