@@ -178,8 +178,14 @@ class RunStore(Protocol):
         now: datetime,
         next_attempt_at: datetime | None = None,
         retry_trigger: Trigger | None = None,
+        started_late: datetime | None = None,
     ) -> None:
-        """Record an attempt's outcome on the run under our lease; raises ``RunNotOurs`` if we lost it."""
+        """Record an attempt's outcome on the run under our lease; raises ``RunNotOurs`` if we lost it.
+
+        ``started_late``: when the attempt that set the run's lateness called its target later than
+        its start write said (the write is made ahead of the second and records the second), the
+        moment it did: the run's ``started_at`` and ``lateness_ms`` become that moment's.
+        """
 
     def mark_run(
         self, run: Run, status: RunStatus, *, now: datetime, error: str | None, create: bool = False

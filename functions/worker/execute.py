@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from functions.core import crash_points, lifecycle
@@ -23,6 +24,7 @@ from functions.core.model import (
     Trigger,
     bucket_of,
     shard_of,
+    to_ms,
     utcnow,
 )
 from functions.core.observability import logger
@@ -202,6 +204,7 @@ class RunExecutor:
         # the due time, when the target is called.
         due = run.next_attempt_at or run.scheduled_for
         started_at = max(self.clock(), due)
+        sets_lateness = run.lateness_ms is None  # the run's first start: its lateness is this one's
         try:
             run = self.store.start_attempt(
                 run,
@@ -230,6 +233,15 @@ class RunExecutor:
                 logger.info("duplicate delivery ignored", extra=log)
                 return
             run = current
+        self.crash_point("after_start_before_execute")
+        self._sleep_until(due)
+        called_at = self.clock()
+        started_late = None
+        if sets_lateness and called_at - started_at >= timedelta(milliseconds=1):
+            # The start write outlasted its head start, so the target is called after the second the
+            # write recorded: the outcome corrects the run's start and lateness to the truth.
+            started_late = called_at
+            run = replace(run, started_at=called_at, lateness_ms=to_ms(called_at) - to_ms(run.scheduled_for))
         logger.info(
             "attempt started",
             extra={
@@ -239,12 +251,10 @@ class RunExecutor:
                 "executions": run.executions,
             },
         )
-        self.crash_point("after_start_before_execute")
-        self._sleep_until(due)
         with _Heartbeat(self, run, receipt_handle) as heartbeat:
             outcome = self._deliver(job, run, heartbeat.lost)
         self.crash_point("after_execute_before_record")
-        self._record(job, run, started_at, outcome, body or message.to_json())
+        self._record(job, run, called_at, outcome, body or message.to_json(), started_late=started_late)
 
     # -------------------------------------------------------------------------------------------
 
@@ -384,7 +394,11 @@ class RunExecutor:
         started_at: datetime,
         outcome: TargetOutcome,
         body: str,
+        *,
+        started_late: datetime | None = None,
     ) -> None:
+        """Record the attempt that called its target at ``started_at`` (``started_late``: see
+        ``Tables.finish_attempt``)."""
         log = {"job_id": job.job_id, "run_id": run.run_id, "attempt": run.attempt}
         finished_at = self.clock()
         decision = lifecycle.after_attempt(
@@ -408,9 +422,11 @@ class RunExecutor:
         )
         try:
             if isinstance(decision, lifecycle.RetryAt):
-                self._schedule_retry(job, run, attempt, finished_at, decision)
+                self._schedule_retry(job, run, attempt, finished_at, decision, started_late)
                 return
-            self.store.finish_attempt(run, attempt, status=decision.status, now=finished_at)
+            self.store.finish_attempt(
+                run, attempt, status=decision.status, now=finished_at, started_late=started_late
+            )
         except RunNotOurs:
             logger.warning("outcome not recorded: the run was cancelled or taken over", extra=log)
             return
@@ -419,13 +435,24 @@ class RunExecutor:
             self.queue.send_to_dlq(body, outcome.error or "failed")
 
     def _schedule_retry(
-        self, job: Job, run: Run, attempt: Attempt, finished_at: datetime, retry: lifecycle.RetryAt
+        self,
+        job: Job,
+        run: Run,
+        attempt: Attempt,
+        finished_at: datetime,
+        retry: lifecycle.RetryAt,
+        started_late: datetime | None,
     ) -> None:
         delay, next_at = retry.delay_seconds, retry.at
         if delay <= SQS_MAX_DELAY_SECONDS:
             # Short: the same message comes back when the attempt is due.
             self.store.finish_attempt(
-                run, attempt, status=RunStatus.RETRYING, now=finished_at, next_attempt_at=next_at
+                run,
+                attempt,
+                status=RunStatus.RETRYING,
+                now=finished_at,
+                next_attempt_at=next_at,
+                started_late=started_late,
             )
             logger.info(
                 "retry scheduled", extra={"run_id": run.run_id, "next_attempt_at": next_at.isoformat()}
@@ -450,4 +477,5 @@ class RunExecutor:
             now=finished_at,
             next_attempt_at=next_at,
             retry_trigger=retry_trigger,
+            started_late=started_late,
         )

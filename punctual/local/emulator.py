@@ -1,61 +1,151 @@
-"""The embedded AWS emulator: moto's server, with DynamoDB made as atomic as the real service.
+"""The embedded AWS emulator: moto's server, with DynamoDB made as atomic as the real service and
+fast enough not to make the local stack late.
 
-Three changes to stock moto for DynamoDB:
+For DynamoDB:
 
 - moto applies a conditional write or a transaction in several Python steps, so two concurrent
   requests can both pass the same condition (seen here: two dispatchers both claiming one trigger).
-  DynamoDB serialises them; a WSGI middleware here runs DynamoDB requests one at a time. SQS requests
-  pass through untouched, so a 20-second long poll never blocks the table.
+  DynamoDB serialises them; a WSGI middleware here runs DynamoDB requests one at a time, its senders
+  (the local stack's roles) taking turns, so one role's burst does not queue ahead of another's
+  single request (DynamoDB serves them side by side). A request's body is read before its turn. SQS
+  requests pass through untouched, so a 20-second long poll never blocks the table.
 - moto backs up the *whole table* (a deep copy) before every TransactWriteItems, so a transaction
   took 0.5 s once the table held 20,000 items, and the local stack slowed down as history grew. The
   backup here covers only the items the transaction touches, which is all a rollback needs.
-
 - moto answers a Query by sorting *every item of the table* and keeping the partition asked for, so
-  a query took 12 ms with 1,000 items and 49 ms with 3,000, and the dispatcher's bucket queries at
-  each minute tick held the (serialised) table for a quarter to half a second once a few hundred jobs
-  had run, making the workers' start writes of the next seconds wait (seen in the precision
-  benchmark as runs up to 0.8 s late at the start of a minute). DynamoDB reads the partition only;
-  here a Query of the table (not of an index) reads its partition only too.
+  a query took 12 ms with 1,000 items and 49 ms with 3,000. DynamoDB reads the partition only; here
+  a Query of the table (not of an index) reads its partition only too.
+- moto 5.2 writes every answer through a serializer driven by botocore's shapes, at about 1.5 ms an
+  item: a Query of 80 triggers took 170 ms. Answers of item operations are written as JSON directly.
 
-And one to SQS: a long poll in moto wakes up when a message is *sent*, but not when a delayed or
-hidden message becomes visible; it looked again only once a second, so such a message reached a
-worker up to a second late (seen in the precision benchmark: a run taken over after its worker died,
-and a burst of jobs due at the same second whose messages came out of their delay). Here the wait
-ends when the next message becomes visible.
+For SQS:
+
+- a long poll in moto wakes up when a message is *sent*, but not when a delayed or hidden message
+  becomes visible; it looked again only once a second, so such a message reached a worker up to a
+  second late. Here the wait ends when the next message becomes visible.
+- moto read the clock through two datetimes twice for each message each time a poll looked at the
+  queue, and built all the queue's attributes (counting its visible messages) for each message it
+  received. With a few hundred messages delayed until their second, the polls took half of the
+  emulator's time.
+
+All of these showed in the precision benchmark the same way: at each minute tick the dispatcher's
+requests kept the emulator (one process, one core's worth of Python) busy for seconds, the workers'
+start writes waited, and runs fired up to a second late. ``PUNCTUAL_EMULATOR_TRACE=<file>`` writes a
+line per DynamoDB request (arrival, wait, hold, operation, sender) to find such waits again.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import collections
 import contextlib
+import datetime
+import functools
 import inspect
+import io
 import json
 import logging
 import os
 import random
 import threading
-from collections.abc import Callable, Iterable
-from typing import Any
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TextIO
 
-from moto.core.utils import unix_time_millis
+from moto.core import utils as moto_utils
+from moto.core.responses import ActionResult
+from moto.core.utils import get_service_model
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
+from moto.dynamodb.responses import DynamoHandler
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-from moto.sqs.models import Queue
+from moto.sqs import models as sqs_models
+from moto.sqs.models import Message, Queue, SQSBackend
 from werkzeug.serving import BaseWSGIServer, make_server
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
+class TurnLock:
+    """A lock whose waiters take turns by sender: one request of each waiting sender in round-robin
+    order, a sender's own requests in their order of arrival.
+
+    DynamoDB serves its clients side by side; the emulator serves them one at a time (see
+    ``SerializedDynamoDB``). With a plain lock, whichever request the scheduler woke got the table
+    next, so a dispatcher's tick (a hundred requests from 16 threads) queued ahead of a worker's
+    start write, which then reached its target hundreds of milliseconds late: an artefact of the
+    emulator, not of the design. Taking turns bounds a sender's wait to one request of each other.
+    """
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._held = False
+        # Waiting tickets by sender; the dict's order is the turn order (a sender served goes last).
+        self._waiting: dict[str, collections.deque[object]] = {}
+
+    @contextlib.contextmanager
+    def turn(self, sender: str) -> Iterator[None]:
+        self.acquire(sender)
+        try:
+            yield
+        finally:
+            self.release()
+
+    def acquire(self, sender: str) -> None:
+        with self._condition:
+            ticket = object()
+            self._waiting.setdefault(sender, collections.deque()).append(ticket)
+            while self._held or self._next() is not ticket:
+                self._condition.wait()
+            queue = self._waiting.pop(sender)
+            queue.popleft()
+            if queue:
+                self._waiting[sender] = queue  # its next request waits for the others' turns
+            self._held = True
+
+    def release(self) -> None:
+        with self._condition:
+            self._held = False
+            self._condition.notify_all()
+
+    def _next(self) -> object:
+        return next(iter(self._waiting.values()))[0]
+
+
+def sender_of(environ: dict[str, Any]) -> str:
+    """Who sent a request: the role the SDK names in its User-Agent (``app/<role>``, set by the
+    supervisor through ``AWS_SDK_UA_APP_ID``), else the connection's address."""
+    agent = str(environ.get("HTTP_USER_AGENT", ""))
+    if "app/" in agent:
+        return agent.split("app/", 1)[1].split(" ", 1)[0]
+    return str(environ.get("REMOTE_ADDR", ""))
+
+
 class SerializedDynamoDB:
-    def __init__(self, app: WsgiApp) -> None:
+    """Runs DynamoDB requests one at a time, senders taking turns (``TurnLock``).
+
+    The request's body is read before its turn: a client slow to send it must not hold the table.
+    With ``trace`` (a file), each request writes a line: when it arrived, how long it waited for and
+    held the table, its operation and its sender (``PUNCTUAL_EMULATOR_TRACE``, for finding what a
+    slow request waited behind).
+    """
+
+    def __init__(self, app: WsgiApp, trace: TextIO | None = None) -> None:
         self.app = app
-        self.lock = threading.Lock()
+        self.lock = TurnLock()
+        self.trace = trace
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if not environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB"):
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target.startswith("DynamoDB"):
             return self.app(environ, start_response)
-        with self.lock:
+        if environ.get("CONTENT_LENGTH"):
+            environ["wsgi.input"] = io.BytesIO(environ["wsgi.input"].read(int(environ["CONTENT_LENGTH"])))
+        sender = sender_of(environ)
+        arrived = time.time()
+        with self.lock.turn(sender):
+            acquired = time.time()
             result = self.app(environ, start_response)
             try:
                 body = b"".join(result)
@@ -63,6 +153,12 @@ class SerializedDynamoDB:
                 close = getattr(result, "close", None)
                 if close is not None:
                     close()
+            done = time.time()
+        if self.trace is not None:
+            operation = target.split(".", 1)[-1]
+            self.trace.write(
+                f"{arrived:.4f} {acquired - arrived:.4f} {done - acquired:.4f} {operation} {sender}\n"
+            )
         return [body]
 
 
@@ -231,10 +327,90 @@ def _all_items(self: Table) -> list[Any]:
     return sorted(items, key=lambda item: item.range_key)
 
 
+# The item operations, whose answers moto builds as the wire's JSON already (items in attribute-value
+# form), so its generic serializer has nothing to change in them.
+FAST_ANSWERS = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "BatchWriteItem",
+        "TransactGetItems",
+        "TransactWriteItems",
+    }
+)
+_original_serialized = DynamoHandler.serialized
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_none(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_none(item) for item in value]
+    return value
+
+
+@functools.cache
+def _output_members(action: str) -> frozenset[str]:
+    """The keys the operation's answer has (moto adds a few of its own, which the serializer drops)."""
+    shape = get_service_model("dynamodb").operation_model(action).output_shape
+    return frozenset(shape.members) if shape is not None else frozenset()
+
+
+def _blob(value: object) -> str:
+    if isinstance(value, bytes):  # a B or BS value: base64 on the wire
+        return base64.b64encode(value).decode()
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def _serialized(self: DynamoHandler, action_result: ActionResult) -> tuple[int, dict[str, Any], str | bytes]:
+    """moto's answer to an item operation, written as JSON directly.
+
+    moto 5.2 passes every answer through a serializer driven by botocore's shapes, which spends about
+    1.5 ms per item returned: a Query of 80 triggers took 120 ms, and the dispatcher's bucket queries
+    at each minute tick kept the (serialised) table busy for seconds, so the workers' start writes
+    waited and runs fired late. The answer is the same JSON (a test holds the two to each other).
+    """
+    result = action_result.result
+    action = self._get_action()
+    if isinstance(result, dict) and action in FAST_ANSWERS:
+        members = _output_members(action)
+        answer = {key: value for key, value in result.items() if key in members}
+        headers = {"Content-Type": "application/x-amz-json-1.0", **self.response_headers}
+        return 200, headers, json.dumps(_without_none(answer), default=_blob)
+    return _original_serialized(self, action_result)
+
+
+def _unix_time(dt: datetime.datetime | None = None) -> float:
+    """moto's ``unix_time``: now, without building two datetimes each time it is asked."""
+    return time.time() if dt is None else moto_utils.unix_time(dt)
+
+
+def _unix_time_millis(dt: datetime.datetime | None = None) -> float:
+    return _unix_time(dt) * 1000.0
+
+
+def _visible_messages(self: Queue) -> list[Message]:
+    """moto's ``Queue.messages`` (visible and not delayed), reading the clock once, not twice a message."""
+    now = time.time() * 1000.0
+    return [m for m in self._messages if now > m.visible_at and now >= m.delayed_until]
+
+
+def _within_retention(self: SQSBackend, queue_name: str, message: Message) -> bool:
+    """moto's retention check, reading the queue's retention period itself: moto built all of the
+    queue's attributes for it, counting the visible messages, for every message received."""
+    retention_period: int = self.get_queue(queue_name).message_retention_period  # type: ignore[attr-defined]
+    return retention_period + (message.sent_timestamp or 0) / 1000 > time.time()
+
+
 def _wait_for_messages(self: Queue, timeout: int) -> None:
     """moto's wait for a message, also woken when a delayed or hidden one becomes visible."""
     with self._messages_lock:
-        now = unix_time_millis()
+        now = time.time() * 1000.0
         upcoming = (max(m.visible_at, m.delayed_until) for m in self._messages)
         soonest = min((moment for moment in upcoming if moment > now), default=None)
         wait = timeout if soonest is None else min(timeout, (soonest - now) / 1000 + 0.002)
@@ -246,8 +422,16 @@ def make_emulator(host: str, port: int) -> BaseWSGIServer:
     DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
     Table.query = _query  # type: ignore[method-assign]
     Table.all_items = _all_items  # type: ignore[method-assign]
+    DynamoHandler.serialized = _serialized  # type: ignore[method-assign, assignment]
     Queue.wait_for_messages = _wait_for_messages  # type: ignore[method-assign]
-    app: WsgiApp = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
+    Queue.messages = property(_visible_messages)  # type: ignore[method-assign, assignment]
+    SQSBackend.is_message_valid_based_on_retention_period = _within_retention  # type: ignore[method-assign]
+    # The SQS model's own clock readings (a message's visibility and delay, a poll's end).
+    sqs_models.unix_time = _unix_time  # type: ignore[attr-defined]
+    sqs_models.unix_time_millis = _unix_time_millis  # type: ignore[attr-defined]
+    trace_path = os.environ.get("PUNCTUAL_EMULATOR_TRACE")
+    trace = open(trace_path, "a", buffering=1) if trace_path else None  # noqa: SIM115 - lives with the server
+    app: WsgiApp = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app), trace)
     app = FaultInjector.from_env(app, os.environ.get("PUNCTUAL_EMULATOR_FAULTS", ""))
     app = RequestCounter(app)
     return make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)

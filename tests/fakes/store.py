@@ -397,6 +397,7 @@ class MemoryStore:
         now: datetime,
         next_attempt_at: datetime | None = None,
         retry_trigger: Trigger | None = None,
+        started_late: datetime | None = None,
     ) -> None:
         check_transition(RunStatus.RUNNING, status)
         with self.lock:
@@ -409,6 +410,12 @@ class MemoryStore:
                 raise RunNotOurs(f"run {run.run_id} is no longer ours to finish")
             assert stored is not None
             recorded = replace(stored, attempts=(*stored.attempts, ours))
+            if started_late is not None:
+                recorded = replace(
+                    recorded,
+                    started_at=_ms(started_late),
+                    lateness_ms=to_ms(started_late) - to_ms(stored.scheduled_for),
+                )
             self.runs[run.job_id][run.run_id] = replace(
                 recorded,
                 status=status,

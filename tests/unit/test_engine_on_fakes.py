@@ -213,6 +213,39 @@ def test_a_delivery_that_loses_the_start_keeps_its_message_while_the_winner_hold
     assert engine.targets.deliveries == [], "the winner calls the target, not the loser"
 
 
+def test_a_start_write_that_outlasts_its_head_start_records_the_lateness_the_target_saw(
+    engine: Engine,
+) -> None:
+    """The start is written half a second ahead and records the due second. Seen locally: a table
+    slow for 0.9 s made the call that late while the run said 0 ms late."""
+    job = engine.create(schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()})
+    engine.clock.advance(5 - 0.5)  # the worker's start write begins half a second ahead
+    start = engine.store.start_attempt
+
+    def slow_start(*args: Any, **kwargs: Any) -> Any:
+        engine.clock.advance(1.4)  # the write takes 1.4 s: the target is called 0.9 s late
+        return start(*args, **kwargs)
+
+    engine.store.start_attempt = slow_start  # type: ignore[method-assign]
+    engine.deliver_all()
+    ((_spec, delivery, _timeout),) = engine.targets.deliveries
+    (run,) = engine.store.runs[job["job_id"]].values()
+    assert run.status is RunStatus.SUCCEEDED
+    assert run.lateness_ms == 900
+    assert run.started_at == delivery.scheduled_for + timedelta(milliseconds=900)
+    assert run.attempts[0].started_at == run.started_at
+    view = engine.service.get_run("alice", job["job_id"], run.run_id)
+    assert view["lateness_ms"] == 900
+
+
+def test_a_start_write_within_its_head_start_records_the_second(engine: Engine) -> None:
+    job = engine.create(schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()})
+    engine.clock.advance(5 - 0.5)
+    engine.deliver_all()
+    (run,) = engine.store.runs[job["job_id"]].values()
+    assert run.lateness_ms == 0 and run.attempts[0].started_at == run.scheduled_for
+
+
 def test_a_message_that_overtakes_its_run_write_runs_the_occurrence_once(engine: Engine) -> None:
     # Given a dispatcher that dies after sending, before writing the run
     job = engine.create(schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()})

@@ -218,6 +218,7 @@ class RunTable(TableBase):
         now: datetime,
         next_attempt_at: datetime | None = None,
         retry_trigger: Trigger | None = None,
+        started_late: datetime | None = None,
     ) -> None:
         """Record an attempt's outcome on the run alone, guarded by our lease token (the job's view
         derives its last run and counts from the runs: one write, not a transaction with the job).
@@ -248,6 +249,10 @@ class RunTable(TableBase):
         if next_attempt_at is not None:
             sets.append("next_attempt_at = :next")
             values[":next"] = {"N": str(to_ms(next_attempt_at))}
+        if started_late is not None:
+            sets.append("started_at = :started, lateness_ms = :lateness")
+            values[":started"] = {"N": str(to_ms(started_late))}
+            values[":lateness"] = {"N": str(to_ms(started_late) - to_ms(run.scheduled_for))}
         expression = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
         update: dict[str, Any] = {
             "Key": run_key(run.job_id, run.run_id),
