@@ -65,6 +65,18 @@ def test_only_the_lease_holder_renews_and_records(world: World, tables: Tables) 
     assert stored.attempts == (as_stored_attempt(attempt()),) and stored.finished_at is not None
 
 
+def test_an_outcome_can_correct_a_start_that_called_its_target_late(world: World, tables: Tables) -> None:
+    """The start is written ahead of the second and records the second; when the write itself took
+    longer, the outcome records when the target was really called."""
+    job, run = world.running()
+    assert run.started_at is not None
+    called = run.scheduled_for + timedelta(milliseconds=730)
+    tables.finish_attempt(run, attempt(), status=RunStatus.SUCCEEDED, now=NOW, started_late=called)
+    stored = tables.get_run(job.job_id, run.run_id)
+    assert stored is not None and stored.status is RunStatus.SUCCEEDED
+    assert (stored.started_at, stored.lateness_ms) == (called, 730)
+
+
 def test_a_one_off_follows_its_runs_outcome_as_read_back(world: World, tables: Tables) -> None:
     job, run = world.running(name="once", cron=False)
     tables.finish_attempt(run, attempt("FAILED", "boom"), status=RunStatus.FAILED, now=NOW)
