@@ -242,7 +242,9 @@ class RunExecutor:
             # write recorded: the outcome corrects the run's start and lateness to the truth.
             started_late = called_at
             run = replace(run, started_at=called_at, lateness_ms=to_ms(called_at) - to_ms(run.scheduled_for))
-        logger.info(
+        # At DEBUG: the outcome's line says all of it (one line a run at INFO; logs are billed by the
+        # byte). A run that never ends shows as RUNNING in its history.
+        logger.debug(
             "attempt started",
             extra={
                 **log,
@@ -430,7 +432,10 @@ class RunExecutor:
         except RunNotOurs:
             logger.warning("outcome not recorded: the run was cancelled or taken over", extra=log)
             return
-        logger.info(f"run {decision.status.value.lower()}", extra={**log, "error": outcome.error})
+        logger.info(
+            f"run {decision.status.value.lower()}",
+            extra={**log, **_outcome_fields(run, attempt)},
+        )
         if decision.status is RunStatus.FAILED:
             self.queue.send_to_dlq(body, outcome.error or "failed")
 
@@ -455,7 +460,13 @@ class RunExecutor:
                 started_late=started_late,
             )
             logger.info(
-                "retry scheduled", extra={"run_id": run.run_id, "next_attempt_at": next_at.isoformat()}
+                "retry scheduled",
+                extra={
+                    "job_id": run.job_id,
+                    "run_id": run.run_id,
+                    **_outcome_fields(run, attempt),
+                    "next_attempt_at": next_at.isoformat(),
+                },
             )
             raise ReturnLater("retry scheduled", max(0, math.floor(delay) - EARLY_ARRIVAL_SECONDS))
         # Long: a trigger in the table wakes the run up; this message is done.
@@ -479,3 +490,24 @@ class RunExecutor:
             retry_trigger=retry_trigger,
             started_late=started_late,
         )
+        logger.info(
+            "retry scheduled",
+            extra={
+                "job_id": run.job_id,
+                "run_id": run.run_id,
+                **_outcome_fields(run, attempt),
+                "next_attempt_at": next_at.isoformat(),
+                "wake_up": "trigger",
+            },
+        )
+
+
+def _outcome_fields(run: Run, attempt: Attempt) -> dict[str, object]:
+    """What an outcome's log line says of the attempt (the run's lateness is its first attempt's)."""
+    return {
+        "attempt": attempt.number,
+        "lateness_ms": run.lateness_ms,
+        "duration_ms": attempt.duration_ms,
+        "status_code": attempt.status_code,
+        "error": attempt.error,
+    }

@@ -26,7 +26,7 @@ _NOISE = {
 
 
 class ReadableFormatter(LambdaPowertoolsFormatter):
-    """``07:01:02.123 worker-1  INFO  attempt started  job_id=… run_id=… attempt=1``
+    """``07:01:02.123 worker-1  INFO  run succeeded  job_id=… run_id=… attempt=1  lateness_ms=0``
 
     A Powertools formatter (the logger keeps appending Lambda context keys to it), printed as text.
     """

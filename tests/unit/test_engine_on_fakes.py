@@ -246,6 +246,40 @@ def test_a_start_write_within_its_head_start_records_the_second(engine: Engine) 
     assert run.lateness_ms == 0 and run.attempts[0].started_at == run.scheduled_for
 
 
+def test_a_run_logs_its_dispatch_and_its_outcome_at_info_and_the_outcome_says_how_late(
+    engine: Engine,
+) -> None:
+    """Log lines are billed by the byte: at INFO a run writes its share of one dispatch line and one
+    outcome line, which carries the lateness, the attempt and the target's answer."""
+    import logging
+
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    keep = Keep(level=logging.INFO)
+    punctual_logger = logging.getLogger("punctual")
+    level = punctual_logger.level
+    punctual_logger.addHandler(keep)
+    punctual_logger.setLevel(logging.INFO)
+    try:
+        job = engine.create(schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()})
+        engine.clock.advance(5)
+        engine.deliver_all()
+    finally:
+        punctual_logger.removeHandler(keep)
+        punctual_logger.setLevel(level)
+    (run,) = engine.store.runs[job["job_id"]].values()
+    about_run = [
+        r for r in records if run.run_id in str(getattr(r, "runs", "")) + str(getattr(r, "run_id", ""))
+    ]
+    assert [r.getMessage() for r in about_run] == ["runs dispatched", "run succeeded"]
+    outcome = about_run[-1]
+    assert (outcome.lateness_ms, outcome.attempt, outcome.status_code) == (0, 1, 200)  # type: ignore[attr-defined]
+
+
 def test_a_message_that_overtakes_its_run_write_runs_the_occurrence_once(engine: Engine) -> None:
     # Given a dispatcher that dies after sending, before writing the run
     job = engine.create(schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()})
