@@ -449,38 +449,22 @@ class RunExecutor:
         started_late: datetime | None,
     ) -> None:
         delay, next_at = retry.delay_seconds, retry.at
-        if delay <= SQS_MAX_DELAY_SECONDS:
-            # Short: the same message comes back when the attempt is due.
-            self.store.finish_attempt(
-                run,
-                attempt,
-                status=RunStatus.RETRYING,
-                now=finished_at,
-                next_attempt_at=next_at,
-                started_late=started_late,
+        # Short: the same message comes back when the attempt is due. Long (beyond the queue's reach):
+        # a trigger in the table, written with the outcome, wakes the run up; this message is done.
+        short = delay <= SQS_MAX_DELAY_SECONDS
+        retry_trigger = None
+        if not short:
+            retry_trigger = Trigger(
+                job_id=job.job_id,
+                run_id=run.run_id,
+                scheduled_for=run.scheduled_for,
+                fire_at=next_at,
+                job_version=job.version,
+                shard=shard_of(job.job_id, self.settings.shard_count),
+                bucket=bucket_of(max(next_at, finished_at)),
+                kind=run.kind,
+                is_retry=True,
             )
-            logger.info(
-                "retry scheduled",
-                extra={
-                    "job_id": run.job_id,
-                    "run_id": run.run_id,
-                    **_outcome_fields(run, attempt),
-                    "next_attempt_at": next_at.isoformat(),
-                },
-            )
-            raise ReturnLater("retry scheduled", max(0, math.floor(delay) - EARLY_ARRIVAL_SECONDS))
-        # Long: a trigger in the table wakes the run up; this message is done.
-        retry_trigger = Trigger(
-            job_id=job.job_id,
-            run_id=run.run_id,
-            scheduled_for=run.scheduled_for,
-            fire_at=next_at,
-            job_version=job.version,
-            shard=shard_of(job.job_id, self.settings.shard_count),
-            bucket=bucket_of(max(next_at, finished_at)),
-            kind=run.kind,
-            is_retry=True,
-        )
         self.store.finish_attempt(
             run,
             attempt,
@@ -497,9 +481,11 @@ class RunExecutor:
                 "run_id": run.run_id,
                 **_outcome_fields(run, attempt),
                 "next_attempt_at": next_at.isoformat(),
-                "wake_up": "trigger",
+                "wake_up": "message" if short else "trigger",
             },
         )
+        if short:
+            raise ReturnLater("retry scheduled", max(0, math.floor(delay) - EARLY_ARRIVAL_SECONDS))
 
 
 def _outcome_fields(run: Run, attempt: Attempt) -> dict[str, object]:
