@@ -312,11 +312,16 @@ def _one_offs(
     after = time.time() if warmup[1] > warmup[0] + 3 else warmup[0]
     for k in range(repetitions):
         tick, _end = _next_tick(stack, after)
-        # The dispatcher's share: the next tick, which claims the batch (the one after it is idle).
-        claim_tick = (tick + TICK_SECONDS / 2, tick + 2 * TICK_SECONDS)
-        batch = Scenario(name, k, f"/{name.rsplit('_', 1)[-1]}{k}/", dispatcher=[claim_tick])
+        batch = Scenario(name, k, f"/{name.rsplit('_', 1)[-1]}{k}/")
         log(f"cost: repetition {k + 1}: {ahead} jobs due in a minute, then {soon} due within seconds")
         _create(stack, receiver, batch, [tick + rng.uniform(*AHEAD_DUE_AFTER_TICK) for _ in range(ahead)])
+        # The dispatcher's share: from the creation on, the first tick that starts after the batch
+        # exists (it claims the batch) and the one after it (idle). Counted from the tick found
+        # before creating, a creation that outlasted the next tick's start left the claiming tick
+        # outside the interval (one repetition once read 5.0 WCU a job, the dispatcher's unit missing).
+        created_from, created_until = batch.api[-1]
+        claim = math.ceil(created_until / TICK_SECONDS) * TICK_SECONDS
+        batch.dispatcher.append((created_from, claim + 2 * TICK_SECONDS))
         aheads.append(batch)
         # A soon batch must be over before the first ahead batch's messages arrive.
         if not soon:
@@ -325,7 +330,7 @@ def _one_offs(
             soons.append(_soon(stack, receiver, k, soon, rng))
         else:
             deferred.append(k)
-        after = tick + 2 * TICK_SECONDS - 0.5
+        after = claim + 2 * TICK_SECONDS - 0.5
     for k, batch in enumerate(aheads):
         last = _wait_delivered(receiver, batch.paths, timeout=batch.due[1] - time.time() + 60)
         end = last + TAIL
