@@ -420,6 +420,12 @@ def plan_claim(job: Job, scheduled_for: datetime, now: datetime, misfire_thresho
     return ClaimPlan(latest, None, following)
 
 
+def lateness_of(run: Run, started: datetime) -> int:
+    """Milliseconds from the run's scheduled time to ``started``, when its first attempt called its
+    target (never negative: the worker waits for the second)."""
+    return to_ms(started) - to_ms(run.scheduled_for)
+
+
 def started_run(run: Run, *, token: str, now: datetime, lease_until: datetime) -> Run:
     """The run as ``start_attempt`` leaves it: the next attempt RUNNING under our lease, or the same
     attempt taken over when its worker's lease lapsed. Lateness is the first attempt's, kept."""
@@ -431,9 +437,7 @@ def started_run(run: Run, *, token: str, now: datetime, lease_until: datetime) -
         lease_token=token,
         lease_until=lease_until,
         started_at=run.started_at or now,
-        lateness_ms=(
-            run.lateness_ms if run.lateness_ms is not None else to_ms(now) - to_ms(run.scheduled_for)
-        ),
+        lateness_ms=(run.lateness_ms if run.lateness_ms is not None else lateness_of(run, now)),
         executions=run.executions + 1,
     )
 

@@ -23,8 +23,8 @@ from functions.core.model import (
     RunStatus,
     Trigger,
     bucket_of,
+    lateness_of,
     shard_of,
-    to_ms,
     utcnow,
 )
 from functions.core.observability import logger
@@ -241,7 +241,7 @@ class RunExecutor:
             # The start write outlasted its head start, so the target is called after the second the
             # write recorded: the outcome corrects the run's start and lateness to the truth.
             started_late = called_at
-            run = replace(run, started_at=called_at, lateness_ms=to_ms(called_at) - to_ms(run.scheduled_for))
+            run = replace(run, started_at=called_at, lateness_ms=lateness_of(run, called_at))
         # At DEBUG: the outcome's line says all of it (one line a run at INFO; logs are billed by the
         # byte). A run that never ends shows as RUNNING in its history.
         logger.debug(

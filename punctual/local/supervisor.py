@@ -132,7 +132,8 @@ class LocalStack:
             output = open(os.path.join(self.state_dir, "emulator.log"), "ab")  # noqa: SIM115 - owned by the child
         role.process = subprocess.Popen(
             role.argv,
-            # The SDK names the role in its User-Agent (app/<role>), for the emulator's trace.
+            # The SDK names the role in its User-Agent (app/<role>): the emulator's turns for the
+            # table go by role, and its trace names them.
             env={**env, "AWS_SDK_UA_APP_ID": role.name},
             start_new_session=True,
             stdout=output,

@@ -24,6 +24,7 @@ from functions.core.model import (
     TriggerState,
     check_transition,
     from_ms,
+    lateness_of,
     started_run,
     to_ms,
 )
@@ -414,7 +415,7 @@ class MemoryStore:
                 recorded = replace(
                     recorded,
                     started_at=_ms(started_late),
-                    lateness_ms=to_ms(started_late) - to_ms(stored.scheduled_for),
+                    lateness_ms=lateness_of(stored, started_late),
                 )
             self.runs[run.job_id][run.run_id] = replace(
                 recorded,

@@ -12,6 +12,7 @@ from functions.core.model import (
     RunStatus,
     Trigger,
     check_transition,
+    lateness_of,
     started_run,
     to_ms,
 )
@@ -252,7 +253,7 @@ class RunTable(TableBase):
         if started_late is not None:
             sets.append("started_at = :started, lateness_ms = :lateness")
             values[":started"] = {"N": str(to_ms(started_late))}
-            values[":lateness"] = {"N": str(to_ms(started_late) - to_ms(run.scheduled_for))}
+            values[":lateness"] = {"N": str(lateness_of(run, started_late))}
         expression = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
         update: dict[str, Any] = {
             "Key": run_key(run.job_id, run.run_id),
