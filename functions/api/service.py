@@ -115,10 +115,21 @@ class JobService:
                 return {"index": index, "status": error.status_code, "error": error.body()}, None
             return {"index": index, "status": 201, "job": view}, trigger
 
-        with ThreadPoolExecutor(
-            max_workers=max(1, min(8, len(requests))), thread_name_prefix="create"
-        ) as pool:
-            answers = list(pool.map(one, range(len(requests)), requests))
+        # Jobs are created concurrently, except that jobs naming the same name are created one after
+        # the other in the batch's order: the earlier one gets the name, as if sent one by one.
+        chains: dict[object, list[int]] = {}
+        for index, raw in enumerate(requests):
+            name = raw.get("name") if isinstance(raw, dict) else None
+            chains.setdefault(name if isinstance(name, str) else index, []).append(index)
+
+        def chain(indices: list[int]) -> list[tuple[dict[str, Any], Trigger | None]]:
+            return [one(index, requests[index]) for index in indices]
+
+        answers: list[tuple[dict[str, Any], Trigger | None]] = [({}, None)] * len(requests)
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(chains))), thread_name_prefix="create") as pool:
+            for indices, results in zip(chains.values(), pool.map(chain, chains.values()), strict=True):
+                for index, result in zip(indices, results, strict=True):
+                    answers[index] = result
         now = self.clock()
         due = [trigger for _answer, trigger in answers if trigger and self._due_soon(trigger, now)]
         if due:

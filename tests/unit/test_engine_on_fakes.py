@@ -395,6 +395,37 @@ def test_a_batch_answers_each_job_on_its_own(engine: Engine) -> None:
     assert sorted(message.job_id for message, _delay in engine.queue.sent) == sorted(created)
 
 
+def test_a_name_twice_in_one_batch_goes_to_the_earlier_job_however_the_creates_interleave(
+    engine: Engine,
+) -> None:
+    """The batch's creates run concurrently: the later job with a name used to win whenever the
+    earlier one's create was slower (seen as a flaky answer [409, ..., 201])."""
+    import threading
+
+    create = engine.store.create_job
+    later_tried = threading.Event()
+
+    def slow_first(job: Any, *args: Any, **kwargs: Any) -> Any:
+        if job.payload == "first":
+            later_tried.wait(0.5)  # without ordering, the later job takes the name meanwhile
+        elif job.name == "a":
+            later_tried.set()
+        return create(job, *args, **kwargs)
+
+    engine.store.create_job = slow_first  # type: ignore[method-assign]
+    soon = (engine.clock() + timedelta(minutes=30)).isoformat()
+    answers = engine.service.create_jobs(
+        "alice",
+        [
+            {"schedule": {"at": soon}, "target": HOOK, "name": "a", "payload": "first"},
+            {"schedule": {"at": soon}, "target": HOOK},
+            {"schedule": {"at": soon}, "target": HOOK, "name": "a", "payload": "second"},
+        ],
+    )
+    assert [answer["status"] for answer in answers] == [201, 201, 409]
+    assert answers[0]["job"]["payload"] == "first"
+
+
 def test_a_retried_batch_answers_each_job_as_the_first_time(engine: Engine) -> None:
     jobs = [{"schedule": {"cron": "0 3 * * *"}, "target": HOOK, "name": f"n{i}"} for i in range(3)]
     first = engine.service.create_jobs("alice", jobs, idempotency_key="batch-1")
