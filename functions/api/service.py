@@ -131,7 +131,7 @@ class JobService:
                 for index, result in zip(indices, results, strict=True):
                     answers[index] = result
         now = self.clock()
-        due = [trigger for _answer, trigger in answers if trigger and self._due_soon(trigger, now)]
+        due = [trigger for _answer, trigger in answers if trigger and self._due_soon(trigger.fire_at, now)]
         if due:
             self.dispatcher.dispatch(due, now)
         return [answer for answer, _trigger in answers]
@@ -170,7 +170,7 @@ class JobService:
             updated_at=now,
             next_trigger_at=first,
         )
-        trigger = make_trigger(job, first, now=now, shard_count=self.settings.shard_count)
+        trigger = self._trigger(job, first, now)
         idempotency = (idempotency_key, fingerprint) if idempotency_key is not None else None
         try:
             try:
@@ -253,11 +253,18 @@ class JobService:
             raise InvalidInput("the schedule has no fire time in the future", "schedule")
         return first
 
-    def _due_soon(self, trigger: Trigger, now: datetime) -> bool:
-        return trigger.fire_at - now <= timedelta(seconds=self.settings.lookahead_seconds)
+    def _due_soon(self, fire_at: datetime, now: datetime) -> bool:
+        return fire_at - now <= timedelta(seconds=self.settings.lookahead_seconds)
+
+    def _trigger(self, job: Job, first: datetime, now: datetime) -> Trigger:
+        """The trigger of ``job``'s first occurrence at ``first``. Held (``make_trigger``) when due
+        within the look-ahead: this request dispatches it itself, and a sweep listing it meanwhile
+        (a tick at the same moment) must not send it a second time."""
+        held = self._due_soon(first, now)
+        return make_trigger(job, first, now=now, shard_count=self.settings.shard_count, held=held)
 
     def _dispatch_if_due(self, trigger: Trigger, now: datetime) -> None:
-        if self._due_soon(trigger, now):
+        if self._due_soon(trigger.fire_at, now):
             # The sweep for this minute may have run already: dispatch now (the trigger is the safety
             # net if this process dies before the message is sent).
             self.dispatcher.dispatch([trigger], now)
@@ -365,11 +372,8 @@ class JobService:
             )
         updated = replace(job, **changes)
         # A new schedule of an active job starts its chain again from the first fire time.
-        trigger = (
-            make_trigger(updated, first, now=now, shard_count=self.settings.shard_count)
-            if first is not None and job.status is JobStatus.ACTIVE
-            else None
-        )
+        active = first is not None and job.status is JobStatus.ACTIVE
+        trigger = self._trigger(updated, first, now) if first is not None and active else None
         self._write(job, updated, trigger)
         if trigger is not None:
             self._dispatch_if_due(trigger, now)
@@ -417,9 +421,7 @@ class JobService:
         )
         if first is None:
             resumed = replace(resumed, status=JobStatus.COMPLETED)
-        trigger = (
-            make_trigger(resumed, first, now=now, shard_count=self.settings.shard_count) if first else None
-        )
+        trigger = self._trigger(resumed, first, now) if first else None
         self._write(job, resumed, trigger)
         if trigger is not None:
             self._dispatch_if_due(trigger, now)
@@ -430,7 +432,9 @@ class JobService:
         job = self._owned_job(owner, job_id)
         if job.status is JobStatus.CANCELLED:
             raise Conflict("a cancelled job cannot run", "status")
-        trigger = make_trigger(job, now, now=now, shard_count=self.settings.shard_count, kind=RunKind.MANUAL)
+        trigger = make_trigger(
+            job, now, now=now, shard_count=self.settings.shard_count, kind=RunKind.MANUAL, held=True
+        )
         self.store.put_trigger(trigger)
         self.dispatcher.dispatch([trigger], now)
         run = self.store.get_run(job_id, trigger.run_id)

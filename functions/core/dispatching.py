@@ -166,7 +166,6 @@ class Dispatcher:
         already missed (a ``run_all`` catch-up) are not followed here: the sweep re-reads their
         bucket, within its own time budget, and an API request is not held up by an outage's worth.
         """
-        horizon = now + timedelta(seconds=self.settings.lookahead_seconds)
         jobs: dict[str, Job | None] = {}
         report = DispatchReport()
         pending = list(triggers)
@@ -174,9 +173,14 @@ class Dispatcher:
             if not checked:
                 pending = self.undispatched(pending)
             chained = self._dispatch_round(pending, now, jobs, report)
-            pending = [trigger for trigger in chained if now < trigger.fire_at <= horizon]
+            pending = [trigger for trigger in chained if self._follows(trigger.fire_at, now)]
             checked = False
         return report
+
+    def _follows(self, fire_at: datetime, now: datetime) -> bool:
+        """Whether a dispatch at ``now`` follows a recurring job's chain to an occurrence firing at
+        ``fire_at``: one still to come and due within the look-ahead."""
+        return now < fire_at <= now + timedelta(seconds=self.settings.lookahead_seconds)
 
     def undispatched(self, triggers: list[Trigger]) -> list[Trigger]:
         """The triggers still to dispatch: a retry wake-up until it is deleted, an occurrence until
@@ -331,8 +335,14 @@ class Dispatcher:
             run = replace(run, finished_at=now, error="missed (misfire policy)")
         next_trigger = None
         if plan.next_occurrence is not None:
+            # Held when this dispatch follows the chain to it (``dispatch``): a sweep listing it
+            # meanwhile must not send it too.
             next_trigger = make_trigger(
-                job, plan.next_occurrence, now=now, shard_count=self.settings.shard_count
+                job,
+                plan.next_occurrence,
+                now=now,
+                shard_count=self.settings.shard_count,
+                held=self._follows(plan.next_occurrence, now),
             )
             self.store.put_trigger(next_trigger)
         elif job.schedule.is_recurring:

@@ -81,10 +81,12 @@ class OverlapPolicy(StrEnum):
 
 
 class TriggerState(StrEnum):
-    """An occurrence's trigger stays PENDING: it counts as dispatched once its run exists, and
-    expires by TTL (``TRIGGER_RETENTION``). A retry wake-up is claimed (CLAIMED, with the claim's
-    token) and deleted once sent; a claimed one whose dispatcher died is claimed again after
-    ``claim_timeout``."""
+    """An occurrence's trigger is written PENDING, or CLAIMED (``claimed_at``, no token) when its
+    writer dispatches it itself at once (``make_trigger(held=True)``); it is never updated after: it
+    counts as dispatched once its run exists, and expires by TTL (``TRIGGER_RETENTION``). A sweep
+    leaves a CLAIMED trigger alone until ``claim_timeout``. A retry wake-up is claimed (CLAIMED, with
+    the claim's token) and deleted once sent; a claimed one whose dispatcher died is claimed again
+    after ``claim_timeout``."""
 
     PENDING = "PENDING"
     CLAIMED = "CLAIMED"
@@ -334,8 +336,14 @@ def make_trigger(
     shard_count: int,
     kind: RunKind = RunKind.SCHEDULED,
     fire_at: datetime | None = None,
+    held: bool = False,
 ) -> Trigger:
-    """A trigger for one occurrence, in the bucket of ``max(fire_at, now)``: never in a passed bucket."""
+    """A trigger for one occurrence, in the bucket of ``max(fire_at, now)``: never in a passed bucket.
+
+    ``held``: its writer dispatches it itself right after writing it (an API request for a job due
+    within the look-ahead, a dispatcher following a fast cron's chain). It is written CLAIMED, so a
+    sweep that lists it meanwhile leaves it alone until ``claim_timeout`` instead of sending it too;
+    if the writer dies first, that sweep is the safety net."""
     run_id = run_id_for(job.job_id, scheduled_for, kind)
     fire = fire_at or scheduled_for
     return Trigger(
@@ -348,6 +356,8 @@ def make_trigger(
         bucket=bucket_of(max(fire, now)),
         kind=kind,
         written_at=now,
+        state=TriggerState.CLAIMED if held else TriggerState.PENDING,
+        claimed_at=now if held else None,
     )
 
 

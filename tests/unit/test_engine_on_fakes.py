@@ -15,7 +15,7 @@ from functions.api.models import CreateJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher, shard_groups
 from functions.core.model import JobStatus, RunStatus, bucket_of
-from functions.core.queue import WorkMessage
+from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
 from functions.dispatcher import handler as dispatcher_handler
@@ -445,3 +445,70 @@ def test_a_job_due_within_the_look_ahead_is_sent_and_its_run_written_by_the_crea
     (run,) = engine.store.runs[job["job_id"]].values()
     assert run.status is RunStatus.QUEUED
     assert [message.run_id for message, _delay in engine.queue.sent] == [run.run_id]
+
+
+def tick_during_first_send(engine: Engine, clock: Clock) -> list[int]:
+    """Make a tick (another process: a dispatcher of its own) sweep while the first send of the test
+    is under way, when the occurrence's trigger is written and its run not yet: the moment an API
+    request and a tick both see it undispatched. Returns the tick's sent count (once it ran)."""
+    tick = Dispatcher(engine.store, engine.queue, SETTINGS, clock=clock, crash_point=lambda _name: None)
+    send = engine.queue.send
+    ticked: list[int] = []
+
+    def send_then_tick(messages: list[tuple[WorkMessage, int]]) -> None:
+        if not ticked:
+            ticked.append(-1)
+            ticked[0] = tick.sweep().dispatch.sent
+        send(messages)
+
+    engine.queue.send = send_then_tick  # type: ignore[method-assign]
+    return ticked
+
+
+def sends_by_run(engine: Engine) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for message, _delay in engine.queue.sent:
+        counts[message.run_id] = counts.get(message.run_id, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("schedule", [{"at": "+5"}, {"cron": "*/10 * * * * *"}], ids=["at", "cron"])
+def test_a_tick_during_a_create_leaves_the_jobs_occurrences_to_the_create(
+    engine: Engine, clock: Clock, schedule: dict[str, str]
+) -> None:
+    """Seen in the cost benchmark: crons created while a tick swept their bucket had every
+    occurrence within the look-ahead sent twice, by the create and by the tick (each then following
+    the chain in step with the other). The worker absorbed the duplicates, at a read, a failed
+    conditional write and a message each."""
+    if "at" in schedule:
+        schedule = {"at": (engine.clock() + timedelta(seconds=5)).isoformat()}
+    ticked = tick_during_first_send(engine, clock)
+    engine.create(schedule=schedule)
+    assert ticked == [0], "the tick left the occurrences the create was dispatching alone"
+    sends = sends_by_run(engine)
+    assert set(sends.values()) == {1}
+    assert len(sends) == (1 if "at" in schedule else SETTINGS.lookahead_seconds // 10)
+
+
+def test_a_trigger_whose_request_died_before_sending_it_is_sent_by_a_sweep_after_the_claim_timeout(
+    engine: Engine, clock: Clock
+) -> None:
+    dying = Dispatcher(
+        engine.store, engine.queue, SETTINGS, clock=clock, crash_point=crash_at("after_claim_before_send")
+    )
+    policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
+    service = JobService(engine.store, dying, SETTINGS, policy, clock=clock)
+    with pytest.raises(Crash):
+        service.create_job(
+            "alice",
+            CreateJobIn.model_validate(
+                {"schedule": {"at": (clock() + timedelta(seconds=90)).isoformat()}, "target": HOOK}
+            ),
+        )
+    (trigger,) = engine.store.triggers.values()
+    assert engine.dispatcher.sweep().dispatch.sent == 0, "held by its writer for now"
+    engine.clock.advance(SETTINGS.claim_timeout_seconds + 1)
+    assert engine.dispatcher.sweep().dispatch.sent == 1
+    ((message, delay),) = engine.queue.sent
+    assert message.run_id == trigger.run_id
+    assert delay == 90 - SETTINGS.claim_timeout_seconds - 1 - EARLY_ARRIVAL_SECONDS, "still at its second"
