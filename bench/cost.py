@@ -681,7 +681,8 @@ def _dollars(figures: dict[str, Any], *, include_create: bool) -> dict[str, Any]
         "sqs_event_source_mapping": sqs_esm * prices.SQS_REQUEST * million,
         "lambda_requests": (worker_invocations + api_requests) * prices.LAMBDA_REQUEST * million,
         "lambda_duration": gb_seconds * prices.LAMBDA_GB_SECOND_ARM64 * million,
-        "api_gateway": api_requests * prices.API_GATEWAY_REST_REQUEST * million,
+        # The default deployment (IAM) serves an HTTP API; one with API keys a REST API (below).
+        "api_gateway": api_requests * prices.API_GATEWAY_HTTP_REQUEST * million,
         "cloudwatch_logs": log_bytes / 1e9 * prices.CLOUDWATCH_LOGS_INGESTED_GB * million,
     }
     aws_requests = (
@@ -702,6 +703,11 @@ def _dollars(figures: dict[str, Any], *, include_create: bool) -> dict[str, Any]
         "usd_per_million_jobs": {k: round(v, 2) for k, v in lines.items()},
         "usd_per_million_jobs_total": round(sum(lines.values()), 2),
         "usd_per_million_jobs_without_logs": round(sum(lines.values()) - lines["cloudwatch_logs"], 2),
+        "usd_per_million_jobs_total_api_key_mode": round(
+            sum(lines.values())
+            + api_requests * (prices.API_GATEWAY_REST_REQUEST - prices.API_GATEWAY_HTTP_REQUEST) * million,
+            2,
+        ),
     }
 
 

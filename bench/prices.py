@@ -14,7 +14,8 @@ DYNAMODB_READ_REQUEST_UNIT = 0.125 / 1e6  # on-demand; 4 KB strongly consistent,
 SQS_REQUEST = 0.40 / 1e6  # standard queue, per request, each 64 KB chunk of a payload is a request
 LAMBDA_REQUEST = 0.20 / 1e6
 LAMBDA_GB_SECOND_ARM64 = 0.0000133334  # first pricing tier
-API_GATEWAY_REST_REQUEST = 3.50 / 1e6  # first 333 million a month
+API_GATEWAY_REST_REQUEST = 3.50 / 1e6  # first 333 million a month (API-key deployments)
+API_GATEWAY_HTTP_REQUEST = 1.00 / 1e6  # first 300 million a month, per 512 KB (the default: IAM)
 CLOUDWATCH_LOGS_INGESTED_GB = 0.50
 EVENTBRIDGE_SCHEDULER_INVOCATION = 1.00 / 1e6  # for comparison: EventBridge Scheduler, per invocation
 
@@ -27,7 +28,8 @@ TABLE = [
     ("SQS standard request (64 KB chunk)", "$0.40 per million"),
     ("Lambda request", "$0.20 per million"),
     ("Lambda arm64 duration", "$0.0000133334 per GB-second"),
-    ("API Gateway REST request", "$3.50 per million"),
+    ("API Gateway HTTP API request (the default, IAM auth; per 512 KB)", "$1.00 per million"),
+    ("API Gateway REST API request (API-key auth)", "$3.50 per million"),
     ("CloudWatch Logs ingestion", "$0.50 per GB"),
     ("EventBridge Scheduler (comparison)", "$1.00 per million invocations"),
 ]

@@ -1,11 +1,23 @@
-"""The REST API: IAM (SigV4) on every route but health and docs, or API keys with a usage plan."""
+"""The API: an HTTP API with IAM (SigV4) on every route but health and docs, or, with API keys and a
+usage plan, a REST API (HTTP APIs have no API keys).
+
+Why two: an HTTP API costs $1.00 per million requests against a REST API's $3.50, the largest
+line of a job created one per request (docs/benchmarks.md), and it carries the IAM caller to the
+function as well. It has no API keys, usage plans or X-Ray tracing at the gateway: a deployment that
+wants keys keeps the REST API, and the functions trace themselves either way.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Final
 
+import jsii
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_apigatewayv2 as apigatewayv2
+from aws_cdk import aws_apigatewayv2_authorizers as authorizers
+from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from cdk_nag import NagPackSuppression, NagSuppressions
@@ -18,9 +30,43 @@ from infra.config import DeploymentConfig
 PUBLIC_PATHS: Final = ("/v1/health", "/openapi.json", "/docs", "/docs/{asset}")
 # Everything else under /v1 goes to the api function behind the chosen authentication.
 PROTECTED_PATH: Final = "/v1/{proxy+}"
+# An HTTP API's access log line (its own $context variables; JSON, one object a request).
+HTTP_ACCESS_LOG_FORMAT: Final = {
+    "requestId": "$context.requestId",
+    "ip": "$context.identity.sourceIp",
+    "caller": "$context.identity.caller",
+    "user": "$context.identity.userArn",
+    "requestTime": "$context.requestTime",
+    "httpMethod": "$context.httpMethod",
+    "routeKey": "$context.routeKey",
+    "path": "$context.path",
+    "status": "$context.status",
+    "protocol": "$context.protocol",
+    "responseLength": "$context.responseLength",
+    "integrationLatency": "$context.integrationLatency",
+    "integrationError": "$context.integrationErrorMessage",
+}
+
+
+@jsii.implements(apigatewayv2.IAccessLogSettings)
+class _AccessLogSettings:
+    def __init__(self, destination: apigatewayv2.IAccessLogDestination, format: apigateway.AccessLogFormat):
+        self._destination = destination
+        self._format = format
+
+    @property
+    def destination(self) -> apigatewayv2.IAccessLogDestination:
+        return self._destination
+
+    @property
+    def format(self) -> apigateway.AccessLogFormat:
+        return self._format
 
 
 class Api(Construct):
+    """``url``: the base URL (paths are ``v1/...`` under it); ``gateway``: the API, for its metrics;
+    ``api_keys``: the keys of the usage plan (API-key mode only)."""
+
     def __init__(
         self,
         scope: Construct,
@@ -36,15 +82,78 @@ class Api(Construct):
         assert isinstance(access_log_resource, logs.CfnLogGroup)
         access_log_resource.retention_in_days = config.log_retention_days
 
-        api_key_mode = config.api_auth == "api_key"
-        self.rest_api = apigateway.RestApi(
+        self.api_keys: list[apigateway.IApiKey] = []
+        self.gateway: apigateway.RestApi | apigatewayv2.HttpApi
+        if config.api_auth == "api_key":
+            self.gateway = self.rest_api = self._rest_api(config, handler)
+            self.url = self.rest_api.url
+            self.api_keys = self._usage_plan(config)
+        else:
+            self.gateway = self.http_api = self._http_api(config, handler)
+            self.url = self.http_stage.url
+
+    # ------------------------------------------------------------------------------ HTTP API (IAM)
+
+    def _http_api(self, config: DeploymentConfig, handler: lambda_.IFunction) -> apigatewayv2.HttpApi:
+        """An HTTP API on its ``$default`` stage (no stage in the URL), payload 2.0, which puts the
+        IAM caller under ``requestContext.authorizer.iam``."""
+        api = apigatewayv2.HttpApi(
+            self,
+            "HttpApi",
+            api_name=config.name_prefix,
+            description="Punctual: schedule jobs that fire at their second",
+            create_default_stage=False,
+        )
+        self.http_stage = apigatewayv2.HttpStage(
+            self,
+            "Stage",
+            http_api=api,
+            stage_name="$default",
+            auto_deploy=True,
+            throttle=apigatewayv2.ThrottleSettings(
+                rate_limit=config.api_throttle_rate_limit, burst_limit=config.api_throttle_burst_limit
+            ),
+            access_log_settings=_AccessLogSettings(
+                apigatewayv2.LogGroupLogDestination(self.access_logs),
+                apigateway.AccessLogFormat.custom(json.dumps(HTTP_ACCESS_LOG_FORMAT)),
+            ),
+        )
+        integration = integrations.HttpLambdaIntegration(
+            "ApiFunction", handler, payload_format_version=apigatewayv2.PayloadFormatVersion.VERSION_2_0
+        )
+        public_reason = (
+            "SPEC: GET /v1/health (liveness), /openapi.json and /docs (the API's description) are served "
+            "without authentication; they return no owner data."
+        )
+        for path in PUBLIC_PATHS:
+            for route in api.add_routes(
+                path=path, methods=[apigatewayv2.HttpMethod.GET], integration=integration
+            ):
+                NagSuppressions.add_resource_suppressions(
+                    route,
+                    [NagPackSuppression(id="AwsSolutions-APIG4", reason=public_reason)],
+                    apply_to_children=True,
+                )
+        api.add_routes(
+            path=PROTECTED_PATH,
+            methods=[apigatewayv2.HttpMethod.ANY],
+            integration=integration,
+            authorizer=authorizers.HttpIamAuthorizer(),
+        )
+        return api
+
+    # ---------------------------------------------------------------------- REST API (API keys)
+
+    def _rest_api(self, config: DeploymentConfig, handler: lambda_.IFunction) -> apigateway.RestApi:
+        """A REST API whose routes need a key of the usage plan (API Gateway checks it)."""
+        rest_api = apigateway.RestApi(
             self,
             "RestApi",
             rest_api_name=config.name_prefix,
             description="Punctual: schedule jobs that fire at their second",
             endpoint_types=[apigateway.EndpointType.REGIONAL],
             cloud_watch_role=config.api_gateway_cloudwatch_role,
-            api_key_source_type=apigateway.ApiKeySourceType.HEADER if api_key_mode else None,
+            api_key_source_type=apigateway.ApiKeySourceType.HEADER,
             deploy_options=apigateway.StageOptions(
                 stage_name=config.stage,
                 throttling_rate_limit=config.api_throttle_rate_limit,
@@ -68,7 +177,7 @@ class Api(Construct):
             ),
         )
         # The stack exports the URL itself, as ApiUrl.
-        self.rest_api.node.try_remove_child("Endpoint")
+        rest_api.node.try_remove_child("Endpoint")
         integration = apigateway.LambdaIntegration(handler, proxy=True, allow_test_invoke=False)
 
         public_reason = (
@@ -76,7 +185,7 @@ class Api(Construct):
             "without authentication; they return no owner data."
         )
         for path in PUBLIC_PATHS:
-            method = self._resource(path).add_method(
+            method = rest_api.root.resource_for_path(path).add_method(
                 "GET", integration, authorization_type=apigateway.AuthorizationType.NONE
             )
             NagSuppressions.add_resource_suppressions(
@@ -86,44 +195,25 @@ class Api(Construct):
                     NagPackSuppression(id="AwsSolutions-COG4", reason=public_reason),
                 ],
             )
-
-        if api_key_mode:
-            protected = self._resource(PROTECTED_PATH).add_method(
-                "ANY",
-                integration,
-                authorization_type=apigateway.AuthorizationType.NONE,
-                api_key_required=True,
-            )
-            key_reason = (
-                "api_auth=api_key: API Gateway requires a key of the usage plan on every call; the key's "
-                "id is the owner of the caller's jobs."
-            )
-            NagSuppressions.add_resource_suppressions(
-                protected,
-                [
-                    NagPackSuppression(id="AwsSolutions-APIG4", reason=key_reason),
-                    NagPackSuppression(id="AwsSolutions-COG4", reason=key_reason),
-                ],
-            )
-            self.api_keys = self._usage_plan(config)
-        else:
-            protected = self._resource(PROTECTED_PATH).add_method(
-                "ANY", integration, authorization_type=apigateway.AuthorizationType.IAM
-            )
-            NagSuppressions.add_resource_suppressions(
-                protected,
-                [
-                    NagPackSuppression(
-                        id="AwsSolutions-COG4",
-                        reason="Callers are services and people with AWS credentials: IAM (SigV4) "
-                        "authenticates them and the IAM principal is the owner of their jobs.",
-                    )
-                ],
-            )
-            self.api_keys = []
-
+        protected = rest_api.root.resource_for_path(PROTECTED_PATH).add_method(
+            "ANY",
+            integration,
+            authorization_type=apigateway.AuthorizationType.NONE,
+            api_key_required=True,
+        )
+        key_reason = (
+            "api_auth=api_key: API Gateway requires a key of the usage plan on every call; the key's "
+            "id is the owner of the caller's jobs."
+        )
         NagSuppressions.add_resource_suppressions(
-            self.rest_api,
+            protected,
+            [
+                NagPackSuppression(id="AwsSolutions-APIG4", reason=key_reason),
+                NagPackSuppression(id="AwsSolutions-COG4", reason=key_reason),
+            ],
+        )
+        NagSuppressions.add_resource_suppressions(
+            rest_api,
             [
                 NagPackSuppression(
                     id="AwsSolutions-APIG2",
@@ -133,7 +223,7 @@ class Api(Construct):
                 ),
                 NagPackSuppression(
                     id="AwsSolutions-APIG3",
-                    reason="Every route but health and docs is authenticated and the stage is throttled; "
+                    reason="Every route but health and docs needs a key and the stage is throttled; "
                     "a WAF web ACL is an account-level choice (and cost) left to the operator.",
                 ),
                 NagPackSuppression(
@@ -149,9 +239,7 @@ class Api(Construct):
             ],
             apply_to_children=True,
         )
-
-    def _resource(self, path: str) -> apigateway.Resource:
-        return self.rest_api.root.resource_for_path(path)
+        return rest_api
 
     def _usage_plan(self, config: DeploymentConfig) -> list[apigateway.IApiKey]:
         plan = self.rest_api.add_usage_plan(

@@ -6,6 +6,7 @@ from typing import Final
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_apigatewayv2 as apigatewayv2
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
@@ -36,7 +37,7 @@ class Monitoring(Construct):
         construct_id: str,
         *,
         config: DeploymentConfig,
-        api: apigateway.RestApi,
+        api: apigateway.RestApi | apigatewayv2.HttpApi,
         dispatcher: lambda_.Function,
         dispatcher_logs: logs.ILogGroup,
         worker: lambda_.Function,
@@ -209,7 +210,7 @@ class Monitoring(Construct):
     def _dashboard(
         self,
         config: DeploymentConfig,
-        api: apigateway.RestApi,
+        api: apigateway.RestApi | apigatewayv2.HttpApi,
         api_function: lambda_.Function,
         dispatcher: lambda_.Function,
         worker: lambda_.Function,

@@ -59,7 +59,7 @@ class PunctualStack(Stack):
             self,
             "Monitoring",
             config=config,
-            api=api.rest_api,
+            api=api.gateway,
             api_function=functions.api,
             dispatcher=functions.dispatcher,
             dispatcher_logs=functions.log_groups["dispatcher"],
@@ -68,7 +68,7 @@ class PunctualStack(Stack):
             table=storage.table,
         )
 
-        CfnOutput(self, "ApiUrl", value=api.rest_api.url, description="Base URL of the API (append v1/...)")
+        CfnOutput(self, "ApiUrl", value=api.url, description="Base URL of the API (append v1/...)")
         CfnOutput(self, "TableName", value=storage.table.table_name)
         CfnOutput(self, "WorkQueueUrl", value=queues.work_queue.queue_url)
         CfnOutput(self, "DeadLetterQueueUrl", value=queues.dead_letter_queue.queue_url)

@@ -26,7 +26,9 @@ def check_body(event: dict[str, Any]) -> None:
     data = (
         base64.b64decode(raw) if event.get("isBase64Encoded") else str(raw).encode("utf-8", "surrogatepass")
     )
-    batch = event.get("path") == BATCH_PATH
+    # REST (1.0) events name the resource path; HTTP API (2.0) ones the raw path, which starts with
+    # the stage unless it is $default.
+    batch = str(event.get("path") or event.get("rawPath") or "").endswith(BATCH_PATH)
     if len(data) > (MAX_BATCH_BODY_BYTES if batch else MAX_BODY_BYTES):
         raise PayloadTooLarge("the body exceeds 1 MiB" if batch else "the body exceeds 64 KiB", "body")
     headers = {key.lower(): value for key, value in (event.get("headers") or {}).items()}
@@ -46,10 +48,12 @@ def check_body(event: dict[str, Any]) -> None:
         **{k: v for k, v in (event.get("headers") or {}).items() if k.lower() != "content-type"},
         "Content-Type": "application/json",
     }
-    event["multiValueHeaders"] = {
-        **{k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"},
-        "Content-Type": ["application/json"],
-    }
+    if event.get("version") != "2.0":  # 2.0 has no multi-value headers
+        multi = event.get("multiValueHeaders") or {}
+        event["multiValueHeaders"] = {
+            **{k: v for k, v in multi.items() if k.lower() != "content-type"},
+            "Content-Type": ["application/json"],
+        }
     event["body"], event["isBase64Encoded"] = text, False
 
 

@@ -1,4 +1,8 @@
-"""API Lambda: the Powertools REST resolver and its routes.
+"""API Lambda: the routes, served by Powertools' resolvers for both API Gateway flavours.
+
+A deployment with API keys sends REST API proxy events (payload 1.0); one with IAM (the default)
+sends HTTP API events (payload 2.0, which carries the IAM caller). The routes live on one ``Router``
+that both resolvers include; ``handler`` picks the resolver by the event's ``version``.
 
 Who is calling is ``auth.py``; the body checks made before routing are ``guards.py``; how every
 refusal becomes an HTTP answer is ``errors.py``; the OpenAPI document and Swagger UI are
@@ -11,7 +15,8 @@ import json
 from functools import lru_cache
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -47,7 +52,9 @@ from functions.core.settings import get_settings
 
 # The OpenAPI document and Swagger UI are routes of their own (functions/api/openapi.py, imported on
 # demand) rather than Powertools' enable_swagger, whose models would be imported on every cold start.
-app = APIGatewayRestResolver(enable_validation=True)
+app = Router()  # type: ignore[no-untyped-call]
+rest_app = APIGatewayRestResolver(enable_validation=True)
+http_app = APIGatewayHttpResolver(enable_validation=True)
 
 ERRORS: dict[int, Any] = {
     status: {"description": text, "content": {"application/json": {"model": ErrorOut}}}
@@ -67,7 +74,7 @@ def ok(model: type[BaseModel], status: int = 200) -> dict[int, Any]:
     return {status: {"description": "OK", "content": {"application/json": {"model": model}}}, **ERRORS}
 
 
-__all__ = ["app", "handler", "owner_of_arn", "target_location"]
+__all__ = ["app", "handler", "http_app", "owner_of_arn", "rest_app", "target_location"]
 
 
 @lru_cache(maxsize=1)
@@ -88,22 +95,18 @@ def _answer(error: ApiError) -> Response[str]:
     return _json(error.status_code, error.body())
 
 
-@app.exception_handler(ApiError)
 def handle_api_error(error: ApiError) -> Response[str]:
     return _answer(error)
 
 
-@app.exception_handler(RequestValidationError)
 def handle_validation_error(error: RequestValidationError) -> Response[str]:
     return _answer(from_validation(list(error.errors())))
 
 
-@app.not_found
 def handle_unknown_route(_error: Exception) -> Response[str]:
     return _answer(NotFound("no such route", "path"))
 
 
-@app.exception_handler(Exception)
 def handle_unexpected(error: Exception) -> Response[str]:
     # A bug must not leak details; it is logged with the request for whoever runs the service.
     logger.exception("unhandled error", extra={"path": app.current_event.path})
@@ -122,7 +125,7 @@ def health() -> dict[str, str]:
 def openapi_document() -> Response[str]:
     from functions.api import openapi
 
-    document = openapi.openapi_document(app, app.current_event, get_settings().api_auth)
+    document = openapi.openapi_document(rest_app, app.current_event, get_settings().api_auth)
     return _json(200, document)
 
 
@@ -255,10 +258,19 @@ def stats() -> StatsOut:
     return StatsOut.model_validate(service().stats(current_owner()))
 
 
+for _resolver in (rest_app, http_app):
+    _resolver.include_router(app)
+    _resolver.exception_handler(ApiError)(handle_api_error)
+    _resolver.exception_handler(RequestValidationError)(handle_validation_error)
+    _resolver.exception_handler(Exception)(handle_unexpected)
+    _resolver.not_found(handle_unknown_route)
+
+
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         check_body(event)
     except ApiError as refused:
         return proxy_result(refused)
-    return app.resolve(event, context)
+    resolver = http_app if event.get("version") == "2.0" else rest_app
+    return resolver.resolve(event, context)

@@ -18,7 +18,8 @@ from importlib import resources
 from typing import Any, Final
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 
 __all__ = ["SWAGGER_ASSETS", "add_links", "base_path", "openapi_document", "swagger_asset", "swagger_page"]
 
@@ -66,28 +67,30 @@ SWAGGER_ASSETS: Final = {
 }
 
 
-def base_path(event: APIGatewayProxyEvent) -> str:
+def base_path(event: BaseProxyEvent) -> str:
     """The part of the URL before the API's own paths: ``/prod`` on the execute-api domain, a custom
-    domain's base path mapping, or nothing (custom domain at its root, the local stack)."""
-    outer = event.request_context.path or ""
+    domain's base path mapping, or nothing (an HTTP API's ``$default`` stage, a custom domain at its
+    root, the local stack)."""
+    if isinstance(event, APIGatewayProxyEventV2):
+        outer = event.raw_path or ""
+    else:
+        outer = event.request_context.path or ""  # type: ignore[attr-defined]
     inner = event.path or ""
     if inner and outer.endswith(inner):
         return outer[: len(outer) - len(inner)].rstrip("/")
     return ""
 
 
-def server_url(event: APIGatewayProxyEvent) -> str:
+def server_url(event: BaseProxyEvent) -> str:
     """The base URL this request came in on (API Gateway's domain and stage), or ``/`` locally."""
-    domain = event.request_context.domain_name
+    domain = event.request_context.domain_name  # type: ignore[attr-defined]
     prefix = base_path(event)
     if domain:
         return f"https://{domain}{prefix}"
     return prefix or "/"
 
 
-def openapi_document(
-    app: APIGatewayRestResolver, event: APIGatewayProxyEvent, api_auth: str
-) -> dict[str, Any]:
+def openapi_document(app: APIGatewayRestResolver, event: BaseProxyEvent, api_auth: str) -> dict[str, Any]:
     """The document Powertools generates from the routes, with this deployment's servers, security
     and the links between operations."""
     name, scheme, how = SECURITY_SCHEMES[api_auth]
@@ -103,7 +106,7 @@ def openapi_document(
     return document
 
 
-def swagger_page(event: APIGatewayProxyEvent) -> str:
+def swagger_page(event: BaseProxyEvent) -> str:
     """Swagger UI: a few hundred bytes that load the UI's assets and the document by URL."""
     prefix = base_path(event)
     return f"""<!DOCTYPE html>

@@ -1,4 +1,5 @@
-"""The REST API: who may call which route, throttling, access logs, the URL output."""
+"""The API: an HTTP API with IAM by default, the REST API with API keys; who may call which route,
+throttling, access logs, the URL output."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ PUBLIC = {"/v1/health", "/openapi.json", "/docs", "/docs/{asset}"}
 
 
 def _paths(synthesized: Synthesized) -> dict[str, str]:
-    """Logical id of each API resource → its full path."""
+    """Logical id of each REST API resource → its full path."""
     resources = synthesized.resources("AWS::ApiGateway::Resource")
     paths: dict[str, str] = {}
 
@@ -32,7 +33,7 @@ def _paths(synthesized: Synthesized) -> dict[str, str]:
 
 
 def _methods(synthesized: Synthesized) -> dict[tuple[str, str], dict[str, Any]]:
-    """(path, HTTP method) → method properties."""
+    """(path, HTTP method) → REST method properties."""
     paths = _paths(synthesized)
     return {
         (paths[method["Properties"]["ResourceId"]["Ref"]], method["Properties"]["HttpMethod"]): method[
@@ -42,31 +43,86 @@ def _methods(synthesized: Synthesized) -> dict[tuple[str, str], dict[str, Any]]:
     }
 
 
-def test_given_iam_mode_when_synthesized_then_every_route_but_health_and_docs_requires_sigv4(
+def _routes(synthesized: Synthesized) -> dict[str, dict[str, Any]]:
+    """HTTP API route key ("GET /v1/health") → route properties."""
+    return {
+        route["Properties"]["RouteKey"]: route["Properties"]
+        for route in synthesized.resources("AWS::ApiGatewayV2::Route").values()
+    }
+
+
+def _log_group_of(synthesized: Synthesized, destination: Any) -> list[str]:
+    return [
+        logical_id
+        for logical_id in synthesized.resources("AWS::Logs::LogGroup")
+        if logical_id in str(destination)
+    ]
+
+
+# ------------------------------------------------------------------------- IAM mode: an HTTP API
+
+
+def test_given_iam_mode_when_synthesized_then_an_http_api_requires_sigv4_on_every_route_but_health_and_docs(
     default_stack: Synthesized,
 ) -> None:
-    methods = _methods(default_stack)
+    routes = _routes(default_stack)
 
-    assert set(methods) == {(path, "GET") for path in PUBLIC} | {("/v1/{proxy+}", "ANY")}
-    assert methods[("/v1/{proxy+}", "ANY")]["AuthorizationType"] == "AWS_IAM"
+    assert set(routes) == {f"GET {path}" for path in PUBLIC} | {"ANY /v1/{proxy+}"}
+    assert routes["ANY /v1/{proxy+}"]["AuthorizationType"] == "AWS_IAM"
     for path in PUBLIC:
-        assert methods[(path, "GET")]["AuthorizationType"] == "NONE", path
-    api_function = default_stack.logical_id_of_function("api")
-    for method in methods.values():
-        assert method["Integration"]["Type"] == "AWS_PROXY"
-        assert api_function in str(method["Integration"]["Uri"])
-        assert not method.get("ApiKeyRequired", False)
-    assert not default_stack.resources("AWS::ApiGateway::UsagePlan")
+        assert routes[f"GET {path}"].get("AuthorizationType", "NONE") == "NONE", path
+    (integration,) = default_stack.resources("AWS::ApiGatewayV2::Integration").values()
+    properties = integration["Properties"]
+    assert properties["IntegrationType"] == "AWS_PROXY"
+    assert properties["PayloadFormatVersion"] == "2.0", "the function reads the IAM caller from payload 2.0"
+    assert default_stack.logical_id_of_function("api") in str(properties["IntegrationUri"])
+    integration_id = next(iter(default_stack.resources("AWS::ApiGatewayV2::Integration")))
+    for key, route in routes.items():
+        assert integration_id in str(route["Target"]), key
+    assert not default_stack.resources("AWS::ApiGateway::RestApi"), "no REST API: it costs 3.5x per request"
+    assert not default_stack.resources("AWS::ApiGateway::Account"), "HTTP API logs need no account role"
+
+
+def test_given_iam_mode_when_synthesized_then_the_default_stage_is_throttled_and_writes_access_logs(
+    default_stack: Synthesized,
+) -> None:
+    stage = default_stack.only("AWS::ApiGatewayV2::Stage")["Properties"]
+
+    assert stage["StageName"] == "$default" and stage["AutoDeploy"] is True
+    assert stage["DefaultRouteSettings"]["ThrottlingRateLimit"] == 50
+    assert stage["DefaultRouteSettings"]["ThrottlingBurstLimit"] == 100
+    assert len(_log_group_of(default_stack, stage["AccessLogSettings"]["DestinationArn"])) == 1
+    log_format = stage["AccessLogSettings"]["Format"]
+    assert "$context.requestId" in log_format and "$context.identity.userArn" in log_format
+
+
+def test_given_iam_mode_when_synthesized_then_the_api_url_is_the_http_apis_root(
+    default_stack: Synthesized,
+) -> None:
+    outputs = default_stack.raw["Outputs"]
+    url = str(outputs["ApiUrl"]["Value"])
+    assert "execute-api" in url
+    assert default_stack.logical_id("AWS::ApiGatewayV2::Api") in url
+    assert {"TableName", "WorkQueueUrl", "DeadLetterQueueUrl"} <= set(outputs)
+
+
+# --------------------------------------------------------------------- API-key mode: the REST API
 
 
 def test_given_api_key_mode_when_synthesized_then_the_routes_require_a_key_of_a_throttled_usage_plan(
     production_stack: Synthesized,
 ) -> None:
     methods = _methods(production_stack)
+    assert set(methods) == {(path, "GET") for path in PUBLIC} | {("/v1/{proxy+}", "ANY")}
     protected = methods[("/v1/{proxy+}", "ANY")]
     assert protected["ApiKeyRequired"] is True
     for path in PUBLIC:
         assert not methods[(path, "GET")].get("ApiKeyRequired", False), path
+    api_function = production_stack.logical_id_of_function("api")
+    for method in methods.values():
+        assert method["Integration"]["Type"] == "AWS_PROXY"
+        assert api_function in str(method["Integration"]["Uri"])
+    assert not production_stack.resources("AWS::ApiGatewayV2::Api")
 
     production_stack.template.has_resource_properties(
         "AWS::ApiGateway::UsagePlan",
@@ -83,35 +139,21 @@ def test_given_api_key_mode_when_synthesized_then_the_routes_require_a_key_of_a_
     assert production_stack.only("AWS::ApiGateway::RestApi")["Properties"]["ApiKeySourceType"] == "HEADER"
 
 
-def test_given_the_stage_when_synthesized_then_it_is_throttled_traced_and_writes_access_logs(
-    default_stack: Synthesized,
+def test_given_api_key_mode_when_synthesized_then_the_stage_is_throttled_traced_and_writes_access_logs(
+    production_stack: Synthesized,
 ) -> None:
-    stage = default_stack.only("AWS::ApiGateway::Stage")["Properties"]
+    stage = production_stack.only("AWS::ApiGateway::Stage")["Properties"]
     (settings,) = stage["MethodSettings"]
 
-    assert stage["StageName"] == "dev"
+    assert stage["StageName"] == "prod"
     assert stage["TracingEnabled"] is True
     assert settings["ThrottlingRateLimit"] == 50
     assert settings["ThrottlingBurstLimit"] == 100
     assert settings["LoggingLevel"] == "ERROR"
     assert settings["DataTraceEnabled"] is False, "job payloads must not land in execution logs"
-    destination = str(stage["AccessLogSetting"]["DestinationArn"])
-    log_group_ids = [
-        logical_id
-        for logical_id in default_stack.resources("AWS::Logs::LogGroup")
-        if logical_id in destination
-    ]
-    assert len(log_group_ids) == 1, "access logs go to a log group of the stack"
+    assert len(_log_group_of(production_stack, stage["AccessLogSetting"]["DestinationArn"])) == 1
     assert "$context.requestId" in stage["AccessLogSetting"]["Format"]
-    # API Gateway needs the account's CloudWatch role before it can write access logs.
-    assert default_stack.resources("AWS::ApiGateway::Account")
-
-
-def test_given_a_deployment_when_synthesized_then_the_api_url_is_a_stack_output(
-    default_stack: Synthesized,
-) -> None:
-    outputs = default_stack.raw["Outputs"]
-    url = str(outputs["ApiUrl"]["Value"])
-    assert "execute-api" in url
-    assert default_stack.logical_id("AWS::ApiGateway::RestApi") in url
-    assert {"TableName", "WorkQueueUrl", "DeadLetterQueueUrl"} <= set(outputs)
+    # API Gateway needs the account's CloudWatch role before a REST API can write access logs.
+    assert production_stack.resources("AWS::ApiGateway::Account")
+    url = str(production_stack.raw["Outputs"]["ApiUrl"]["Value"])
+    assert production_stack.logical_id("AWS::ApiGateway::RestApi") in url

@@ -1,6 +1,7 @@
 """The handlers against the events AWS really sends (tests/fixtures/events): API Gateway REST proxy
-requests from an IAM user, an assumed role and an API key, an EventBridge scheduled tick and SQS
-records. A job created through such a request is dispatched and executed."""
+requests from an IAM user, an assumed role and an API key, HTTP API requests (payload 2.0) from an
+assumed role, an EventBridge scheduled tick and SQS records. A job created through such a request is
+dispatched and executed."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ EVENTS = Path(__file__).resolve().parent.parent / "fixtures" / "events"
 IAM_USER = "apigateway_rest_iam_user.json"
 ASSUMED_ROLE = "apigateway_rest_assumed_role.json"
 API_KEY = "apigateway_rest_api_key.json"
+HTTP_ROLE = "apigateway_http_assumed_role.json"  # the default deployment: an HTTP API with IAM
 DOMAIN = "abc123defg.execute-api.eu-west-1.amazonaws.com"
 
 
@@ -33,10 +35,33 @@ def sample(name: str) -> dict[str, Any]:
 
 
 def request(
-    name: str, method: str, path: str, body: Any = None, *, session: str | None = None
+    name: str,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    session: str | None = None,
+    query: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The sample request with this method, path (under the stage ``prod``) and JSON body."""
+    """The sample request with this method, path (REST: under the stage ``prod``; HTTP API: on its
+    ``$default`` stage), query and JSON body."""
     event = sample(name)
+    if event.get("version") == "2.0":
+        event["rawPath"] = event["requestContext"]["http"]["path"] = path
+        event["requestContext"]["http"]["method"] = method
+        event["pathParameters"] = {"proxy": path.removeprefix("/v1/")}
+        event["rawQueryString"] = "&".join(f"{key}={value}" for key, value in (query or {}).items())
+        if query:
+            event["queryStringParameters"] = dict(query)
+        if body is not None:
+            event["body"] = json.dumps(body)
+        if session is not None:
+            iam = event["requestContext"]["authorizer"]["iam"]
+            iam["userArn"] = iam["userArn"].rsplit("/", 1)[0] + f"/{session}"
+            iam["callerId"] = iam["userId"] = f"AROAEXAMPLEID:{session}"
+        return event
+    event["queryStringParameters"] = dict(query) if query else None
+    event["multiValueQueryStringParameters"] = {k: [v] for k, v in query.items()} if query else None
     event["httpMethod"] = event["requestContext"]["httpMethod"] = method
     event["path"] = path
     event["requestContext"]["path"] = f"/prod{path}"
@@ -91,6 +116,7 @@ def job_body(receiver: Receiver, harness: Harness, seconds: float = 3) -> dict[s
         (IAM_USER, "arn:aws:iam::123456789012:user/alice"),
         (ASSUMED_ROLE, "arn:aws:iam::123456789012:role/AWSReservedSSO_Developers_0123456789abcdef"),
         (API_KEY, "k1xmpl2abc"),
+        (HTTP_ROLE, "arn:aws:iam::123456789012:role/AWSReservedSSO_Developers_0123456789abcdef"),
     ],
 )
 def test_given_a_caller_as_api_gateway_authenticates_it_when_it_creates_a_job_then_it_owns_it(
@@ -106,28 +132,57 @@ def test_given_a_caller_as_api_gateway_authenticates_it_when_it_creates_a_job_th
     assert status == 404, "another caller must not see the job"
 
 
+@pytest.mark.parametrize("role", [ASSUMED_ROLE, HTTP_ROLE])
 def test_given_owner_mode_role_when_two_sso_users_share_a_permission_set_then_they_share_jobs(
-    deployed: Harness, receiver: Receiver
+    deployed: Harness, receiver: Receiver, role: str
 ) -> None:
-    status, job, _ = call(request(ASSUMED_ROLE, "POST", "/v1/jobs", job_body(receiver, deployed)))
+    status, job, _ = call(request(role, "POST", "/v1/jobs", job_body(receiver, deployed)))
     assert status == 201
-    status, _, _ = call(request(ASSUMED_ROLE, "GET", f"/v1/jobs/{job['job_id']}", session="bob@example.com"))
+    status, _, _ = call(request(role, "GET", f"/v1/jobs/{job['job_id']}", session="bob@example.com"))
     assert status == 200, "the default owner is the role: every session of it sees the job"
 
 
+@pytest.mark.parametrize("role", [ASSUMED_ROLE, HTTP_ROLE])
 def test_given_owner_mode_session_when_two_sso_users_share_a_permission_set_then_each_owns_their_own(
-    deployed: Harness, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+    deployed: Harness, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, role: str
 ) -> None:
     use_settings(monkeypatch, deployed, api_auth="iam", owner_mode="session")
-    status, job, _ = call(request(ASSUMED_ROLE, "POST", "/v1/jobs", job_body(receiver, deployed)))
+    status, job, _ = call(request(role, "POST", "/v1/jobs", job_body(receiver, deployed)))
     assert status == 201
     assert deployed.job(job["job_id"]).owner == (
         "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Developers_0123456789abcdef/alice@example.com"
     )
-    status, _, _ = call(request(ASSUMED_ROLE, "GET", f"/v1/jobs/{job['job_id']}", session="bob@example.com"))
+    status, _, _ = call(request(role, "GET", f"/v1/jobs/{job['job_id']}", session="bob@example.com"))
     assert status == 404, "with owner_mode=session another session of the role must not see the job"
-    status, _, _ = call(request(ASSUMED_ROLE, "GET", f"/v1/jobs/{job['job_id']}"))
+    status, _, _ = call(request(role, "GET", f"/v1/jobs/{job['job_id']}"))
     assert status == 200
+
+
+def test_given_an_http_api_request_without_an_iam_caller_when_it_calls_a_route_then_it_is_refused(
+    deployed: Harness, receiver: Receiver
+) -> None:
+    event = request(HTTP_ROLE, "POST", "/v1/jobs", job_body(receiver, deployed))
+    del event["requestContext"]["authorizer"]
+    status, body, _ = call(event)
+    assert status == 401 and body["error"] == "unauthorized", body
+
+
+def test_given_an_http_api_request_when_it_lists_with_a_query_then_the_query_and_the_batch_limit_apply(
+    deployed: Harness, receiver: Receiver
+) -> None:
+    for _ in range(3):
+        assert call(request(HTTP_ROLE, "POST", "/v1/jobs", job_body(receiver, deployed)))[0] == 201
+    status, page, _ = call(request(HTTP_ROLE, "GET", "/v1/jobs", query={"limit": "2"}))
+    assert status == 200 and len(page["items"]) == 2 and page["next_cursor"]
+    status, body, _ = call(request(HTTP_ROLE, "GET", "/v1/jobs", query={"limit": "0"}))
+    assert status == 422 and body["field"] == "limit", body
+    big = {"jobs": [job_body(receiver, deployed) | {"payload": {"pad": "x" * 60_000}} for _ in range(20)]}
+    status, body, _ = call(request(HTTP_ROLE, "POST", "/v1/jobs/batch", big))
+    assert status == 413 and "1 MiB" in body["reason"], body
+    status, answer, _ = call(
+        request(HTTP_ROLE, "POST", "/v1/jobs/batch", {"jobs": [job_body(receiver, deployed)]})
+    )
+    assert status == 200 and answer["items"][0]["status"] == 201, answer
 
 
 def test_given_a_deployed_stage_when_the_openapi_document_is_read_then_it_names_the_stage_and_sigv4(
@@ -140,6 +195,17 @@ def test_given_a_deployed_stage_when_the_openapi_document_is_read_then_it_names_
     scheme = document["components"]["securitySchemes"]["sigv4"]
     assert scheme["x-amazon-apigateway-authtype"] == "awsSigv4" and scheme["name"] == "Authorization"
     assert document["paths"]["/v1/health"]["get"]["security"] == []
+
+
+def test_given_an_http_api_when_the_openapi_document_and_docs_are_read_then_they_name_its_root_url(
+    deployed: Harness,
+) -> None:
+    status, document, _ = call(request(HTTP_ROLE, "GET", "/openapi.json"))
+    assert status == 200
+    assert document["servers"] == [{"url": f"https://{DOMAIN}"}], "the $default stage adds no path"
+    assert document["security"] == [{"sigv4": []}]
+    status, page, _ = call(request(HTTP_ROLE, "GET", "/docs"))
+    assert status == 200 and '"/openapi.json"' in page and '"/docs/swagger-ui-bundle.min.js"' in page
 
 
 def test_given_api_key_mode_when_the_openapi_document_is_read_then_it_asks_for_x_api_key(
@@ -171,12 +237,13 @@ def test_given_a_deployed_stage_when_docs_are_opened_then_the_page_is_small_and_
 
 
 @pytest.mark.moto_only("reaches past the ports into boto3")
+@pytest.mark.parametrize("caller", [IAM_USER, HTTP_ROLE])
 def test_given_a_job_created_through_api_gateway_when_ticked_and_polled_then_it_runs(
-    deployed: Harness, receiver: Receiver
+    deployed: Harness, receiver: Receiver, caller: str
 ) -> None:
-    # Given a job created by an IAM caller, due beyond the look-ahead
+    # Given a job created by an IAM caller (through a REST API or an HTTP API), due beyond the look-ahead
     body = job_body(receiver, deployed, seconds=deployed.settings.lookahead_seconds + 30)
-    status, job, _ = call(request(IAM_USER, "POST", "/v1/jobs", body))
+    status, job, _ = call(request(caller, "POST", "/v1/jobs", body))
     assert status == 201 and deployed.queue.sent == []
     # When EventBridge ticks the dispatcher once its look-ahead reaches the job
     deployed.clock.advance(60)
@@ -198,6 +265,6 @@ def test_given_a_job_created_through_api_gateway_when_ticked_and_polled_then_it_
     # Then the run succeeded and the target was called once, at its second
     assert result["batchItemFailures"] == []
     (delivery,) = receiver.for_path("/shaped")
-    status, runs, _ = call(request(IAM_USER, "GET", f"/v1/jobs/{job['job_id']}/runs"))
+    status, runs, _ = call(request(caller, "GET", f"/v1/jobs/{job['job_id']}/runs"))
     assert status == 200 and runs["items"][0]["status"] == RunStatus.SUCCEEDED.value
     assert delivery.headers["Punctual-Run-Id"] == runs["items"][0]["run_id"]
