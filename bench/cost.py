@@ -634,6 +634,7 @@ def _analyse(
             sum(i["records"] for i in worker_invocations) / max(1, len(worker_invocations)), 2
         ),
         "worker_seconds_per_job": round(sum(i["duration"] for i in worker_invocations) / jobs, 3),
+        "worker_cpu_seconds_per_job": round(_busy_cpu(worker_invocations) / jobs, 4),
         "dispatcher_seconds_per_job": round(dispatcher_seconds / jobs, 4),
         "api_creates": len(api_invocations),
         "api_seconds_per_create": round(
@@ -642,6 +643,25 @@ def _analyse(
         "log_bytes_per_job": {r: round(b / jobs) for r, b in log_bytes.items()},
         **scenario.extra,
     }
+
+
+def _busy_cpu(invocations: list[dict[str, Any]]) -> float:
+    """CPU seconds the role's process spent while any of ``invocations`` ran: overlapping invocations
+    are merged into one span, whose CPU is the process clock's advance over it (every thread: the
+    records' threads, and the pollers' receives during it, a little)."""
+    spans: list[list[float]] = []  # [start, end, cpu at start, cpu at end]
+    for invocation in sorted(invocations, key=lambda i: i["t"]):
+        if "cpu_start" not in invocation:
+            continue
+        if spans and invocation["t"] <= spans[-1][1]:
+            last = spans[-1]
+            if invocation["t_end"] > last[1]:
+                last[1], last[3] = invocation["t_end"], invocation["cpu_end"]
+        else:
+            spans.append(
+                [invocation["t"], invocation["t_end"], invocation["cpu_start"], invocation["cpu_end"]]
+            )
+    return sum(cpu_end - cpu_start for _start, _end, cpu_start, cpu_end in spans)
 
 
 def _dollars(figures: dict[str, Any], *, include_create: bool) -> dict[str, Any]:

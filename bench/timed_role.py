@@ -262,12 +262,14 @@ def _time_handler(
         _state.tag = _local.tag
         started = time.time()
         began = time.perf_counter()
+        cpu_began = time.process_time()
         result = None
         try:
             result = original(event, context)
             return result
         finally:
             duration = time.perf_counter() - began
+            cpu_ended = time.process_time()
             _local.in_handler = False
             invocation: dict[str, Any] = {
                 "t": started,
@@ -275,6 +277,10 @@ def _time_handler(
                 "role": _state.role,
                 "invocation": True,
                 "duration": duration,
+                # The process's CPU clock (all its threads) at both ends: invocations that overlap
+                # share it, so the benchmark merges them into spans before it counts CPU.
+                "cpu_start": cpu_began,
+                "cpu_end": cpu_ended,
                 **describe(event, result),
             }
             if _local.tag:
