@@ -268,3 +268,24 @@ def test_given_a_job_created_through_api_gateway_when_ticked_and_polled_then_it_
     status, runs, _ = call(request(caller, "GET", f"/v1/jobs/{job['job_id']}/runs"))
     assert status == 200 and runs["items"][0]["status"] == RunStatus.SUCCEEDED.value
     assert delivery.headers["Punctual-Run-Id"] == runs["items"][0]["run_id"]
+
+
+def test_given_an_http_api_when_idempotency_keys_hold_commas_then_each_key_is_its_own(
+    deployed: Harness, receiver: Receiver
+) -> None:
+    """An HTTP API event carries each header as one string, which Powertools splits at its commas
+    for list-typed parameters: a key with a comma must still reach the route whole (a key cut at its
+    comma would let "k,1" and "j,1" collide)."""
+    jobs = []
+    for key in ("k,1", "j,1", "k,1"):
+        event = request(HTTP_ROLE, "POST", "/v1/jobs", job_body(receiver, deployed))
+        event["headers"]["idempotency-key"] = key
+        status, job, _ = call(event)
+        assert status == 201, job
+        jobs.append(job["job_id"])
+    assert jobs[0] != jobs[1], "different keys, different jobs"
+    assert jobs[0] == jobs[2], "the same key replays"
+    event = request(HTTP_ROLE, "POST", "/v1/jobs", job_body(receiver, deployed))
+    event["headers"]["idempotency-key"] = "a" * 100 + "," + "b" * 100
+    status, body, _ = call(event)
+    assert status == 422 and body["field"] == "Idempotency-Key", body
