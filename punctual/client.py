@@ -164,6 +164,10 @@ class Client:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return self.request("POST", "/v1/jobs/batch", {"jobs": bodies}, headers=headers)
 
+    def preview_schedule(self, body: dict[str, Any]) -> Any:
+        """POST /v1/schedules/preview: fire times and an outage's replay; nothing is created."""
+        return self.request("POST", "/v1/schedules/preview", body)
+
     def list_jobs(
         self,
         *,

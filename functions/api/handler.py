@@ -40,6 +40,8 @@ from functions.api.models import (
     JobOut,
     JobPage,
     PatchJobIn,
+    PreviewIn,
+    PreviewOut,
     RunOut,
     RunPage,
     StatsOut,
@@ -250,6 +252,17 @@ def get_run(job_id: str, run_id: str) -> RunOut:
 def cancel_run(job_id: str, run_id: str) -> RunOut:
     """Cancel a run that has not finished: it never starts, or its HTTP call is aborted; no retries."""
     return RunOut.model_validate(service().cancel_run(current_owner(), job_id, run_id))
+
+
+@app.post("/v1/schedules/preview", tags=["schedules"], responses=ok(PreviewOut))
+def preview_schedule(preview: PreviewIn) -> Response[str]:
+    """The next fire times of a schedule (UTC and its zone, DST gaps and repeats marked) and, given an
+    outage, what its misfire policy would run afterwards. Nothing is created."""
+    from functions.api.previews import preview_schedule as preview_of
+
+    current_owner()  # the caller must be authenticated, as on every /v1 route
+    jobs = service()
+    return _json(200, preview_of(preview, jobs.settings, jobs.clock()))
 
 
 @app.get("/v1/stats", tags=["system"], responses=ok(StatsOut))

@@ -289,6 +289,30 @@ class PatchJobIn(BaseModel):
     _whole_numbers = whole_numbers("timeout_seconds")
 
 
+class OutageIn(BaseModel):
+    """A window in which nothing is dispatched: what would the misfire policy run afterwards?"""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: str = Field(alias="from", max_length=64, description="ISO 8601; naive: in the schedule's zone")
+    to: str = Field(max_length=64, description="ISO 8601, after `from`; naive: in the schedule's zone")
+
+
+class PreviewIn(BaseModel):
+    """A schedule as ``POST /v1/jobs`` takes it; nothing is created."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schedule: ScheduleIn
+    count: int = Field(default=10, ge=1, le=100, strict=True, description="how many fire times to list")
+    after: str | None = Field(
+        default=None, max_length=64, description="list the fire times after this instant (default: now)"
+    )
+    outage: OutageIn | None = None
+
+    _whole_numbers = whole_numbers("count")
+
+
 # ---------------------------------------------------------------------------------------- responses
 
 
@@ -404,3 +428,50 @@ class CreatedJobOut(BaseModel):
 
 class CreatedJobsOut(BaseModel):
     items: list[CreatedJobOut]
+
+
+class DstOut(BaseModel):
+    kind: Literal["gap", "repeat"] = Field(
+        description="gap: the local time does not exist that day, it fires at the first instant after; "
+        "repeat: the local time happens twice, it fires once, on the first pass"
+    )
+    local: str = Field(description="the local wall time the schedule names, in its zone (no offset)")
+
+
+class FireTimeOut(BaseModel):
+    at: str = Field(description="UTC")
+    local: str = Field(description="in the schedule's zone, with its offset")
+    dst: DstOut | None = None
+
+
+class MissedOut(BaseModel):
+    scheduled_for: str
+    local: str
+    fate: Literal["runs", "skipped", "collapsed"] = Field(
+        description="runs: dispatched by the first sweep after the outage; skipped: dropped by the policy; "
+        "collapsed: merged into the occurrence run_once runs"
+    )
+    lateness_ms: int | None = Field(
+        default=None, description="for a run: the end of the outage minus its time"
+    )
+
+
+class OutageOut(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    from_: str = Field(alias="from")
+    to: str
+    misfire: Literal["run_once", "skip", "run_all"]
+    catchup_seconds: int | None
+    counts: dict[str, int] = Field(description="occurrences due in the window, by fate")
+    occurrences: list[MissedOut] = Field(description="the first 100 occurrences due in the window")
+    listed_all: bool
+    resumes_with: str | None = Field(description="the first occurrence after the outage: on time again")
+
+
+class PreviewOut(BaseModel):
+    schedule: dict[str, Any]
+    timezone: str
+    fire_times: list[FireTimeOut]
+    outage: OutageOut | None
+    notes: list[str]

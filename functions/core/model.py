@@ -400,26 +400,40 @@ class ClaimPlan:
 
 
 def plan_claim(job: Job, scheduled_for: datetime, now: datetime, misfire_threshold: timedelta) -> ClaimPlan:
-    """Apply the misfire policy to an occurrence being claimed at ``now``.
+    """Apply the job's misfire policy to an occurrence being claimed at ``now``."""
+    return plan_occurrence(
+        job.schedule, job.misfire, job.catchup_seconds, scheduled_for, now, misfire_threshold
+    )
+
+
+def plan_occurrence(
+    schedule: Schedule,
+    misfire: MisfirePolicy,
+    catchup_seconds: int | None,
+    scheduled_for: datetime,
+    now: datetime,
+    misfire_threshold: timedelta,
+) -> ClaimPlan:
+    """Apply a misfire policy to an occurrence being claimed at ``now``: the dispatcher's decision,
+    and the schedule preview's replay of an outage (``schedule/preview.py``).
 
     On time (not later than the threshold) the occurrence runs and the chain continues after it. A
-    missed recurring occurrence is handled by the job's policy; one-off jobs always run.
+    missed recurring occurrence is handled by the policy; one-off jobs always run.
     """
-    schedule = job.schedule
     if not schedule.is_recurring:
         return ClaimPlan(scheduled_for, None, None)
     if now - scheduled_for <= misfire_threshold:
         return ClaimPlan(scheduled_for, None, schedule.next_after(scheduled_for))
-    horizon = now - timedelta(seconds=job.catchup_seconds) if job.catchup_seconds is not None else None
+    horizon = now - timedelta(seconds=catchup_seconds) if catchup_seconds is not None else None
     in_window = horizon is None or scheduled_for >= horizon
-    if job.misfire is MisfirePolicy.RUN_ALL:
+    if misfire is MisfirePolicy.RUN_ALL:
         if in_window:
             return ClaimPlan(scheduled_for, None, schedule.next_after(scheduled_for))
         # Jump to the first occurrence still inside the catch-up window.
         assert horizon is not None
         return ClaimPlan(None, scheduled_for, schedule.next_after(horizon - timedelta(microseconds=1)))
     following = schedule.next_after(now)
-    if job.misfire is MisfirePolicy.SKIP:
+    if misfire is MisfirePolicy.SKIP:
         return ClaimPlan(None, scheduled_for, following)
     # run_once: only the latest missed occurrence runs.
     latest = scheduled_for

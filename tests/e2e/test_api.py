@@ -641,3 +641,31 @@ def test_given_an_undeclared_method_when_called_then_404_names_the_path(
 ) -> None:
     status, _, body = send(local_stack, method, "/v1/stats")
     assert status == 404 and body["field"] == "path", (status, body)
+
+
+def test_given_a_cron_and_an_outage_when_previewed_then_fire_times_dst_marks_and_the_replay(
+    local_stack: Api,
+) -> None:
+    body = {
+        "schedule": {"cron": "30 2 * * *", "timezone": "Europe/Berlin", "misfire": "skip"},
+        "after": "2026-03-28T12:00:00",
+        "count": 3,
+        "outage": {"from": "2026-03-30T01:00:00", "to": "2026-03-30T04:00:00"},
+    }
+    status, _, preview = send(local_stack, "POST", "/v1/schedules/preview", body)
+    assert status == 200, preview
+    gap = preview["fire_times"][0]
+    assert gap["at"] == "2026-03-29T01:00:00.000Z" and gap["dst"] == {
+        "kind": "gap",
+        "local": "2026-03-29T02:30:00",
+    }
+    assert preview["outage"]["occurrences"] == [
+        {
+            "scheduled_for": "2026-03-30T00:30:00.000Z",
+            "local": "2026-03-30T02:30:00+02:00",
+            "fate": "skipped",
+            "lateness_ms": None,
+        }
+    ]
+    status, _, refused = send(local_stack, "POST", "/v1/schedules/preview", {**body, "count": 500})
+    assert status == 422 and refused["field"] == "count"

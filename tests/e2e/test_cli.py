@@ -765,3 +765,23 @@ def test_create_from_a_jsonl_file_answers_each_line_and_runs_the_jobs(
     ]
     wait_until(lambda: all(receiver.for_path(f"/f{i}") for i in range(150)), timeout=60)
     assert all(len(receiver.for_path(f"/f{i}")) == 1 for i in range(150))
+
+
+def test_schedule_preview_lists_fire_times_and_what_an_outage_would_run(cli: Cli) -> None:
+    result = cli.ok(
+        "schedule", "preview", "0 2 * * *", "--timezone", "Europe/Berlin", "--count", "20",
+        "--outage", "01:00..04:00",
+    )  # fmt: skip
+    lines = result.out.splitlines()
+    table_rows = [line for line in lines if re.match(r"^\d+\s+\d{4}-", line)]
+    assert len(table_rows) == 20
+    assert all(
+        re.split(r"\s{2,}", row)[2].endswith(("T02:00:00+01:00", "T02:00:00+02:00")) for row in table_rows
+    )
+    assert any(line.startswith("outage ") and "1 run afterwards" in line for line in lines), result.out
+    assert any(re.search(r"\bruns\s+2\.0 h$", line) for line in lines), result.out
+    spring = cli.ok("schedule", "preview", "30 2 * * *", "--timezone", "Europe/Berlin", "--after",
+                    "2026-03-28T12:00:00", "--count", "1", "--json").json  # fmt: skip
+    assert spring["fire_times"][0]["dst"]["kind"] == "gap"
+    bad = cli("schedule", "preview", "0 2 * * *", "--timezone", "Mars/Olympus")
+    assert bad.code == 1 and "schedule.timezone" in one_error_line(bad)

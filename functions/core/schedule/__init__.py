@@ -33,7 +33,7 @@ is ``*``), a day matches if either matches.
 
 from __future__ import annotations
 
-from functions.core.schedule.common import ScheduleError, ScheduleKind
-from functions.core.schedule.plans import Schedule, parse_schedule
+from functions.core.schedule.common import ScheduleError, ScheduleKind, parse_instant
+from functions.core.schedule.plans import DstMark, Schedule, parse_schedule
 
-__all__ = ["Schedule", "ScheduleError", "ScheduleKind", "parse_schedule"]
+__all__ = ["DstMark", "Schedule", "ScheduleError", "ScheduleKind", "parse_instant", "parse_schedule"]

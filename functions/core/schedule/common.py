@@ -157,3 +157,9 @@ def _parse_instant(text: object, zone: tzinfo, field_name: str) -> datetime:
     if parsed.tzinfo is None:
         return _wall_to_utc(parsed, zone)
     return parsed.astimezone(UTC)
+
+
+def parse_instant(text: object, timezone: str, field_name: str) -> datetime:
+    """An ISO 8601 date-time from the user; a naive one is a wall time in ``timezone`` (an IANA name,
+    already validated), under the DST contract. Refused with ``field_name`` named."""
+    return _parse_instant(text, _load_zone(timezone, strict=False), field_name)

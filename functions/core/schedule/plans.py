@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any, Final, cast
+from typing import Any, Final, Literal, cast
 
 from functions.core.schedule.common import (
     _MAX_RATE_SECONDS,
@@ -144,6 +144,15 @@ _Plan = _AtPlan | _RatePlan | _CronPlan
 
 
 @dataclass(frozen=True)
+class DstMark:
+    """A cron fire time the DST contract moved or deduplicated; ``local`` is the wall time the
+    expression named (for a gap, the first skipped one), naive, in the schedule's zone."""
+
+    kind: Literal["gap", "repeat"]
+    local: datetime
+
+
+@dataclass(frozen=True)
 class Schedule:
     """A validated schedule; computes its fire times.
 
@@ -200,6 +209,10 @@ class Schedule:
         )
 
     @property
+    def zone(self) -> tzinfo:
+        return _load_zone(self.timezone, strict=False)
+
+    @property
     def is_recurring(self) -> bool:
         return self.kind != "at"
 
@@ -245,6 +258,27 @@ class Schedule:
                 break
             result.append(cursor)
         return result
+
+    def dst_mark(self, instant: datetime) -> DstMark | None:
+        """How the DST contract shaped the cron fire time ``instant``, if it did: ``gap`` when it
+        stands for local times that did not exist that day (clocks sprang forward; they fire once, at
+        the transition), ``repeat`` when its local time occurs twice (clocks fell back; it fires once,
+        on the first pass). ``at`` and ``rate`` fire in absolute time: never marked."""
+        if not isinstance(self._plan, _CronPlan):
+            return None
+        zone = self.zone
+        local = instant.astimezone(zone)
+        wall = local.replace(tzinfo=None)
+        if wall.replace(tzinfo=zone, fold=0).utcoffset() != wall.replace(tzinfo=zone, fold=1).utcoffset():
+            return DstMark("repeat", wall)
+        before = (instant - _ONE_US).astimezone(zone).utcoffset()
+        after = local.utcoffset()
+        assert before is not None and after is not None
+        if after > before:  # the clocks sprang forward at this very instant
+            named = self._plan.clock.next_wall(_floor_second(wall - (after - before)) - timedelta(seconds=1))
+            if named is not None and named < wall:
+                return DstMark("gap", named)
+        return None
 
     def to_dict(self) -> dict[str, str]:
         data = {self.kind: self.expression, "timezone": self.timezone}

@@ -1,0 +1,113 @@
+"""``POST /v1/schedules/preview``: what a schedule would do, without creating a job.
+
+The schedule is validated exactly as ``POST /v1/jobs`` validates it (the same refusals, naming the
+same fields); the answer comes from ``functions/core/preview.py``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from functions.api.errors import InvalidInput
+from functions.api.models import PreviewIn
+from functions.core.model import MisfirePolicy, iso
+from functions.core.preview import MAX_PREVIEW, Fate, OutageTooLong, fire_times, replay_outage
+from functions.core.schedule import Schedule, ScheduleError, parse_instant, parse_schedule
+from functions.core.settings import Settings
+
+# How many of an outage's missed occurrences the answer lists (all are counted).
+LISTED_MISSED = 100
+
+
+def preview_schedule(request: PreviewIn, settings: Settings, now: datetime) -> dict[str, Any]:
+    spec = request.schedule
+    try:
+        schedule = parse_schedule(
+            at=spec.at,
+            cron=spec.cron,
+            rate=spec.rate,
+            timezone=spec.timezone,
+            start_at=spec.start_at,
+            end_at=spec.end_at,
+            now=now,
+            min_interval_seconds=settings.min_interval_seconds,
+        )
+        after = parse_instant(request.after, schedule.timezone, "after") if request.after else now
+        window = None
+        if request.outage is not None:
+            start = parse_instant(request.outage.from_, schedule.timezone, "outage.from")
+            end = parse_instant(request.outage.to, schedule.timezone, "outage.to")
+            if end <= start:
+                raise InvalidInput("the outage must end after it begins", "outage.to")
+            window = (start, end)
+    except ScheduleError as error:
+        raise InvalidInput(error.reason, error.field) from error
+
+    notes: list[str] = []
+    times = fire_times(schedule, after, min(request.count, MAX_PREVIEW))
+    if not schedule.is_recurring and not times:
+        notes.append("the 'at' time is not after `after`: a job created with it now runs at once")
+    if not schedule.is_recurring and window is not None:
+        notes.append(
+            "a one-off job always runs after an outage, however late; misfire applies to cron and rate"
+        )
+    misfire = MisfirePolicy(spec.misfire)
+    outage = None
+    if window is not None:
+        threshold = timedelta(seconds=settings.misfire_threshold_seconds)
+        try:
+            replay = replay_outage(schedule, misfire, spec.catchup_seconds, *window, threshold)
+        except OutageTooLong as error:
+            raise InvalidInput(f"{error}; shorten the outage", "outage.to") from error
+        start, end = window
+        outage = {
+            "from": iso(start),
+            "to": iso(end),
+            "misfire": misfire.value,
+            "catchup_seconds": spec.catchup_seconds,
+            "counts": {fate.value: replay.count(fate) for fate in Fate},
+            "occurrences": [
+                {
+                    "scheduled_for": iso(missed.scheduled_for),
+                    "local": _local(schedule, missed.scheduled_for),
+                    "fate": missed.fate.value,
+                    "lateness_ms": _ms(end - missed.scheduled_for) if missed.fate is Fate.RUNS else None,
+                }
+                for missed in replay.missed[:LISTED_MISSED]
+            ],
+            "listed_all": len(replay.missed) <= LISTED_MISSED,
+            "resumes_with": iso(replay.resumes_with),
+        }
+    return {
+        "schedule": _public(schedule),
+        "timezone": schedule.timezone,
+        "fire_times": [
+            {
+                "at": iso(time.at),
+                "local": _local(schedule, time.at),
+                "dst": None
+                if time.dst is None
+                else {"kind": time.dst.kind, "local": time.dst.local.isoformat(timespec="seconds")},
+            }
+            for time in times
+        ],
+        "outage": outage,
+        "notes": notes,
+    }
+
+
+def _local(schedule: Schedule, moment: datetime) -> str:
+    local = moment.astimezone(schedule.zone)
+    return local.isoformat(timespec="milliseconds" if local.microsecond else "seconds")
+
+
+def _ms(delta: timedelta) -> int:
+    return round(delta.total_seconds() * 1000)
+
+
+def _public(schedule: Schedule) -> dict[str, str]:
+    """The schedule as the job view shows it (without its internal anchor)."""
+    data = schedule.to_dict()
+    data.pop("anchor", None)
+    return data
