@@ -16,26 +16,20 @@ Each attempt is signed afresh (new ``t``), so a retry is not mistaken for a repl
 several ``v1`` entries (for example while a secret is rotated); it verifies if any of them matches.
 Unknown schemes are ignored so that new ones can be added without breaking receivers.
 
-Receivers in Python can use :func:`verify_signature`; in other languages, the recipe is: split the header
-on ``,``, split each item on the first ``=``, recompute the HMAC for ``t`` and compare in constant time
-with every ``v1``, then check ``|now - t| <= tolerance``.
+This module is the sender's side. Receivers verify with ``punctual/verify.py`` (standard library only,
+copied into a receiver or installed with ``punctual``), or in other languages as ``docs/targets.md``
+shows; ``tests/unit/test_verify.py`` holds the two sides to one scheme.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 from datetime import datetime
 from typing import Final
 
 SIGNATURE_HEADER: Final = "Punctual-Signature"
 SCHEME: Final = "v1"
-DEFAULT_TOLERANCE_SECONDS: Final = 300
-
-_MAX_HEADER_LENGTH: Final = 4096
-_TIMESTAMP: Final = re.compile(r"[0-9]{1,12}")
-_HEX_DIGEST: Final = re.compile(r"[0-9a-f]{64}")
 
 
 def _unix_seconds(now: datetime | float) -> float:
@@ -58,54 +52,3 @@ def sign(secret: str, body: bytes, now: datetime | float) -> str:
     """The ``Punctual-Signature`` header value for ``body`` signed at ``now``."""
     timestamp = int(_unix_seconds(now))
     return f"t={timestamp},{SCHEME}={compute_signature(secret, timestamp, body)}"
-
-
-def parse_signature_header(header: str) -> tuple[int, tuple[str, ...]] | None:
-    """``(t, v1 signatures)`` from a header value, or None when it is malformed."""
-    if not isinstance(header, str) or len(header) > _MAX_HEADER_LENGTH:
-        return None
-    timestamp: int | None = None
-    signatures: list[str] = []
-    for item in header.split(","):
-        key, sep, value = item.strip().partition("=")
-        if not sep:
-            return None
-        if key == "t":
-            if timestamp is not None or not _TIMESTAMP.fullmatch(value):
-                return None
-            timestamp = int(value)
-        elif key == SCHEME:
-            signatures.append(value.lower())
-    if timestamp is None or not signatures:
-        return None
-    return timestamp, tuple(signatures)
-
-
-def verify_signature(
-    secret: str,
-    header: str,
-    body: bytes,
-    now: datetime | float,
-    tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS,
-) -> bool:
-    """True if ``header`` validly signs ``body`` with ``secret`` within ``tolerance_seconds`` of ``now``.
-
-    ``now`` is an aware datetime or Unix seconds. Never raises for bad input: anything malformed is simply
-    not a valid signature. The tolerance applies both ways, so a sender's clock running ahead is accepted
-    as long as it is within the same window.
-    """
-    if not secret:
-        return False
-    parsed = parse_signature_header(header)
-    if parsed is None:
-        return False
-    timestamp, signatures = parsed
-    if abs(_unix_seconds(now) - timestamp) > tolerance_seconds:
-        return False
-    expected = compute_signature(secret, timestamp, body)
-    # Every candidate is compared (no early exit) so timing reveals nothing about which one matched.
-    matched = False
-    for candidate in signatures:
-        if _HEX_DIGEST.fullmatch(candidate) and hmac.compare_digest(candidate, expected):
-            matched = True
-    return matched

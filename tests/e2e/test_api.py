@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from functions.core.model import iso, parse_iso
-from functions.core.signing import verify_signature
 from functions.worker.execute import PRESTART_SECONDS
+from punctual.verify import verify
 from tests.e2e.conftest import Api, wait_until
 from tests.support.receiver import Receiver
 from tests.support.stack import local_stack
@@ -240,10 +240,8 @@ def test_given_a_one_off_job_with_a_secret_when_created_then_201_and_it_is_deliv
     assert sent["idempotency-key"] == sent["punctual-run-id"]
     assert sent["punctual-attempt"] == "1"
     assert parse_iso(sent["punctual-scheduled-for"]) == due
-    assert verify_signature(SECRET, sent["punctual-signature"], delivery.body, time.time())
-    assert not verify_signature(
-        "another-secret-of-enough-length", sent["punctual-signature"], delivery.body, time.time()
-    )
+    assert verify(SECRET, sent["punctual-signature"], delivery.body)
+    assert not verify("another-secret-of-enough-length", sent["punctual-signature"], delivery.body)
 
 
 def test_given_an_idempotency_key_when_a_create_is_retried_over_http_then_the_first_job_is_returned(

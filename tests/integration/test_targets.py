@@ -30,7 +30,6 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from moto import mock_aws
 
-from functions.core.signing import verify_signature
 from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.targets import (
     Delivery,
@@ -41,6 +40,7 @@ from functions.core.targets import (
     format_timestamp,
     validate_target,
 )
+from punctual.verify import verify
 
 REGION = "us-east-1"
 LOCAL = NetworkPolicy(allow_loopback=True)
@@ -200,7 +200,7 @@ def test_http_success_carries_the_body_all_delivery_headers_and_a_valid_signatur
     assert headers["punctual-scheduled-for"] == "2026-11-22T12:00:05.000Z"
     # And the signature verifies over the exact bytes received, signed just now
     signature = headers["punctual-signature"]
-    assert verify_signature(SECRET, signature, request.body, time.time())
+    assert verify(SECRET, signature, request.body)
     assert int(signature.split(",")[0].removeprefix("t=")) >= int(before)
 
 
@@ -232,7 +232,7 @@ def test_http_user_headers_cannot_override_punctual_headers(server: TargetServer
     assert headers["content-type"] == "application/vnd.team+json"
     assert headers["punctual-job-id"] == "job_01JDX5"
     assert headers["idempotency-key"] == "run_01JDX5_20261122T120005Z"
-    assert verify_signature(SECRET, headers["punctual-signature"], server.requests[0].body, time.time())
+    assert verify(SECRET, headers["punctual-signature"], server.requests[0].body)
     # And validation tells the user up front
     with pytest.raises(TargetError, match="cannot be overridden") as caught:
         validate_target(spec, LOCAL)
@@ -247,7 +247,7 @@ def test_http_get_sends_no_body_but_still_signs(server: TargetServer) -> None:
     (request,) = server.requests
     assert (request.method, request.body) == ("GET", b"")
     assert "content-type" not in request.headers
-    assert verify_signature(SECRET, request.headers["punctual-signature"], b"", time.time())
+    assert verify(SECRET, request.headers["punctual-signature"], b"")
 
 
 @pytest.mark.parametrize("status", [408, 429, 500, 503])
@@ -636,7 +636,7 @@ def test_sqs_message_carries_the_payload_and_delivery_headers_as_attributes(
     assert attributes["Punctual-Job-Id"] == "job_01JDX5"
     assert attributes["Punctual-Attempt"] == "1"
     assert attributes["Punctual-Scheduled-For"] == "2026-11-22T12:00:05.000Z"
-    assert verify_signature(SECRET, attributes["Punctual-Signature"], message["Body"].encode(), time.time())
+    assert verify(SECRET, attributes["Punctual-Signature"], message["Body"].encode())
 
 
 def test_sqs_fifo_groups_by_job_and_deduplicates_a_re_execution_of_the_run(aws: Callable[[str], Any]) -> None:
@@ -687,9 +687,7 @@ def test_sns_publish_reaches_a_subscribed_queue_with_attributes(aws: Callable[[s
     attributes = {name: value["Value"] for name, value in envelope["MessageAttributes"].items()}
     assert attributes["Idempotency-Key"] == "run_01JDX5_20261122T120005Z"
     assert attributes["Punctual-Run-Id"] == "run_01JDX5_20261122T120005Z"
-    assert verify_signature(
-        SECRET, attributes["Punctual-Signature"], envelope["Message"].encode(), time.time()
-    )
+    assert verify(SECRET, attributes["Punctual-Signature"], envelope["Message"].encode())
 
 
 def test_sns_missing_topic_is_fatal(aws: Callable[[str], Any]) -> None:
