@@ -151,8 +151,9 @@ class HttpTargetIn(TargetIn):
     url: str = Field(
         min_length=1,
         max_length=MAX_URL_LENGTH,
-        description="http or https, without user:password@",
-        examples=["https://example.com/hook"],
+        description="http or https, without user:password@; its path, query and fragment may use "
+        "{{scheduled_for}}, {{run_id}}, {{attempt}} and {{job_id}}, filled in (percent-encoded) per attempt",
+        examples=["https://example.com/hook", "https://example.com/runs/{{run_id}}?attempt={{attempt}}"],
     )
     method: HttpMethod | None = Field(
         default=DEFAULT_HTTP_METHOD, description="any case; a GET sends no body", examples=["POST"]
@@ -160,7 +161,8 @@ class HttpTargetIn(TargetIn):
     headers: dict[HeaderName, HeaderValue] | None = Field(
         default=None,
         max_length=MAX_HEADERS,
-        description="sent with every request (none by default); names are HTTP tokens; Host, "
+        description="sent with every request (none by default); values may use the four template "
+        "names, as the URL; names are HTTP tokens; Host, "
         "Content-Length, Transfer-Encoding, Connection and other hop-by-hop headers, Idempotency-Key "
         "and Punctual-* are refused",
         examples=[{"X-Team": "data"}],
@@ -263,7 +265,11 @@ class CreateJobIn(BaseModel):
     name: str | None = Field(default=None, min_length=1, max_length=128, pattern=NAME_PATTERN)
     schedule: ScheduleIn
     target: Target = Field(description="where each run is delivered, by type (see docs/api.md)")
-    payload: Any = None
+    payload: Any = Field(
+        default=None,
+        description="any JSON: the body, message or event detail; its strings may use {{scheduled_for}}, "
+        "{{run_id}}, {{attempt}} and {{job_id}}, filled in per attempt (no other names, no expressions)",
+    )
     retry: RetryIn = Field(default_factory=RetryIn)
     timeout_seconds: int = Field(default=30, ge=1, le=MAX_JOB_TIMEOUT_SECONDS, strict=True)
     tags: dict[str, str] = Field(default_factory=dict, max_length=50)

@@ -58,6 +58,7 @@ from functions.core.schedule import Schedule, ScheduleError, parse_schedule
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.targets.validation import TargetError, validate_target
+from functions.core.templating import TemplateError, check_templates
 
 # The most jobs one POST /v1/jobs/batch may create.
 MAX_BATCH = 100
@@ -151,6 +152,7 @@ class JobService:
                 return earlier, None
         schedule = self._parse_schedule(request.schedule, now)
         target = self._validate_target(request.target.spec())
+        self._check_templates(target, request.payload)
         first = self._first_fire_time(schedule, now)
         job = Job(
             job_id=job_id,
@@ -245,6 +247,13 @@ class JobService:
                 "this deployment does not allow jobs to target this resource", f"target.{field}"
             )
         return target
+
+    @staticmethod
+    def _check_templates(target: dict[str, Any], payload: Any) -> None:
+        try:
+            check_templates(target, payload)
+        except TemplateError as error:
+            raise InvalidInput(error.reason, error.field) from error
 
     @staticmethod
     def _first_fire_time(schedule: Schedule, now: datetime) -> datetime:
@@ -371,6 +380,8 @@ class JobService:
                 next_trigger_at=first if job.status is JobStatus.ACTIVE else None,
             )
         updated = replace(job, **changes)
+        if "target" in given or "payload" in given:
+            self._check_templates(updated.target, updated.payload)
         # A new schedule of an active job starts its chain again from the first fire time.
         active = first is not None and job.status is JobStatus.ACTIVE
         trigger = self._trigger(updated, first, now) if first is not None and active else None

@@ -667,3 +667,23 @@ def test_given_a_cron_and_an_outage_when_previewed_then_fire_times_dst_marks_and
     ]
     status, _, refused = send(local_stack, "POST", "/v1/schedules/preview", {**body, "count": 500})
     assert status == 422 and refused["field"] == "count"
+
+
+def test_given_templates_in_url_headers_and_payload_when_the_job_fires_then_the_target_sees_them_filled_in(
+    local_stack: Api, receiver: Receiver
+) -> None:
+    due = at(2)
+    body = one_off(
+        receiver, "/tmpl/{{run_id}}?attempt={{attempt}}", due, payload={"for": "{{scheduled_for}}"}
+    )
+    body["target"]["headers"] = {"X-Job": "{{job_id}}"}
+    status, _, job = send(local_stack, "POST", "/v1/jobs", body)
+    assert status == 201, job
+    run = wait_until(
+        lambda: (send(local_stack, "GET", f"/v1/jobs/{job['job_id']}/runs")[2]["items"] or [None])[0], 15
+    )
+    (delivery,) = receiver.wait_for(f"/tmpl/{run['run_id']}?attempt=1", 1, timeout=15)
+    assert delivery.json == {"for": iso(due)}
+    assert delivery.headers["X-Job"] == job["job_id"]
+    status, _, refused = send(local_stack, "POST", "/v1/jobs", {**body, "payload": {"for": "{{when}}"}})
+    assert status == 422 and refused["field"] == "payload"

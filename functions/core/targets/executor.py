@@ -18,6 +18,7 @@ from functions.core.targets.aws import AwsDeliveries
 from functions.core.targets.http import Exchange, HttpDelivery
 from functions.core.targets.outcome import Delivery, TargetOutcome, failure, json_text, seconds_text
 from functions.core.targets.validation import normalize_target
+from functions.core.templating import has_templates, render, values_of
 
 __all__ = ["TargetExecutor"]
 
@@ -69,6 +70,9 @@ class TargetExecutor:
         complete on the AWS side).
         """
         started = time.monotonic()
+        if has_templates(spec, delivery.payload):  # {{run_id}} and the like, filled in for this attempt
+            spec, payload = render(spec, delivery.payload, values_of(delivery))
+            delivery = replace(delivery, payload=payload)
         try:
             target = normalize_target(spec, self._policy, strict=False)
         except ForbiddenAddressError as exc:
