@@ -259,6 +259,14 @@ Target = Annotated[
 TARGET_TAGS = frozenset(TARGET_TYPES)
 
 
+# Like EventBridge Scheduler's flexible time window, at most a day (1,440 minutes).
+MAX_JITTER_SECONDS = 86_400
+JITTER_TEXT = (
+    "each scheduled occurrence fires after a random delay of 0 to this many seconds, fixed per occurrence "
+    "(a retry keeps it); less than the schedule's shortest interval; run now is not delayed"
+)
+
+
 class CreateJobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -274,8 +282,9 @@ class CreateJobIn(BaseModel):
     timeout_seconds: int = Field(default=30, ge=1, le=MAX_JOB_TIMEOUT_SECONDS, strict=True)
     tags: dict[str, str] = Field(default_factory=dict, max_length=50)
     signing_secret: str | None = Field(default=None, min_length=16, max_length=256)
+    jitter_seconds: int = Field(default=0, ge=0, le=MAX_JITTER_SECONDS, strict=True, description=JITTER_TEXT)
 
-    _whole_numbers = whole_numbers("timeout_seconds")
+    _whole_numbers = whole_numbers("timeout_seconds", "jitter_seconds")
 
 
 class PatchJobIn(BaseModel):
@@ -291,8 +300,11 @@ class PatchJobIn(BaseModel):
     timeout_seconds: int | None = Field(default=None, ge=1, le=MAX_JOB_TIMEOUT_SECONDS, strict=True)
     tags: dict[str, str] | None = Field(default=None, max_length=50)
     signing_secret: str | None = Field(default=None, min_length=16, max_length=256)
+    jitter_seconds: int | None = Field(
+        default=None, ge=0, le=MAX_JITTER_SECONDS, strict=True, description=JITTER_TEXT
+    )
 
-    _whole_numbers = whole_numbers("timeout_seconds")
+    _whole_numbers = whole_numbers("timeout_seconds", "jitter_seconds")
 
 
 class OutageIn(BaseModel):
@@ -352,7 +364,12 @@ class RunOut(BaseModel):
     queued_at: str | None
     started_at: str | None
     finished_at: str | None
-    lateness_ms: int | None = Field(description="attempt start minus scheduled time, in milliseconds")
+    lateness_ms: int | None = Field(
+        description="first attempt's start minus its due time (scheduled_for + jitter_ms), in milliseconds"
+    )
+    jitter_ms: int = Field(
+        default=0, description="the job's jitter for this occurrence: due this long after scheduled_for"
+    )
     attempt: int = Field(description="attempts started")
     executions: int = Field(description="attempt starts including re-executions after a worker crash")
     next_attempt_at: str | None
@@ -375,6 +392,7 @@ class JobOut(BaseModel):
     upcoming: list[str] = Field(description="the next five fire times")
     last_run: RunSummaryOut | None
     run_counts: dict[str, int]
+    jitter_seconds: int = 0
     version: int
     created_at: str
     updated_at: str

@@ -38,6 +38,7 @@ from functions.core.model import (
     RunStatus,
     Trigger,
     bucket_start,
+    fire_time,
     is_orphan,
     iso,
     job_history,
@@ -153,6 +154,7 @@ class JobService:
         schedule = self._parse_schedule(request.schedule, now)
         target = self._validate_target(request.target.spec())
         self._check_templates(target, request.payload)
+        self._check_jitter(schedule, request.jitter_seconds)
         first = self._first_fire_time(schedule, now)
         job = Job(
             job_id=job_id,
@@ -163,6 +165,7 @@ class JobService:
             payload=request.payload,
             retry=RetryPolicy(**request.retry.model_dump()),
             timeout_seconds=request.timeout_seconds,
+            jitter_seconds=request.jitter_seconds,
             tags=request.tags,
             secret=request.signing_secret,
             misfire=MisfirePolicy(request.schedule.misfire),
@@ -249,6 +252,16 @@ class JobService:
         return target
 
     @staticmethod
+    def _check_jitter(schedule: Schedule, jitter_seconds: int) -> None:
+        gap = schedule.shortest_gap_seconds()
+        if gap is not None and jitter_seconds >= gap:
+            raise InvalidInput(
+                f"must be less than the {gap} s between the schedule's closest fire times, so that "
+                "occurrences keep their order",
+                "jitter_seconds",
+            )
+
+    @staticmethod
     def _check_templates(target: dict[str, Any], payload: Any) -> None:
         try:
             check_templates(target, payload)
@@ -269,7 +282,7 @@ class JobService:
         """The trigger of ``job``'s first occurrence at ``first``. Held (``make_trigger``) when due
         within the look-ahead: this request dispatches it itself, and a sweep listing it meanwhile
         (a tick at the same moment) must not send it a second time."""
-        held = self._due_soon(first, now)
+        held = self._due_soon(fire_time(job, first), now)
         return make_trigger(job, first, now=now, shard_count=self.settings.shard_count, held=held)
 
     def _dispatch_if_due(self, trigger: Trigger, now: datetime) -> None:
@@ -370,14 +383,21 @@ class JobService:
             if request.schedule is None:
                 raise InvalidInput("a job needs a schedule", "schedule")
             schedule = self._parse_schedule(request.schedule, now)
-            first = self._first_fire_time(schedule, now)
             changes.update(
                 schedule=schedule,
                 misfire=MisfirePolicy(request.schedule.misfire),
                 catchup_seconds=request.schedule.catchup_seconds,
                 overlap=OverlapPolicy(request.schedule.overlap),
-                version=job.version + 1,
-                next_trigger_at=first if job.status is JobStatus.ACTIVE else None,
+            )
+        if "jitter_seconds" in given and request.jitter_seconds is not None:
+            changes["jitter_seconds"] = request.jitter_seconds
+        if {"schedule", "jitter_seconds"} & given:
+            # New fire times: the triggers written for the old ones must not fire (a new version).
+            schedule = changes.get("schedule", job.schedule)
+            self._check_jitter(schedule, changes.get("jitter_seconds", job.jitter_seconds))
+            first = self._first_fire_time(schedule, now)
+            changes.update(
+                version=job.version + 1, next_trigger_at=first if job.status is JobStatus.ACTIVE else None
             )
         updated = replace(job, **changes)
         if "target" in given or "payload" in given:
@@ -555,6 +575,7 @@ class JobService:
             "payload": job.payload,
             "retry": job.retry.to_dict(),
             "timeout_seconds": job.timeout_seconds,
+            "jitter_seconds": job.jitter_seconds,
             "tags": job.tags,
             "has_signing_secret": job.secret is not None,
             "next_run_at": iso(upcoming[0]) if upcoming else None,
@@ -578,6 +599,7 @@ def run_view(run: Run, *, with_attempts: bool = False) -> dict[str, Any]:
         "started_at": iso(run.started_at),
         "finished_at": iso(run.finished_at),
         "lateness_ms": run.lateness_ms,
+        "jitter_ms": run.jitter_ms,
         "attempt": run.attempt,
         "executions": run.executions,
         "next_attempt_at": iso(run.next_attempt_at) if run.status is RunStatus.RETRYING else None,

@@ -24,8 +24,10 @@ from functions.core.model import (
     TriggerState,
     bucket_of,
     bucket_start,
+    fire_time,
     is_dispatched,
     is_orphan,
+    jitter_of,
     make_trigger,
     next_bucket,
     plan_claim,
@@ -311,7 +313,7 @@ class Dispatcher:
         other = trigger if run.run_id != trigger.run_id else None
         if run.status is RunStatus.QUEUED:
             message = WorkMessage(job.job_id, run.run_id, queued=run)
-            fire_at = max(run.scheduled_for, trigger.fire_at)
+            fire_at = max(run.due_at, trigger.fire_at)
             outgoing = _Outgoing(trigger, message, fire_at)
             return _Outcome(report, outgoing=outgoing, finished=other, chained=next_trigger)
         # Skipped by the misfire policy: nothing to send, the run records it.
@@ -342,7 +344,7 @@ class Dispatcher:
                 plan.next_occurrence,
                 now=now,
                 shard_count=self.settings.shard_count,
-                held=self._follows(plan.next_occurrence, now),
+                held=self._follows(fire_time(job, plan.next_occurrence), now),
             )
             self.store.put_trigger(next_trigger)
         elif job.schedule.is_recurring:
@@ -414,6 +416,7 @@ class Dispatcher:
 
 
 def _new_run(job: Job, scheduled_for: datetime, kind: RunKind, status: RunStatus, now: datetime) -> Run:
+    jitter = jitter_of(job, scheduled_for, kind)
     return Run(
         job_id=job.job_id,
         run_id=run_id_for(job.job_id, scheduled_for, kind),
@@ -422,6 +425,7 @@ def _new_run(job: Job, scheduled_for: datetime, kind: RunKind, status: RunStatus
         status=status,
         kind=kind,
         queued_at=now,
-        next_attempt_at=scheduled_for,
+        next_attempt_at=scheduled_for + timedelta(milliseconds=jitter),
         job_version=job.version,
+        jitter_ms=jitter,
     )

@@ -211,6 +211,7 @@ class Job:
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     next_trigger_at: datetime | None = None  # the chain's frontier: the latest occurrence with a trigger
     paused_at: datetime | None = None
+    jitter_seconds: int = 0  # each scheduled occurrence fires up to this much after its time (jitter_of)
 
     @property
     def is_live(self) -> bool:
@@ -276,6 +277,12 @@ class Run:
     job_version: int = 1  # the job version it was dispatched for: a later schedule change supersedes it
     error: str | None = None
     attempts: tuple[Attempt, ...] = ()
+    jitter_ms: int = 0  # its first attempt is due this long after scheduled_for (the job's jitter)
+
+    @property
+    def due_at(self) -> datetime:
+        """When its first attempt is due: the scheduled time plus the occurrence's jitter."""
+        return self.scheduled_for + timedelta(milliseconds=self.jitter_ms)
 
     def summary(self) -> dict[str, Any]:
         """What the job view shows as its ``last_run``."""
@@ -328,6 +335,21 @@ def shard_of(job_id: str, shard_count: int) -> int:
     return int.from_bytes(hashlib.sha256(job_id.encode()).digest()[:4], "big") % shard_count
 
 
+def jitter_of(job: Job, scheduled_for: datetime, kind: RunKind = RunKind.SCHEDULED) -> int:
+    """Milliseconds a scheduled occurrence of ``job`` fires after its time: spread evenly over
+    ``0..jitter_seconds`` and fixed per occurrence (derived from the job and the time, as the run id
+    is), so a retry, a second dispatch or a crash never draws it again. Manual runs are not delayed."""
+    if job.jitter_seconds <= 0 or kind is not RunKind.SCHEDULED:
+        return 0
+    digest = hashlib.sha256(f"{job.job_id}|{to_ms(scheduled_for)}|jitter".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % (job.jitter_seconds * 1000 + 1)
+
+
+def fire_time(job: Job, scheduled_for: datetime, kind: RunKind = RunKind.SCHEDULED) -> datetime:
+    """When an occurrence is due: its scheduled time plus its jitter."""
+    return scheduled_for + timedelta(milliseconds=jitter_of(job, scheduled_for, kind))
+
+
 def make_trigger(
     job: Job,
     scheduled_for: datetime,
@@ -345,7 +367,7 @@ def make_trigger(
     sweep that lists it meanwhile leaves it alone until ``claim_timeout`` instead of sending it too;
     if the writer dies first, that sweep is the safety net."""
     run_id = run_id_for(job.job_id, scheduled_for, kind)
-    fire = fire_at or scheduled_for
+    fire = fire_at or fire_time(job, scheduled_for, kind)
     return Trigger(
         job_id=job.job_id,
         run_id=run_id,
@@ -400,10 +422,10 @@ class ClaimPlan:
 
 
 def plan_claim(job: Job, scheduled_for: datetime, now: datetime, misfire_threshold: timedelta) -> ClaimPlan:
-    """Apply the job's misfire policy to an occurrence being claimed at ``now``."""
-    return plan_occurrence(
-        job.schedule, job.misfire, job.catchup_seconds, scheduled_for, now, misfire_threshold
-    )
+    """Apply the job's misfire policy to an occurrence being claimed at ``now``; a jittered occurrence
+    is missed only once its own due time is more than the threshold ago."""
+    threshold = misfire_threshold + timedelta(milliseconds=jitter_of(job, scheduled_for))
+    return plan_occurrence(job.schedule, job.misfire, job.catchup_seconds, scheduled_for, now, threshold)
 
 
 def plan_occurrence(
@@ -445,9 +467,9 @@ def plan_occurrence(
 
 
 def lateness_of(run: Run, started: datetime) -> int:
-    """Milliseconds from the run's scheduled time to ``started``, when its first attempt called its
-    target (never negative: the worker waits for the second)."""
-    return to_ms(started) - to_ms(run.scheduled_for)
+    """Milliseconds from the run's due time (its scheduled time, plus its jitter) to ``started``, when
+    its first attempt called its target (never negative: the worker waits for the second)."""
+    return to_ms(started) - to_ms(run.due_at)
 
 
 def started_run(run: Run, *, token: str, now: datetime, lease_until: datetime) -> Run:

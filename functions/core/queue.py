@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from functions.core.model import Run, RunKind, RunStatus, from_ms, to_ms
@@ -41,6 +41,8 @@ class WorkMessage:
                 queued_at=to_ms(self.queued.queued_at or self.queued.scheduled_for),
                 owner=self.queued.owner,
             )
+            if self.queued.jitter_ms:
+                body["jitter_ms"] = self.queued.jitter_ms
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -50,6 +52,7 @@ class WorkMessage:
         queued = None
         if "scheduled_for" in data:
             scheduled_for = from_ms(int(data["scheduled_for"]))
+            jitter = int(data.get("jitter_ms", 0))
             queued = Run(
                 job_id=job_id,
                 run_id=run_id,
@@ -58,8 +61,9 @@ class WorkMessage:
                 status=RunStatus.QUEUED,
                 kind=RunKind(data["kind"]),
                 queued_at=from_ms(int(data["queued_at"])),
-                next_attempt_at=scheduled_for,
+                next_attempt_at=scheduled_for + timedelta(milliseconds=jitter),
                 job_version=int(data["job_version"]),
+                jitter_ms=jitter,
             )
         return cls(job_id=job_id, run_id=run_id, queued=queued)
 

@@ -55,6 +55,11 @@ def jobs() -> None:
 @click.option("--backoff", type=float, help="Base backoff seconds.")
 @click.option("--max-backoff", type=float)
 @click.option("--timeout", type=int, help="Seconds an attempt may take.")
+@click.option(
+    "--jitter",
+    type=int,
+    help="Spread each occurrence by a random delay of up to this many seconds (fixed per occurrence).",
+)
 @click.option("--tag", "tags", multiple=True, help="KEY=VALUE (repeatable).")
 @click.option("--signing-secret", help="Sign deliveries with HMAC-SHA256 (Punctual-Signature).")
 @click.option("--idempotency-key", help="Retrying with the same key returns the first job.")
@@ -133,6 +138,8 @@ def jobs_create(ctx: Context, **options: Any) -> None:
         body["retry"] = retry
     if options["timeout"] is not None:
         body["timeout_seconds"] = options["timeout"]
+    if options["jitter"] is not None:
+        body["jitter_seconds"] = options["jitter"]
     if options["tags"]:
         body["tags"] = key_values(options["tags"], "=", "--tag")
     if options["signing_secret"]:
@@ -235,6 +242,11 @@ def _show_job(ctx: Context, job: dict[str, Any]) -> None:
                 ("target", target_text(job["target"])),
                 ("next run", relative(job["next_run_at"])),
                 ("upcoming", ", ".join(u.replace(".000Z", "Z") for u in job["upcoming"]) or "-"),
+                *(
+                    [("jitter", f"each run up to {job['jitter_seconds']} s after its time")]
+                    if job.get("jitter_seconds")
+                    else []
+                ),
                 (
                     "last run",
                     f"{last.get('status')} {last.get('scheduled_for')} lateness {last.get('lateness_ms')} ms"

@@ -68,6 +68,15 @@ def test_an_update_is_guarded_by_the_version_read(world: World, tables: Tables) 
     assert stored is not None and stored.payload == {"n": 2} and stored.version == 2
 
 
+def test_a_jobs_jitter_is_created_and_changed_with_it(world: World, tables: Tables) -> None:
+    job, _ = world.created(jitter_seconds=120)
+    stored = tables.get_job(job.job_id)
+    assert stored is not None and stored.jitter_seconds == 120
+    tables.update_job(stored, replace(stored, jitter_seconds=30, version=stored.version + 1))
+    changed = tables.get_job(job.job_id)
+    assert changed is not None and changed.jitter_seconds == 30
+
+
 def test_an_update_keeps_what_the_dispatcher_maintains(world: World, tables: Tables) -> None:
     job, _ = world.created(next_trigger_at=NOW + timedelta(seconds=10))
     before = tables.get_job(job.job_id)

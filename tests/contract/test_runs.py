@@ -77,6 +77,21 @@ def test_an_outcome_can_correct_a_start_that_called_its_target_late(world: World
     assert (stored.started_at, stored.lateness_ms) == (called, 730)
 
 
+def test_a_jittered_runs_delay_is_kept_and_its_lateness_counts_from_its_due_time(
+    world: World, tables: Tables
+) -> None:
+    job, trigger = world.created()
+    queued = replace(world.run(job, trigger.scheduled_for), jitter_ms=4321)
+    assert tables.put_run(queued)
+    stored = tables.get_run(job.job_id, queued.run_id)
+    assert stored is not None and stored.jitter_ms == 4321
+    assert stored.due_at == stored.scheduled_for + timedelta(milliseconds=4321)
+    called = stored.due_at + timedelta(milliseconds=15)
+    assert tables.start_attempt(stored, token="t", now=called, lease_until=called + timedelta(seconds=4))
+    started = tables.get_run(job.job_id, queued.run_id)
+    assert started is not None and started.lateness_ms == 15 and started.jitter_ms == 4321
+
+
 def test_a_one_off_follows_its_runs_outcome_as_read_back(world: World, tables: Tables) -> None:
     job, run = world.running(name="once", cron=False)
     tables.finish_attempt(run, attempt("FAILED", "boom"), status=RunStatus.FAILED, now=NOW)

@@ -687,3 +687,34 @@ def test_given_templates_in_url_headers_and_payload_when_the_job_fires_then_the_
     assert delivery.headers["X-Job"] == job["job_id"]
     status, _, refused = send(local_stack, "POST", "/v1/jobs", {**body, "payload": {"for": "{{when}}"}})
     assert status == 422 and refused["field"] == "payload"
+
+
+def test_given_a_jitter_when_the_job_fires_then_at_its_occurrences_delay_never_before(
+    local_stack: Api, receiver: Receiver
+) -> None:
+    due = at(2)
+    status, _, job = send(
+        local_stack, "POST", "/v1/jobs", one_off(receiver, "/jitter", due, jitter_seconds=6)
+    )
+    assert status == 201 and job["jitter_seconds"] == 6, job
+    (delivery,) = receiver.wait_for("/jitter", 1, timeout=20)
+    (run,) = send(local_stack, "GET", f"/v1/jobs/{job['job_id']}/runs")[2]["items"]
+    assert run["scheduled_for"] == iso(due) and 0 <= run["jitter_ms"] <= 6000
+    fired_at = due.timestamp() + run["jitter_ms"] / 1000
+    assert delivery.received_at >= fired_at, "fired before its jittered time"
+    assert delivery.received_at - fired_at < 1.0
+    assert wait_until(
+        lambda: (
+            send(local_stack, "GET", f"/v1/jobs/{job['job_id']}/runs")[2]["items"][0]["status"] == "SUCCEEDED"
+        ),
+        10,
+    )
+    (run,) = send(local_stack, "GET", f"/v1/jobs/{job['job_id']}/runs")[2]["items"]
+    assert run["lateness_ms"] < 1000, "lateness counts from the jittered time"
+    status, _, refused = send(
+        local_stack,
+        "POST",
+        "/v1/jobs",
+        {**one_off(receiver, "/x", due), "schedule": {"rate": "1 minute"}, "jitter_seconds": 60},
+    )
+    assert status == 422 and refused["field"] == "jitter_seconds"

@@ -162,6 +162,18 @@ def test_create_stores_every_option_group(cli: Cli, fired: Fired, receiver: Rece
     assert 0 < (parse(job["schedule"]["at"]) - parse(job["created_at"])).total_seconds() <= 3.5
 
 
+def test_jitter_is_stored_and_shown(cli: Cli, receiver: Receiver) -> None:
+    created = cli.ok(
+        "jobs", "create", "--rate", "1 hour", "--url", receiver.url + "/j", "--jitter", "300", "--json"
+    )
+    job_id = created.json["job_id"]
+    assert created.json["jitter_seconds"] == 300
+    assert field(cli.ok("jobs", "get", job_id).out, "jitter") == "each run up to 300 s after its time"
+    cli.ok("jobs", "cancel", job_id)
+    refused = cli("jobs", "create", "--rate", "1 minute", "--url", receiver.url + "/j", "--jitter", "60")
+    assert refused.code == 1 and "jitter_seconds" in one_error_line(refused)
+
+
 def test_timeout_is_the_time_an_http_attempt_may_take(cli: Cli, receiver: Receiver) -> None:
     job = cli.ok(
         "jobs", "create", "--rate", "1 hour", "--url", receiver.url + "/slow", "--timeout", "60", "--json"

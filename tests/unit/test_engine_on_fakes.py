@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from functions.api.errors import Conflict, InvalidInput
-from functions.api.models import CreateJobIn
+from functions.api.models import CreateJobIn, PatchJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher, shard_groups
-from functions.core.model import JobStatus, RunStatus, bucket_of
+from functions.core.model import JobStatus, RunStatus, bucket_of, fire_time, jitter_of
 from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
@@ -512,3 +512,63 @@ def test_a_trigger_whose_request_died_before_sending_it_is_sent_by_a_sweep_after
     ((message, delay),) = engine.queue.sent
     assert message.run_id == trigger.run_id
     assert delay == 90 - SETTINGS.claim_timeout_seconds - 1 - EARLY_ARRIVAL_SECONDS, "still at its second"
+
+
+# ------------------------------------------------------------------------------------------ jitter
+
+
+def test_a_jittered_occurrence_starts_at_its_own_delay_and_a_retry_keeps_it(engine: Engine) -> None:
+    engine.targets.outcomes = [failure(503, retriable=True)]
+    created = engine.create(schedule={"rate": "1 hour"}, jitter_seconds=1800, retry={"backoff_seconds": 1})
+    assert created["jitter_seconds"] == 1800
+    job = engine.store.get_job(created["job_id"])
+    assert job is not None
+    scheduled = engine.clock() + timedelta(hours=1)
+    due = fire_time(job, scheduled)
+    (trigger,) = engine.store.triggers.values()
+    assert trigger.scheduled_for == scheduled and trigger.fire_at == due
+    engine.clock.now = due - timedelta(seconds=90)
+    engine.dispatcher.sweep()
+    assert engine.queue.sent[-1][1] == 90 - EARLY_ARRIVAL_SECONDS, "sent to arrive just before its due time"
+    engine.clock.now = due - timedelta(seconds=1)
+    engine.deliver_all()  # waits out the last second, then attempt 1: 503
+    (run,) = engine.store.runs[job.job_id].values()
+    assert run.scheduled_for == scheduled and run.jitter_ms == jitter_of(job, scheduled)
+    assert run.started_at == due and run.lateness_ms == 0, "lateness counts from the jittered time"
+    assert run.status is RunStatus.RETRYING
+    engine.clock.advance(60)
+    engine.deliver_all()  # attempt 2
+    (run,) = engine.store.runs[job.job_id].values()
+    assert run.status is RunStatus.SUCCEEDED and run.attempt == 2
+    assert run.jitter_ms == jitter_of(job, scheduled) and run.lateness_ms == 0
+    deliveries = [delivery for _spec, delivery, _timeout in engine.targets.deliveries]
+    assert [d.scheduled_for for d in deliveries] == [scheduled, scheduled], "the nominal time is delivered"
+
+
+def test_run_now_is_not_jittered(engine: Engine) -> None:
+    created = engine.create(schedule={"rate": "1 hour"}, jitter_seconds=1800)
+    engine.service.run_now("alice", created["job_id"])
+    engine.deliver_all()
+    (run,) = engine.store.runs[created["job_id"]].values()
+    assert run.kind.value == "manual" and run.jitter_ms == 0 and run.status is RunStatus.SUCCEEDED
+
+
+def test_jitter_must_be_shorter_than_the_schedules_closest_fire_times(engine: Engine) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        engine.create(schedule={"cron": "*/5 * * * *"}, jitter_seconds=300)
+    assert refused.value.field == "jitter_seconds" and "300 s" in refused.value.reason
+    engine.create(schedule={"cron": "*/5 * * * *"}, jitter_seconds=299)
+    engine.create(schedule={"at": (engine.clock() + timedelta(hours=1)).isoformat()}, jitter_seconds=86_400)
+
+
+def test_changing_the_jitter_rewrites_the_next_trigger(engine: Engine) -> None:
+    created = engine.create(schedule={"rate": "1 hour"})
+    changed = engine.service.patch_job("alice", created["job_id"], PatchJobIn(jitter_seconds=600))
+    assert changed["jitter_seconds"] == 600 and changed["version"] == created["version"] + 1
+    job = engine.store.get_job(created["job_id"])
+    assert job is not None
+    current = [t for t in engine.store.triggers.values() if t.job_version == job.version]
+    assert [t.fire_at for t in current] == [fire_time(job, current[0].scheduled_for)]
+    with pytest.raises(InvalidInput) as refused:
+        engine.service.patch_job("alice", created["job_id"], PatchJobIn(jitter_seconds=3600))
+    assert refused.value.field == "jitter_seconds"

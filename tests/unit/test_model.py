@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -15,12 +16,15 @@ from functions.core.model import (
     Job,
     MisfirePolicy,
     RetryPolicy,
+    Run,
     RunKind,
     RunStatus,
     bucket_of,
     bucket_start,
     check_transition,
+    fire_time,
     iso,
+    jitter_of,
     make_trigger,
     next_bucket,
     parse_iso,
@@ -176,3 +180,66 @@ def test_run_once_outside_the_catch_up_window_skips() -> None:
     plan = plan_claim(job, NOW - timedelta(hours=3), NOW + timedelta(minutes=30), THRESHOLD)
     assert plan.run_scheduled_for is None
     assert plan.next_occurrence == NOW + timedelta(hours=1)
+
+
+# ------------------------------------------------------------------------------------------ jitter
+
+
+def test_jitter_is_fixed_per_occurrence_and_spread_over_the_window() -> None:
+    job = job_with({"cron": "0 * * * *"}, jitter_seconds=60)
+    occurrences = [NOW + timedelta(hours=hour) for hour in range(400)]
+    delays = [jitter_of(job, moment) for moment in occurrences]
+    assert delays == [jitter_of(job, moment) for moment in occurrences], "the same delay whoever asks"
+    assert all(0 <= delay <= 60_000 for delay in delays)
+    assert len(set(delays)) > 350, "a delay per occurrence, not one per job"
+    assert 25_000 < sum(delays) / len(delays) < 35_000, "even over the window"
+    other = replace(job, job_id="job_2")
+    assert [jitter_of(other, moment) for moment in occurrences] != delays, "jobs are spread apart too"
+
+
+def test_no_jitter_for_a_job_without_it_or_for_a_manual_run() -> None:
+    assert jitter_of(job_with({"cron": "0 * * * *"}), NOW) == 0
+    jittered = job_with({"cron": "0 * * * *"}, jitter_seconds=600)
+    assert jitter_of(jittered, NOW, RunKind.MANUAL) == 0
+    assert fire_time(jittered, NOW, RunKind.MANUAL) == NOW
+
+
+def test_a_jittered_trigger_is_due_at_its_occurrences_delay() -> None:
+    job = job_with({"cron": "0 * * * *"}, jitter_seconds=600)
+    trigger = make_trigger(job, NOW, now=NOW - timedelta(hours=1), shard_count=4)
+    assert trigger.scheduled_for == NOW
+    assert trigger.fire_at == NOW + timedelta(milliseconds=jitter_of(job, NOW)) == fire_time(job, NOW)
+    assert trigger.bucket == bucket_of(trigger.fire_at)
+
+
+def test_a_jittered_occurrence_is_missed_only_a_threshold_after_its_own_due_time() -> None:
+    job = job_with({"cron": "0 * * * *"}, jitter_seconds=3000, misfire=MisfirePolicy.SKIP)
+    occurrence = next(
+        NOW + timedelta(hours=h) for h in range(100) if jitter_of(job, NOW + timedelta(hours=h)) > 600_000
+    )
+    due = fire_time(job, occurrence)
+    assert plan_claim(job, occurrence, due + timedelta(seconds=30), THRESHOLD).run_scheduled_for == occurrence
+    missed = plan_claim(job, occurrence, due + timedelta(seconds=61), THRESHOLD)
+    assert missed.run_scheduled_for is None and missed.skipped == occurrence
+
+
+def test_a_message_carries_its_runs_jitter_so_a_start_that_overtakes_the_run_put_keeps_it() -> None:
+    from functions.core.queue import WorkMessage
+
+    run = Run(
+        job_id="job_1",
+        run_id=run_id_for("job_1", NOW),
+        owner="alice",
+        scheduled_for=NOW,
+        status=RunStatus.QUEUED,
+        queued_at=NOW,
+        next_attempt_at=NOW + timedelta(milliseconds=90_500),
+        jitter_ms=90_500,
+    )
+    queued = WorkMessage.from_json(WorkMessage("job_1", run.run_id, queued=run).to_json()).queued
+    assert queued is not None and queued.jitter_ms == 90_500
+    assert queued.next_attempt_at == queued.due_at == NOW + timedelta(milliseconds=90_500)
+    plain = WorkMessage.from_json(
+        WorkMessage("job_1", run.run_id, queued=replace(run, jitter_ms=0)).to_json()
+    )
+    assert plain.queued is not None and plain.queued.jitter_ms == 0 and "jitter" not in plain.to_json()

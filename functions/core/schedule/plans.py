@@ -216,6 +216,15 @@ class Schedule:
     def is_recurring(self) -> bool:
         return self.kind != "at"
 
+    def shortest_gap_seconds(self) -> int | None:
+        """The closest two fire times can be (a cron's tightest spacing, a rate's interval); None for
+        ``at``."""
+        if isinstance(self._plan, _CronPlan):
+            return self._plan.spec.min_gap_seconds()
+        if isinstance(self._plan, _RatePlan):
+            return int(self._plan.interval.total_seconds())
+        return None
+
     def next_after(self, after: datetime) -> datetime | None:
         """The first fire time strictly after ``after`` within start_at..end_at, or None."""
         _require_aware(after, "after")

@@ -78,6 +78,7 @@ def job_to_item(job: Job) -> dict[str, Any]:
         "updated_at": to_ms(job.updated_at),
         "next_trigger_at": optional_ms(job.next_trigger_at),
         "paused_at": optional_ms(job.paused_at),
+        "jitter_seconds": job.jitter_seconds or None,
         GSI1_PK: owner_index_pk(job.owner),
         GSI1_SK: f"{to_ms(job.created_at):013d}#{job.job_id}",
     }
@@ -106,6 +107,7 @@ def job_from_item(item: Mapping[str, Any]) -> Job:
         updated_at=from_ms(int(data["updated_at"])),
         next_trigger_at=optional_time(data.get("next_trigger_at")),
         paused_at=optional_time(data.get("paused_at")),
+        jitter_seconds=int(data.get("jitter_seconds") or 0),
     )
 
 
@@ -129,6 +131,7 @@ def run_to_item(run: Run, expires_at: datetime) -> dict[str, Any]:
             "finished_at": optional_ms(run.finished_at),
             "lateness_ms": run.lateness_ms,
             "next_attempt_at": optional_ms(run.next_attempt_at),
+            "jitter_ms": run.jitter_ms or None,
             "error": run.error,
             TTL_ATTRIBUTE: int(expires_at.timestamp()),
         }
@@ -156,6 +159,7 @@ def run_from_item(item: Mapping[str, Any]) -> Run:
         next_attempt_at=optional_time(data.get("next_attempt_at")),
         lease_until=optional_time(data.get("lease_until")),
         lease_token=data.get("lease_token"),
+        jitter_ms=int(data.get("jitter_ms") or 0),
         error=data.get("error"),
         attempts=tuple(Attempt.from_dict(json.loads(a)) for a in data.get("attempts") or []),
     )

@@ -35,6 +35,7 @@ API_OWNED = (
     "misfire",
     "catchup_seconds",
     "overlap",
+    "jitter_seconds",
     "updated_at",
 )
 
