@@ -189,8 +189,8 @@ class Client:
     def cancel_job(self, job_id: str) -> Any:
         return self.request("DELETE", f"/v1/jobs/{quote(job_id, safe='')}")
 
-    def job_action(self, job_id: str, action: str) -> Any:
-        return self.request("POST", f"/v1/jobs/{quote(job_id, safe='')}/{action}")
+    def job_action(self, job_id: str, action: str, body: dict[str, Any] | None = None) -> Any:
+        return self.request("POST", f"/v1/jobs/{quote(job_id, safe='')}/{action}", body)
 
     def list_runs(
         self, job_id: str, *, limit: int = 20, cursor: str | None = None, status: str | None = None

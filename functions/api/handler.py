@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.params import Header, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
@@ -40,6 +40,7 @@ from functions.api.models import (
     JobOut,
     JobPage,
     PatchJobIn,
+    PauseIn,
     PreviewIn,
     PreviewOut,
     RunOut,
@@ -207,8 +208,10 @@ def cancel_job(job_id: str) -> JobOut:
 
 
 @app.post("/v1/jobs/<job_id>/pause", tags=["jobs"], responses=ok(JobOut))
-def pause_job(job_id: str) -> JobOut:
-    return JobOut.model_validate(service().pause_job(current_owner(), job_id))
+def pause_job(job_id: str, pause: Annotated[PauseIn | None, Body()] = None) -> JobOut:
+    """Pause, optionally with a note and an ``until`` at which it resumes by itself."""
+    note, until = (pause.note, pause.until) if pause is not None else (None, None)
+    return JobOut.model_validate(service().pause_job(current_owner(), job_id, note, until))
 
 
 @app.post("/v1/jobs/<job_id>/resume", tags=["jobs"], responses=ok(JobOut))

@@ -267,6 +267,33 @@ JITTER_TEXT = (
 )
 
 
+PAUSE_ON_FAILURES_TEXT = (
+    "pause the job after this many consecutive FAILED runs (paused by 'punctual', the reason in its note); "
+    "null: never"
+)
+
+
+class PauseIn(BaseModel):
+    """Why and how long; both optional (an empty or missing body pauses until resumed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    note: str | None = Field(default=None, max_length=500, description="why, shown with the pause")
+    until: str | None = Field(
+        default=None,
+        max_length=64,
+        description="ISO 8601 (naive: in the schedule's zone), within a year: the job resumes by itself "
+        "at the dispatcher's first tick at or after it",
+    )
+
+
+class PauseOut(BaseModel):
+    at: str
+    by: str | None
+    note: str | None
+    until: str | None
+
+
 class CreateJobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -283,8 +310,11 @@ class CreateJobIn(BaseModel):
     tags: dict[str, str] = Field(default_factory=dict, max_length=50)
     signing_secret: str | None = Field(default=None, min_length=16, max_length=256)
     jitter_seconds: int = Field(default=0, ge=0, le=MAX_JITTER_SECONDS, strict=True, description=JITTER_TEXT)
+    pause_on_failures: int | None = Field(
+        default=None, ge=1, le=100, strict=True, description=PAUSE_ON_FAILURES_TEXT
+    )
 
-    _whole_numbers = whole_numbers("timeout_seconds", "jitter_seconds")
+    _whole_numbers = whole_numbers("timeout_seconds", "jitter_seconds", "pause_on_failures")
 
 
 class PatchJobIn(BaseModel):
@@ -303,8 +333,11 @@ class PatchJobIn(BaseModel):
     jitter_seconds: int | None = Field(
         default=None, ge=0, le=MAX_JITTER_SECONDS, strict=True, description=JITTER_TEXT
     )
+    pause_on_failures: int | None = Field(
+        default=None, ge=1, le=100, strict=True, description=PAUSE_ON_FAILURES_TEXT
+    )
 
-    _whole_numbers = whole_numbers("timeout_seconds", "jitter_seconds")
+    _whole_numbers = whole_numbers("timeout_seconds", "jitter_seconds", "pause_on_failures")
 
 
 class OutageIn(BaseModel):
@@ -393,6 +426,10 @@ class JobOut(BaseModel):
     last_run: RunSummaryOut | None
     run_counts: dict[str, int]
     jitter_seconds: int = 0
+    pause_on_failures: int | None = None
+    pause: PauseOut | None = Field(
+        default=None, description="while PAUSED: since when, by whom, why, until when"
+    )
     version: int
     created_at: str
     updated_at: str

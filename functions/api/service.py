@@ -55,7 +55,7 @@ from functions.core.ports import (
     NameTaken,
     Tables,
 )
-from functions.core.schedule import Schedule, ScheduleError, parse_schedule
+from functions.core.schedule import Schedule, ScheduleError, parse_instant, parse_schedule
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.targets.validation import TargetError, validate_target
@@ -63,6 +63,8 @@ from functions.core.templating import TemplateError, check_templates
 
 # The most jobs one POST /v1/jobs/batch may create.
 MAX_BATCH = 100
+# The furthest a pause's ``until`` may be.
+MAX_PAUSE = timedelta(days=366)
 
 # Ids this API hands out; anything else cannot exist (and must not reach DynamoDB's key limits).
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
@@ -166,6 +168,7 @@ class JobService:
             retry=RetryPolicy(**request.retry.model_dump()),
             timeout_seconds=request.timeout_seconds,
             jitter_seconds=request.jitter_seconds,
+            pause_on_failures=request.pause_on_failures,
             tags=request.tags,
             secret=request.signing_secret,
             misfire=MisfirePolicy(request.schedule.misfire),
@@ -389,6 +392,8 @@ class JobService:
                 catchup_seconds=request.schedule.catchup_seconds,
                 overlap=OverlapPolicy(request.schedule.overlap),
             )
+        if "pause_on_failures" in given:
+            changes["pause_on_failures"] = request.pause_on_failures
         if "jitter_seconds" in given and request.jitter_seconds is not None:
             changes["jitter_seconds"] = request.jitter_seconds
         if {"schedule", "jitter_seconds"} & given:
@@ -410,23 +415,45 @@ class JobService:
             self._dispatch_if_due(trigger, now)
         return self.job_view(updated, now)
 
-    def pause_job(self, owner: str, job_id: str) -> dict[str, Any]:
+    def pause_job(
+        self, owner: str, job_id: str, note: str | None = None, until: str | None = None
+    ) -> dict[str, Any]:
+        """Pause, saying why (``note``) and, with ``until``, when the dispatcher resumes it. Pausing a
+        paused job again with a note or an ``until`` replaces them (it stays paused since it was)."""
         now = self.clock()
         job = self._owned_job(owner, job_id)
-        if job.status is JobStatus.PAUSED:
+        if job.status is JobStatus.PAUSED and note is None and until is None:
             return self.job_view(job, now)
-        if job.status is not JobStatus.ACTIVE:
+        if job.status not in (JobStatus.ACTIVE, JobStatus.PAUSED):
             raise Conflict(f"a {job.status.value} job cannot be paused", "status")
-        paused = replace(
-            job,
-            status=JobStatus.PAUSED,
-            version=job.version + 1,
-            paused_at=now,
-            next_trigger_at=None,
-            updated_at=now,
-        )
-        self._write(job, paused, None)
+        resume_at = None
+        if until is not None:
+            resume_at = self._parse_until(until, job, now)
+        paused = job.paused(now, by=owner, note=note, until=resume_at)
+        trigger = None
+        first = paused.first_after_pause()
+        if first is not None:
+            # The occurrence the job resumes with, dispatched ahead like any other (the dispatcher and
+            # the worker count the job active from ``until``), so it fires at its second.
+            fire = max(fire_time(paused, first), resume_at or first)
+            held = self._due_soon(fire, now)
+            shards = self.settings.shard_count
+            trigger = make_trigger(paused, first, now=now, shard_count=shards, fire_at=fire, held=held)
+        self._write(job, paused, trigger)
+        if trigger is not None:
+            self._dispatch_if_due(trigger, now)
         return self.job_view(paused, now)
+
+    def _parse_until(self, until: str, job: Job, now: datetime) -> datetime:
+        try:
+            moment = parse_instant(until, job.schedule.timezone, "until")
+        except ScheduleError as error:
+            raise InvalidInput(error.reason, error.field) from error
+        if moment <= now:
+            raise InvalidInput(f"until ({iso(moment)}) is not in the future", "until")
+        if moment > now + MAX_PAUSE:
+            raise InvalidInput("until may be at most a year away; pause without it instead", "until")
+        return moment
 
     def resume_job(self, owner: str, job_id: str) -> dict[str, Any]:
         """Continue from the first occurrence after the pause; the misfire policy decides about the
@@ -437,21 +464,8 @@ class JobService:
             return self.job_view(job, now)
         if job.status is not JobStatus.PAUSED:
             raise Conflict(f"a {job.status.value} job cannot be resumed", "status")
-        paused_at = job.paused_at or now
-        if job.schedule.is_recurring:
-            first = job.schedule.next_after(paused_at)
-        else:
-            first = job.schedule.first_fire_time()
-        resumed = replace(
-            job,
-            status=JobStatus.ACTIVE,
-            version=job.version + 1,
-            paused_at=None,
-            next_trigger_at=first,
-            updated_at=now,
-        )
-        if first is None:
-            resumed = replace(resumed, status=JobStatus.COMPLETED)
+        first = replace(job, paused_at=job.paused_at or now).resume_point()
+        resumed = job.resumed(now, first)
         trigger = self._trigger(resumed, first, now) if first else None
         self._write(job, resumed, trigger)
         if trigger is not None:
@@ -529,7 +543,7 @@ class JobService:
         # Another owner's job is indistinguishable from a missing one.
         if job is None or job.owner != owner:
             raise NotFound(f"job {job_id} not found", "job_id")
-        return self._settled(job)
+        return self._settled(job.as_of(self.clock()))
 
     def _settled(self, job: Job) -> Job:
         """The job with its derived status: an ACTIVE one-off job whose run ended is COMPLETED or
@@ -545,6 +559,7 @@ class JobService:
 
     def job_view(self, job: Job, now: datetime, runs: list[Run] | None = None) -> dict[str, Any]:
         """``runs``: the job's newest runs, newest first (read here when not given)."""
+        job = job.as_of(now)
         history = job_history(job, self._recent_runs(job) if runs is None else runs)
         job = replace(job, status=history.status)
         # What will fire next, from the schedule: the dispatcher claims occurrences ahead of time, so
@@ -576,6 +591,15 @@ class JobService:
             "retry": job.retry.to_dict(),
             "timeout_seconds": job.timeout_seconds,
             "jitter_seconds": job.jitter_seconds,
+            "pause_on_failures": job.pause_on_failures,
+            "pause": {
+                "at": iso(job.paused_at),
+                "by": job.paused_by,
+                "note": job.pause_note,
+                "until": iso(job.pause_until),
+            }
+            if job.status is JobStatus.PAUSED
+            else None,
             "tags": job.tags,
             "has_signing_secret": job.secret is not None,
             "next_run_at": iso(upcoming[0]) if upcoming else None,

@@ -27,6 +27,7 @@ from functions.core.model import (
     fire_time,
     is_dispatched,
     is_orphan,
+    iso,
     jitter_of,
     make_trigger,
     next_bucket,
@@ -35,7 +36,7 @@ from functions.core.model import (
     utcnow,
 )
 from functions.core.observability import logger
-from functions.core.ports import Queue, Tables
+from functions.core.ports import Queue, Tables, VersionChanged
 from functions.core.queue import WorkMessage, delay_for
 from functions.core.settings import Settings
 
@@ -297,6 +298,17 @@ class Dispatcher:
             # Its create writes the job just after the trigger and may still be under way.
             jobs.pop(trigger.job_id, None)
             return _Outcome(report)
+        if job is not None and _resumes(job, trigger):
+            if job.pause_ended(now):
+                resumed = self._resume(job, trigger, now)
+                if resumed is None:
+                    jobs.pop(trigger.job_id, None)
+                    report.lost_races += 1
+                    return _Outcome(report)
+                job = jobs[trigger.job_id] = resumed
+            else:
+                # Its pause ends before this occurrence: dispatched ahead, so that it fires at its second.
+                job = job.as_of(job.pause_until or now)
         if job is None or (
             job.status is JobStatus.CANCELLED
             or (
@@ -312,8 +324,11 @@ class Dispatcher:
         report.claimed += 1
         other = trigger if run.run_id != trigger.run_id else None
         if run.status is RunStatus.QUEUED:
-            message = WorkMessage(job.job_id, run.run_id, queued=run)
             fire_at = max(run.due_at, trigger.fire_at)
+            if run.run_id == trigger.run_id and fire_at > run.due_at:
+                # A one-off whose time passed while it was paused until later: due at the pause's end.
+                run = replace(run, next_attempt_at=fire_at)
+            message = WorkMessage(job.job_id, run.run_id, queued=run)
             outgoing = _Outgoing(trigger, message, fire_at)
             return _Outcome(report, outgoing=outgoing, finished=other, chained=next_trigger)
         # Skipped by the misfire policy: nothing to send, the run records it.
@@ -321,6 +336,20 @@ class Dispatcher:
         if not self.store.put_run(run):
             report.lost_races += 1
         return _Outcome(report, finished=other, chained=next_trigger)
+
+    def _resume(self, job: Job, trigger: Trigger, now: datetime) -> Job | None:
+        """Write the end of a pause whose ``until`` has come (readers count the job active from then
+        on already; this is the first dispatch of it since): the same version, so its chain goes on.
+        None if the job changed meanwhile."""
+        resumed = job.resumed(now, trigger.scheduled_for, new_version=False)
+        try:
+            self.store.update_job(job, resumed)
+        except VersionChanged:
+            return None
+        logger.info(
+            "job resumed", extra={"job_id": job.job_id, "paused_at": iso(job.paused_at), "by": "until"}
+        )
+        return resumed
 
     def _plan(self, trigger: Trigger, job: Job, now: datetime) -> tuple[Run, Trigger | None]:
         """The run this trigger dispatches (QUEUED, or SKIPPED by the misfire policy), after writing
@@ -428,4 +457,16 @@ def _new_run(job: Job, scheduled_for: datetime, kind: RunKind, status: RunStatus
         next_attempt_at=scheduled_for + timedelta(milliseconds=jitter),
         job_version=job.version,
         jitter_ms=jitter,
+    )
+
+
+def _resumes(job: Job, trigger: Trigger) -> bool:
+    """``trigger`` is an occurrence of a job paused until a time at or before it (the pause wrote it,
+    or a dispatch of one such wrote it as the next): it fires, the pause being over by then."""
+    return (
+        trigger.kind is RunKind.SCHEDULED
+        and job.status is JobStatus.PAUSED
+        and job.pause_until is not None
+        and job.version == trigger.job_version
+        and trigger.fire_at >= job.pause_until
     )

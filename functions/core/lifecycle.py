@@ -71,7 +71,7 @@ def superseded(run: Run, job: Job) -> Skip | None:
     fires regardless, and an attempt under way is not stopped by it)."""
     if run.status is not RunStatus.QUEUED or run.kind is not RunKind.SCHEDULED:
         return None
-    if job.status is JobStatus.PAUSED:
+    if job.status is JobStatus.PAUSED and not job.pause_ended(run.next_attempt_at or run.due_at):
         return Skip("job paused")
     if job.version != run.job_version:
         return Skip("superseded by a change to the job")

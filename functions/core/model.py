@@ -189,6 +189,9 @@ class RetryPolicy:
 
 # ---------------------------------------------------------------------------------------- the model
 
+# Who paused a job that Punctual paused itself (pause_on_failures).
+PAUSED_BY_PUNCTUAL = "punctual"
+
 
 @dataclass(frozen=True)
 class Job:
@@ -212,6 +215,69 @@ class Job:
     next_trigger_at: datetime | None = None  # the chain's frontier: the latest occurrence with a trigger
     paused_at: datetime | None = None
     jitter_seconds: int = 0  # each scheduled occurrence fires up to this much after its time (jitter_of)
+    pause_note: str | None = None  # why it is paused, as its pauser said
+    paused_by: str | None = None  # who paused it: a caller, or "punctual" (pause_on_failures)
+    pause_until: datetime | None = None  # the dispatcher resumes it at its first tick at or after this
+    pause_on_failures: int | None = None  # pause after this many consecutive FAILED runs
+
+    def paused(self, now: datetime, by: str, note: str | None, until: datetime | None) -> Job:
+        """This job paused at ``now`` (a new version: its triggers must not fire), or its pause
+        re-noted (still at its first ``paused_at``)."""
+        return replace(
+            self,
+            status=JobStatus.PAUSED,
+            version=self.version + 1,
+            paused_at=self.paused_at or now,
+            pause_note=note,
+            paused_by=by,
+            pause_until=until,
+            next_trigger_at=None,
+            updated_at=now,
+        )
+
+    def resumed(self, now: datetime, first: datetime | None, *, new_version: bool = True) -> Job:
+        """This job active again from ``first`` (COMPLETED when nothing is left to run)."""
+        return replace(
+            self,
+            status=JobStatus.ACTIVE if first is not None else JobStatus.COMPLETED,
+            version=self.version + 1 if new_version else self.version,
+            paused_at=None,
+            pause_note=None,
+            paused_by=None,
+            pause_until=None,
+            next_trigger_at=first,
+            updated_at=now,
+        )
+
+    def pause_ended(self, moment: datetime) -> bool:
+        """Paused with an ``until`` that has come: active from then on, whether or not the dispatcher
+        has written it so yet (it does at its first tick after ``until``)."""
+        return self.status is JobStatus.PAUSED and self.pause_until is not None and self.pause_until <= moment
+
+    def as_of(self, moment: datetime) -> Job:
+        """The job as it stands at ``moment``: a pause whose ``until`` has come has ended."""
+        if not self.pause_ended(moment):
+            return self
+        return replace(
+            self, status=JobStatus.ACTIVE, paused_at=None, pause_note=None, paused_by=None, pause_until=None
+        )
+
+    def first_after_pause(self) -> datetime | None:
+        """The first occurrence a pause with ``until`` resumes with: the first at or after ``until``
+        (nothing due while it was paused runs); a one-off's own time (it runs at ``until`` if that was
+        earlier)."""
+        if self.pause_until is None:
+            return None
+        if self.schedule.is_recurring:
+            return self.schedule.next_after(self.pause_until - timedelta(microseconds=1))
+        return self.schedule.first_fire_time()
+
+    def resume_point(self) -> datetime | None:
+        """The first occurrence a resume continues from: the first after the pause began (the misfire
+        policy decides about the ones missed meanwhile); a one-off's own time."""
+        if self.schedule.is_recurring:
+            return self.schedule.next_after(self.paused_at) if self.paused_at else None
+        return self.schedule.first_fire_time()
 
     @property
     def is_live(self) -> bool:

@@ -43,6 +43,8 @@ class WorkMessage:
             )
             if self.queued.jitter_ms:
                 body["jitter_ms"] = self.queued.jitter_ms
+            if self.queued.next_attempt_at is not None and self.queued.next_attempt_at != self.queued.due_at:
+                body["due"] = to_ms(self.queued.next_attempt_at)
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -61,7 +63,11 @@ class WorkMessage:
                 status=RunStatus.QUEUED,
                 kind=RunKind(data["kind"]),
                 queued_at=from_ms(int(data["queued_at"])),
-                next_attempt_at=scheduled_for + timedelta(milliseconds=jitter),
+                next_attempt_at=(
+                    from_ms(int(data["due"]))
+                    if "due" in data
+                    else scheduled_for + timedelta(milliseconds=jitter)
+                ),
                 job_version=int(data["job_version"]),
                 jitter_ms=jitter,
             )

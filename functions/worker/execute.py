@@ -17,8 +17,10 @@ from datetime import datetime, timedelta
 
 from functions.core import crash_points, lifecycle
 from functions.core.model import (
+    PAUSED_BY_PUNCTUAL,
     Attempt,
     Job,
+    JobStatus,
     Run,
     RunStatus,
     Trigger,
@@ -28,7 +30,7 @@ from functions.core.model import (
     utcnow,
 )
 from functions.core.observability import logger
-from functions.core.ports import Queue, RunNotOurs, Tables, Targets
+from functions.core.ports import Queue, RunNotOurs, Tables, Targets, VersionChanged
 from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
 from functions.core.resources import (
     OUTCOME_MARGIN_SECONDS,
@@ -438,6 +440,32 @@ class RunExecutor:
         )
         if decision.status is RunStatus.FAILED:
             self.queue.send_to_dlq(body, outcome.error or "failed")
+            if job.pause_on_failures:
+                self._pause_after_failures(job, finished_at)
+
+    def _pause_after_failures(self, job: Job, now: datetime) -> None:
+        """``pause_on_failures``: pause the job once its newest N finished runs all FAILED (a skipped
+        or cancelled occurrence neither breaks nor extends the streak). Only for jobs that ask."""
+        streak = job.pause_on_failures
+        assert streak is not None
+        runs, _ = self.store.list_runs(job.job_id, limit=min(100, 2 * streak + 10))
+        outcomes = [run for run in runs if run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED)][:streak]
+        if len(outcomes) < streak or any(run.status is not RunStatus.FAILED for run in outcomes):
+            return
+        current = self.store.get_job(job.job_id)
+        if current is None or current.as_of(now).status is not JobStatus.ACTIVE:
+            return
+        last = outcomes[0]
+        note = (
+            f"paused after {streak} consecutive failed runs; "
+            f"the last, {last.run_id}: {last.error or 'failed'}"
+        )
+        try:
+            paused = current.as_of(now).paused(now, by=PAUSED_BY_PUNCTUAL, note=note[:500], until=None)
+            self.store.update_job(current, paused)
+        except VersionChanged:
+            return  # changed meanwhile (paused, resumed, rescheduled): the caller's change stands
+        logger.warning("job paused", extra={"job_id": job.job_id, "reason": note})
 
     def _schedule_retry(
         self,

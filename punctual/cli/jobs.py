@@ -55,6 +55,7 @@ def jobs() -> None:
 @click.option("--backoff", type=float, help="Base backoff seconds.")
 @click.option("--max-backoff", type=float)
 @click.option("--timeout", type=int, help="Seconds an attempt may take.")
+@click.option("--pause-on-failures", type=int, help="Pause the job after this many consecutive failed runs.")
 @click.option(
     "--jitter",
     type=int,
@@ -140,6 +141,8 @@ def jobs_create(ctx: Context, **options: Any) -> None:
         body["timeout_seconds"] = options["timeout"]
     if options["jitter"] is not None:
         body["jitter_seconds"] = options["jitter"]
+    if options["pause_on_failures"] is not None:
+        body["pause_on_failures"] = options["pause_on_failures"]
     if options["tags"]:
         body["tags"] = key_values(options["tags"], "=", "--tag")
     if options["signing_secret"]:
@@ -253,6 +256,7 @@ def _show_job(ctx: Context, job: dict[str, Any]) -> None:
                     if last
                     else "-",
                 ),
+                *(_pause_lines(job["pause"]) if job.get("pause") else []),
                 ("runs", job["run_counts"]),
                 ("retry", job["retry"]),
                 ("tags", job["tags"]),
@@ -270,6 +274,16 @@ def jobs_get(ctx: Context, job_id: str) -> None:
     _show_job(ctx, ctx.client.get_job(job_id))
 
 
+def _pause_lines(pause: dict[str, Any]) -> list[tuple[str, Any]]:
+    since = f"since {pause['at']} by {pause['by'] or '-'}"
+    lines: list[tuple[str, Any]] = [
+        ("paused", since + (f" until {pause['until']}" if pause["until"] else ""))
+    ]
+    if pause.get("note"):
+        lines.append(("note", pause["note"]))
+    return lines
+
+
 def _job_action(action: str, help_text: str) -> None:
     @jobs.command(action, help=help_text)
     @click.argument("job_id")
@@ -285,7 +299,23 @@ def _job_action(action: str, help_text: str) -> None:
             _show_job(ctx, result)
 
 
-_job_action("pause", "Stop firing until resumed.")
+@jobs.command("pause")
+@click.argument("job_id")
+@click.option("--note", help="Why: shown with the pause (up to 500 characters).")
+@click.option(
+    "--until", help='Resume by itself then: "in 2h", or an ISO date-time (naive: the schedule\'s zone).'
+)
+@api_command
+def jobs_pause(ctx: Context, job_id: str, note: str | None, until: str | None) -> None:
+    """Stop firing until resumed, or until --until; a paused job paused again gets the new note."""
+    body: dict[str, Any] = {}
+    if note is not None:
+        body["note"] = note
+    if until is not None:
+        body["until"] = parse_when(until)
+    _show_job(ctx, ctx.client.job_action(job_id, "pause", body or None))
+
+
 _job_action("resume", "Fire again; the misfire policy decides about what was missed.")
 _job_action("run", "Run once, now (also while paused).")
 _job_action("cancel", "Cancel: no further runs; the history is kept.")

@@ -77,6 +77,35 @@ def test_a_jobs_jitter_is_created_and_changed_with_it(world: World, tables: Tabl
     assert changed is not None and changed.jitter_seconds == 30
 
 
+def test_a_pause_with_its_note_and_until_and_the_dispatchers_resume_at_the_same_version(
+    world: World, tables: Tables
+) -> None:
+    job, _ = world.created(pause_on_failures=3)
+    stored = tables.get_job(job.job_id)
+    assert stored is not None and stored.pause_on_failures == 3
+    at = NOW.replace(microsecond=0)  # the table keeps milliseconds
+    until = at + timedelta(hours=2)
+    paused = stored.paused(at, by="alice", note="migration", until=until)
+    tables.update_job(stored, paused)
+    read = tables.get_job(job.job_id)
+    assert read is not None and read.status is JobStatus.PAUSED
+    assert (read.paused_at, read.paused_by, read.pause_note, read.pause_until) == (
+        paused.paused_at,
+        "alice",
+        "migration",
+        until,
+    )
+    resumed = read.resumed(until, until, new_version=False)
+    tables.update_job(read, resumed)
+    back = tables.get_job(job.job_id)
+    assert back is not None and back.status is JobStatus.ACTIVE and back.version == read.version
+    assert (back.paused_at, back.paused_by, back.pause_note, back.pause_until) == (None, None, None, None)
+    repaused = back.paused(until, by="bob", note=None, until=None)
+    tables.update_job(back, repaused)
+    with pytest.raises(VersionChanged):
+        tables.update_job(read, resumed)  # a late resume of the old pause: the new one stands
+
+
 def test_an_update_keeps_what_the_dispatcher_maintains(world: World, tables: Tables) -> None:
     job, _ = world.created(next_trigger_at=NOW + timedelta(seconds=10))
     before = tables.get_job(job.job_id)

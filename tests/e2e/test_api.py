@@ -718,3 +718,42 @@ def test_given_a_jitter_when_the_job_fires_then_at_its_occurrences_delay_never_b
         {**one_off(receiver, "/x", due), "schedule": {"rate": "1 minute"}, "jitter_seconds": 60},
     )
     assert status == 422 and refused["field"] == "jitter_seconds"
+
+
+def test_given_a_pause_with_a_note_and_until_when_it_ends_then_the_next_occurrence_fires_at_its_second(
+    local_stack: Api, receiver: Receiver
+) -> None:
+    body = {
+        "schedule": {"cron": "*/10 * * * * *"},
+        "target": {"type": "http", "url": receiver.url + "/paused"},
+    }
+    status, _, job = send(local_stack, "POST", "/v1/jobs", body)
+    assert status == 201, job
+    paused_at = datetime.now(UTC)
+    until = at(14)
+    status, _, paused = send(
+        local_stack, "POST", f"/v1/jobs/{job['job_id']}/pause", {"note": "deploying", "until": iso(until)}
+    )
+    assert status == 200, paused
+    assert paused["status"] == "PAUSED" and paused["pause"]["note"] == "deploying"
+    assert paused["pause"]["by"] == "local" and paused["pause"]["until"] == iso(until)
+    first_after = until + timedelta(seconds=(10 - until.second % 10) % 10)
+    receiver.wait_for("/paused", 1, timeout=60)
+    wait_until(
+        lambda: any(
+            parse_iso(d.headers["Punctual-Scheduled-For"]) >= first_after
+            for d in receiver.for_path("/paused")
+        ),
+        30,
+    )
+    send(local_stack, "DELETE", f"/v1/jobs/{job['job_id']}")
+    times = [
+        (parse_iso(d.headers["Punctual-Scheduled-For"]), d.received_at) for d in receiver.for_path("/paused")
+    ]
+    during = [t for t, _ in times if paused_at + timedelta(seconds=1) < t < until]
+    assert not during, f"fired while paused: {during}"
+    after = [(t, received) for t, received in times if t >= until]
+    assert after and after[0][0] == first_after
+    assert all(0 <= received - t.timestamp() < 1 for t, received in after), "at their second, never early"
+    status, _, shown = send(local_stack, "GET", f"/v1/jobs/{job['job_id']}")
+    assert shown["pause"] is None

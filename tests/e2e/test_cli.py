@@ -797,3 +797,25 @@ def test_schedule_preview_lists_fire_times_and_what_an_outage_would_run(cli: Cli
     assert spring["fire_times"][0]["dst"]["kind"] == "gap"
     bad = cli("schedule", "preview", "0 2 * * *", "--timezone", "Mars/Olympus")
     assert bad.code == 1 and "schedule.timezone" in one_error_line(bad)
+
+
+def test_pause_with_a_note_and_until_and_pause_on_failures(cli: Cli, receiver: Receiver) -> None:
+    created = cli.ok(
+        "jobs",
+        "create",
+        "--rate",
+        "1 hour",
+        "--url",
+        receiver.url + "/p",
+        "--pause-on-failures",
+        "3",
+        "--json",
+    ).json
+    assert created["pause_on_failures"] == 3
+    paused = cli.ok("jobs", "pause", created["job_id"], "--note", "quarter close", "--until", "in 2h")
+    assert field(paused.out, "status") == "PAUSED" and field(paused.out, "note") == "quarter close"
+    assert re.fullmatch(r"since \S+ by local until \S+Z", field(paused.out, "paused"))
+    bad = cli("jobs", "pause", created["job_id"], "--until", "2020-01-01T00:00:00Z")
+    assert bad.code == 1 and "until" in one_error_line(bad)
+    assert field(cli.ok("jobs", "resume", created["job_id"]).out, "status") == "ACTIVE"
+    cli.ok("jobs", "cancel", created["job_id"])

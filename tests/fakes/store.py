@@ -174,7 +174,7 @@ class MemoryStore:
             assert stored is not None
             owned = list(API_OWNED)
             if after.version != before.version:
-                owned += ["next_trigger_at", "paused_at"]
+                owned += ["next_trigger_at"]
             written = _stored_job(after)
             self.jobs[before.job_id] = replace(stored, **{name: getattr(written, name) for name in owned})
             if release:

@@ -14,7 +14,7 @@ from functions.api.errors import Conflict, InvalidInput
 from functions.api.models import CreateJobIn, PatchJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher, shard_groups
-from functions.core.model import JobStatus, RunStatus, bucket_of, fire_time, jitter_of
+from functions.core.model import JobStatus, RunStatus, bucket_of, fire_time, iso, jitter_of
 from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
@@ -24,7 +24,7 @@ from tests.conftest import Clock
 from tests.fakes.invoker import RecordingInvoker
 from tests.fakes.queue import MemoryQueue
 from tests.fakes.store import MemoryStore
-from tests.fakes.targets import ScriptedTargets, failure
+from tests.fakes.targets import OK, ScriptedTargets, failure
 
 HOOK = {"type": "http", "url": "https://example.com/hook"}
 SETTINGS = Settings(table_name="memory", queue_url="memory://work", dlq_url="memory://dlq", shard_count=4)
@@ -572,3 +572,118 @@ def test_changing_the_jitter_rewrites_the_next_trigger(engine: Engine) -> None:
     with pytest.raises(InvalidInput) as refused:
         engine.service.patch_job("alice", created["job_id"], PatchJobIn(jitter_seconds=3600))
     assert refused.value.field == "jitter_seconds"
+
+
+# ----------------------------------------------------------------------------- pause: note, until
+
+
+def test_a_pause_says_who_why_and_until_when_and_its_first_occurrence_after_fires_at_its_second(
+    engine: Engine,
+) -> None:
+    created = engine.create(schedule={"cron": "0 * * * *"})
+    job_id = created["job_id"]
+    engine.clock.advance(60)  # 12:01
+    until = engine.clock().replace(hour=14, minute=59, second=30)  # 13:00 and 14:00 fall in the pause
+    paused = engine.service.pause_job("alice", job_id, note="database migration", until=until.isoformat())
+    assert paused["status"] == "PAUSED" and paused["next_run_at"] is None
+    assert paused["pause"] == {
+        "at": iso(engine.clock()),
+        "by": "alice",
+        "note": "database migration",
+        "until": iso(until),
+    }
+    for hour in (13, 14):
+        engine.clock.now = engine.clock().replace(hour=hour, minute=0, second=30)
+        engine.dispatcher.sweep()
+    assert not engine.queue.sent, "nothing due while it is paused runs"
+    engine.clock.now = until - timedelta(seconds=60)  # 14:58:30: 15:00 is within the look-ahead
+    engine.dispatcher.sweep()
+    assert engine.service.get_job("alice", job_id)["status"] == "PAUSED", "until has not come"
+    assert len(engine.queue.sent) == 1, "the first occurrence after until is sent ahead, as any other"
+    engine.clock.now = until + timedelta(seconds=1)
+    shown = engine.service.get_job("alice", job_id)
+    assert shown["status"] == "ACTIVE" and shown["pause"] is None, "active from until on, as read"
+    engine.clock.now = until.replace(minute=59, second=59)
+    engine.deliver_all()
+    (run,) = engine.store.runs[job_id].values()
+    fifteen = until.replace(hour=15, minute=0, second=0)
+    assert run.scheduled_for == fifteen and run.status is RunStatus.SUCCEEDED
+    assert run.started_at == fifteen and run.lateness_ms == 0, "at its second"
+    engine.clock.now = fifteen + timedelta(minutes=58, seconds=30)
+    engine.dispatcher.sweep()  # the first dispatch after until (of 16:00) writes the pause's end
+    stored = engine.store.get_job(job_id)
+    assert stored is not None and stored.status is JobStatus.ACTIVE and stored.version == paused["version"]
+
+
+def test_a_one_off_paused_past_its_time_runs_when_the_pause_ends_never_before(engine: Engine) -> None:
+    due = engine.clock() + timedelta(minutes=5)
+    created = engine.create(schedule={"at": due.isoformat()})
+    until = due + timedelta(minutes=30)
+    engine.service.pause_job("alice", created["job_id"], until=until.isoformat())
+    engine.clock.now = due + timedelta(seconds=30)
+    engine.dispatcher.sweep()
+    assert not engine.queue.sent
+    engine.clock.now = until - timedelta(seconds=10)
+    engine.dispatcher.sweep()
+    message, _ = engine.queue.sent[0]
+    assert message.queued is not None and message.queued.next_attempt_at == until, "due at the pause's end"
+    engine.deliver_all()
+    (run,) = engine.store.runs[created["job_id"]].values()
+    assert run.started_at == until, "not a millisecond before the pause ends"
+    assert run.lateness_ms == 30 * 60 * 1000, "late by the pause"
+
+
+def test_resuming_before_until_wins_and_the_pauses_trigger_is_dropped(engine: Engine) -> None:
+    created = engine.create(schedule={"cron": "0 * * * *"})
+    until = engine.clock() + timedelta(hours=5)
+    engine.service.pause_job("alice", created["job_id"], until=until.isoformat())
+    engine.clock.advance(1800)
+    resumed = engine.service.resume_job("alice", created["job_id"])
+    assert resumed["status"] == "ACTIVE" and resumed["pause"] is None
+    engine.clock.now = until + timedelta(seconds=20)
+    report = engine.dispatcher.sweep()
+    assert report.dispatch.stale >= 1, "the pause's trigger belongs to an older version"
+    assert engine.service.get_job("alice", created["job_id"])["version"] == resumed["version"]
+
+
+def test_pausing_a_paused_job_again_replaces_its_note_and_keeps_its_start(engine: Engine) -> None:
+    created = engine.create(schedule={"cron": "0 * * * *"})
+    first = engine.service.pause_job("alice", created["job_id"], note="first")
+    engine.clock.advance(600)
+    again = engine.service.pause_job("alice", created["job_id"], note="second")
+    assert again["pause"]["note"] == "second" and again["pause"]["at"] == first["pause"]["at"]
+    assert engine.service.pause_job("alice", created["job_id"]) == again, "a plain pause changes nothing"
+
+
+@pytest.mark.parametrize(
+    ("until", "reason"),
+    [
+        ("2026-11-22T11:00:00Z", "not in the future"),
+        ("2028-01-01T00:00:00Z", "at most a year"),
+        ("soon", "ISO"),
+    ],
+)
+def test_until_must_be_a_future_time_within_a_year(engine: Engine, until: str, reason: str) -> None:
+    created = engine.create(schedule={"cron": "0 * * * *"})
+    with pytest.raises(InvalidInput) as refused:
+        engine.service.pause_job("alice", created["job_id"], until=until)
+    assert refused.value.field == "until" and reason in refused.value.reason
+    assert engine.service.get_job("alice", created["job_id"])["status"] == "ACTIVE"
+
+
+def test_pause_on_failures_pauses_after_that_many_consecutive_failed_runs(engine: Engine) -> None:
+    created = engine.create(schedule={"cron": "0 * * * *"}, pause_on_failures=2)
+    assert created["pause_on_failures"] == 2
+    fatal = failure(404, retriable=False)
+    engine.targets.outcomes = [fatal, OK, fatal, fatal]
+    for hour in range(4):
+        engine.clock.now = engine.clock().replace(minute=0, second=0) + timedelta(hours=1, seconds=-1)
+        engine.dispatcher.sweep()
+        engine.clock.advance(1)
+        engine.deliver_all()
+        status = engine.service.get_job("alice", created["job_id"])["status"]
+        assert status == ("PAUSED" if hour == 3 else "ACTIVE"), f"after run {hour + 1}"
+    job = engine.service.get_job("alice", created["job_id"])
+    assert job["pause"]["by"] == "punctual"
+    assert job["pause"]["note"].startswith("paused after 2 consecutive failed runs; the last, ")
+    assert "HTTP 404" in job["pause"]["note"]

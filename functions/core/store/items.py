@@ -79,6 +79,10 @@ def job_to_item(job: Job) -> dict[str, Any]:
         "next_trigger_at": optional_ms(job.next_trigger_at),
         "paused_at": optional_ms(job.paused_at),
         "jitter_seconds": job.jitter_seconds or None,
+        "pause_note": job.pause_note,
+        "paused_by": job.paused_by,
+        "pause_until": optional_ms(job.pause_until),
+        "pause_on_failures": job.pause_on_failures,
         GSI1_PK: owner_index_pk(job.owner),
         GSI1_SK: f"{to_ms(job.created_at):013d}#{job.job_id}",
     }
@@ -108,6 +112,10 @@ def job_from_item(item: Mapping[str, Any]) -> Job:
         next_trigger_at=optional_time(data.get("next_trigger_at")),
         paused_at=optional_time(data.get("paused_at")),
         jitter_seconds=int(data.get("jitter_seconds") or 0),
+        pause_note=data.get("pause_note"),
+        paused_by=data.get("paused_by"),
+        pause_until=optional_time(data.get("pause_until")),
+        pause_on_failures=optional_int(data.get("pause_on_failures")),
     )
 
 

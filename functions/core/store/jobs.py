@@ -36,6 +36,11 @@ API_OWNED = (
     "catchup_seconds",
     "overlap",
     "jitter_seconds",
+    "paused_at",
+    "pause_note",
+    "paused_by",
+    "pause_until",
+    "pause_on_failures",
     "updated_at",
 )
 
@@ -171,7 +176,7 @@ class JobTable(TableBase):
         owned = list(API_OWNED)
         if after.version != before.version:
             # The dispatcher maintains next_trigger_at for the current version; a new version resets it.
-            owned += ["next_trigger_at", "paused_at"]
+            owned += ["next_trigger_at"]
         names: dict[str, str] = {}
         values: dict[str, Any] = {":seen_version": {"N": str(before.version)}}
         sets: list[str] = []
