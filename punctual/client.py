@@ -164,6 +164,10 @@ class Client:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return self.request("POST", "/v1/jobs/batch", {"jobs": bodies}, headers=headers)
 
+    def bulk(self, body: dict[str, Any]) -> Any:
+        """POST /v1/jobs/bulk: pause, resume or cancel every job carrying some tags, answered per job."""
+        return self.request("POST", "/v1/jobs/bulk", body)
+
     def preview_schedule(self, body: dict[str, Any]) -> Any:
         """POST /v1/schedules/preview: fire times and an outage's replay; nothing is created."""
         return self.request("POST", "/v1/schedules/preview", body)

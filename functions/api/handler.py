@@ -33,6 +33,8 @@ from functions.api.errors import (
 )
 from functions.api.guards import check_body
 from functions.api.models import (
+    BulkIn,
+    BulkOut,
     CreatedJobsOut,
     CreateJobIn,
     CreateJobsIn,
@@ -175,6 +177,15 @@ def create_jobs(batch: CreateJobsIn, idempotency_key: BatchIdempotencyKey = None
     error POST /v1/jobs would have answered); with an Idempotency-Key a retried batch answers each
     job as the first time."""
     return _json(200, {"items": service().create_jobs(current_owner(), batch.jobs, idempotency_key)})
+
+
+@app.post("/v1/jobs/bulk", tags=["jobs"], responses=ok(BulkOut))
+def bulk_action(request: BulkIn) -> Response[str]:
+    """Pause (with a note and until), resume or cancel every job of yours that carries all the given
+    tags, each answered on its own (job_id, and the job or the error its single-job route would give)."""
+    from functions.api.bulk import bulk_action as act
+
+    return _json(200, act(service(), current_owner(), request))
 
 
 @app.get("/v1/jobs", tags=["jobs"], responses=ok(JobPage))

@@ -287,6 +287,17 @@ class PauseIn(BaseModel):
     )
 
 
+class BulkIn(BaseModel):
+    """Act on every job of the caller that carries all of ``tags``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["pause", "resume", "cancel"]
+    tags: dict[str, str] = Field(max_length=50, description="the jobs carrying all of these (at least one)")
+    note: str | None = Field(default=None, max_length=500, description="pause only: why")
+    until: str | None = Field(default=None, max_length=64, description="pause only: resume by itself then")
+
+
 class PauseOut(BaseModel):
     at: str
     by: str | None
@@ -536,3 +547,17 @@ class PreviewOut(BaseModel):
     fire_times: list[FireTimeOut]
     outage: OutageOut | None
     notes: list[str]
+
+
+class BulkItemOut(BaseModel):
+    job_id: str
+    status: int = Field(description="what the single-job route would have answered: 200, or 4xx with error")
+    job: JobOut | None
+    error: ErrorOut | None
+
+
+class BulkOut(BaseModel):
+    action: Literal["pause", "resume", "cancel"]
+    matched: int = Field(description="the caller's jobs that carry the tags and can take the action")
+    items: list[BulkItemOut] = Field(description="one per job acted on (at most 500), oldest first")
+    more: bool = Field(description="more matched than were acted on: call again for the rest")

@@ -12,6 +12,7 @@ import click
 
 from punctual.cli.common import (
     EXIT_REFUSED,
+    EXIT_USAGE,
     Context,
     api_command,
     key_values,
@@ -390,3 +391,49 @@ def jobs_watch(ctx: Context, job_id: str, interval: float, iterations: int) -> N
             time.sleep(interval)
     except KeyboardInterrupt:
         pass
+
+
+@jobs.command("bulk")
+@click.argument("action", type=click.Choice(["pause", "resume", "cancel"]))
+@click.option(
+    "--tag", "tags", multiple=True, required=True, help="KEY=VALUE: jobs carrying all of them (repeatable)."
+)
+@click.option("--note", help="pause: why.")
+@click.option("--until", help='pause: resume by itself then ("in 2h", or an ISO date-time).')
+@click.option("--yes", is_flag=True, help="cancel: confirm cancelling every matching job.")
+@api_command
+def jobs_bulk(
+    ctx: Context, action: str, tags: tuple[str, ...], note: str | None, until: str | None, yes: bool
+) -> None:
+    """Pause, resume or cancel every job of yours that carries all the --tag pairs, each answered on
+    its own; exit 1 if any was refused. Cancelling asks for --yes."""
+    if action == "cancel" and not yes:
+        click.echo("error: cancel ends every matching job for good; add --yes to confirm", err=True)
+        sys.exit(EXIT_USAGE)
+    body: dict[str, Any] = {"action": action, "tags": key_values(tags, "=", "--tag")}
+    if note is not None:
+        body["note"] = note
+    if until is not None:
+        body["until"] = parse_when(until)
+    answer = ctx.client.bulk(body)
+    refused = [item for item in answer["items"] if item["status"] >= 400]
+    if ctx.as_json:
+        emit_json(answer)
+    else:
+        rows = [
+            [
+                item["job_id"],
+                (item["job"] or {}).get("name"),
+                (item["job"] or {}).get("status") or item["status"],
+                "ok" if item["job"] else f"{item['error']['field']}: {item['error']['reason']}",
+            ]
+            for item in answer["items"]
+        ]
+        click.echo(table(rows, ["job id", "name", "status", "result"]))
+        more = " (more matched: run it again for the rest)" if answer["more"] else ""
+        click.echo(
+            f"{action}: {answer['matched']} matched, {len(answer['items']) - len(refused)} done, "
+            f"{len(refused)} refused{more}"
+        )
+    if refused:
+        sys.exit(EXIT_REFUSED)

@@ -757,3 +757,23 @@ def test_given_a_pause_with_a_note_and_until_when_it_ends_then_the_next_occurren
     assert all(0 <= received - t.timestamp() < 1 for t, received in after), "at their second, never early"
     status, _, shown = send(local_stack, "GET", f"/v1/jobs/{job['job_id']}")
     assert shown["pause"] is None
+
+
+def test_given_jobs_with_a_tag_when_paused_resumed_and_cancelled_in_bulk_then_each_is_answered(
+    local_stack: Api,
+) -> None:
+    team = f"bulk-{time.time_ns()}"
+    ids = [send(local_stack, "POST", "/v1/jobs", daily(tags={"team": team}))[2]["job_id"] for _ in range(3)]
+    other = send(local_stack, "POST", "/v1/jobs", daily(tags={"team": team + "-other"}))[2]["job_id"]
+    status, _, paused = send(
+        local_stack, "POST", "/v1/jobs/bulk", {"action": "pause", "tags": {"team": team}, "note": "freeze"}
+    )
+    assert status == 200 and paused["matched"] == 3, paused
+    assert sorted(item["job_id"] for item in paused["items"]) == sorted(ids)
+    assert all(item["job"]["pause"]["note"] == "freeze" for item in paused["items"])
+    assert send(local_stack, "GET", f"/v1/jobs/{other}")[2]["status"] == "ACTIVE"
+    _, _, cancelled = send(local_stack, "POST", "/v1/jobs/bulk", {"action": "cancel", "tags": {"team": team}})
+    assert {item["job"]["status"] for item in cancelled["items"]} == {"CANCELLED"}
+    status, _, refused = send(local_stack, "POST", "/v1/jobs/bulk", {"action": "pause", "tags": {}})
+    assert status == 422 and refused["field"] == "tags"
+    send(local_stack, "DELETE", f"/v1/jobs/{other}")

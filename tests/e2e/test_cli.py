@@ -819,3 +819,22 @@ def test_pause_with_a_note_and_until_and_pause_on_failures(cli: Cli, receiver: R
     assert bad.code == 1 and "until" in one_error_line(bad)
     assert field(cli.ok("jobs", "resume", created["job_id"]).out, "status") == "ACTIVE"
     cli.ok("jobs", "cancel", created["job_id"])
+
+
+def test_bulk_pause_and_cancel_by_tag(cli: Cli, receiver: Receiver) -> None:
+    team = f"cli-bulk-{uuid.uuid4().hex[:8]}"
+    for _ in range(2):
+        cli.ok("jobs", "create", "--rate", "1 hour", "--url", receiver.url + "/b", "--tag", f"team={team}")
+    paused = cli.ok("jobs", "bulk", "pause", "--tag", f"team={team}", "--note", "freeze", "--until", "in 1h")
+    assert paused.out.strip().endswith("pause: 2 matched, 2 done, 0 refused")
+    assert [row[2] for row in rows_after(paused.out, "JOB ID")] == ["PAUSED", "PAUSED"]
+    unconfirmed = cli("jobs", "bulk", "cancel", "--tag", f"team={team}")
+    assert unconfirmed.code == 2 and "--yes" in one_error_line(unconfirmed)
+    cancelled = cli.ok("jobs", "bulk", "cancel", "--tag", f"team={team}", "--yes", "--json").json
+    assert cancelled["matched"] == 2 and {i["job"]["status"] for i in cancelled["items"]} == {"CANCELLED"}
+
+
+def rows_after(text: str, header: str) -> list[list[str]]:
+    lines = [line for line in text.splitlines() if line.strip()]
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    return [re.split(r"\s{2,}", line) for line in lines[start + 1 :] if line.startswith("job_")]
