@@ -197,12 +197,18 @@ class Client:
         return self.request("POST", f"/v1/jobs/{quote(job_id, safe='')}/{action}", body)
 
     def list_runs(
-        self, job_id: str, *, limit: int = 20, cursor: str | None = None, status: str | None = None
+        self,
+        job_id: str,
+        *,
+        limit: int = 20,
+        cursor: str | None = None,
+        status: str | None = None,
+        reason: str | None = None,
     ) -> Any:
         return self.request(
             "GET",
             f"/v1/jobs/{quote(job_id, safe='')}/runs",
-            query={"limit": limit, "cursor": cursor, "status": status},
+            query={"limit": limit, "cursor": cursor, "status": status, "reason": reason},
         )
 
     def get_run(self, job_id: str, run_id: str) -> Any:

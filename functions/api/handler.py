@@ -51,7 +51,7 @@ from functions.api.models import (
 )
 from functions.api.service import JobService
 from functions.core.factories import build_network_policy, build_store, default_dispatcher
-from functions.core.model import JobStatus, RunStatus
+from functions.core.model import JobStatus, Reason, RunStatus
 from functions.core.observability import logger
 from functions.core.settings import get_settings
 
@@ -250,11 +250,14 @@ def list_runs(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
     status: Annotated[RunStatus | None, Query()] = None,
+    reason: Annotated[Reason | None, Query(description="only the non-runs of this reason")] = None,
 ) -> RunPage:
-    """Execution history, newest first."""
-    return RunPage.model_validate(
-        service().list_runs(current_owner(), job_id, limit=limit, cursor=cursor, status=status)
+    """Execution history, newest first, with a row for every occurrence that did not run (skipped by
+    overlap or misfire, not run while paused, cancelled) and its reason."""
+    page = service().list_runs(
+        current_owner(), job_id, limit=limit, cursor=cursor, status=status, reason=reason
     )
+    return RunPage.model_validate(page)
 
 
 @app.get("/v1/jobs/<job_id>/runs/<run_id>", tags=["runs"], responses=ok(RunOut))

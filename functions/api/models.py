@@ -378,6 +378,11 @@ class PreviewIn(BaseModel):
 # ---------------------------------------------------------------------------------------- responses
 
 
+RunReasonName = Literal[
+    "paused", "superseded", "overlap", "misfire_skipped", "misfire_collapsed", "job_cancelled", "cancelled"
+]
+
+
 class RunSummaryOut(BaseModel):
     run_id: str
     status: RunStatusName
@@ -403,7 +408,7 @@ class RunOut(BaseModel):
     run_id: str
     job_id: str
     status: RunStatusName
-    kind: Literal["scheduled", "manual"]
+    kind: Literal["scheduled", "manual", "pause"]
     scheduled_for: str
     queued_at: str | None
     started_at: str | None
@@ -414,6 +419,13 @@ class RunOut(BaseModel):
     jitter_ms: int = Field(
         default=0, description="the job's jitter for this occurrence: due this long after scheduled_for"
     )
+    reason: RunReasonName | None = Field(default=None, description="why it did not run (SKIPPED, CANCELLED)")
+    covers: int = Field(
+        default=1, description="the occurrences this row stands for (a pause span, a misfire stretch)"
+    )
+    covers_until: str | None = Field(default=None, description="the last of them")
+    note: str | None = Field(default=None, description="a pause span: the pause's note")
+    by: str | None = Field(default=None, description="a pause span: who paused")
     attempt: int = Field(description="attempts started")
     executions: int = Field(description="attempt starts including re-executions after a worker crash")
     next_attempt_at: str | None

@@ -32,6 +32,7 @@ from functions.core.model import (
     JobStatus,
     MisfirePolicy,
     OverlapPolicy,
+    Reason,
     RetryPolicy,
     Run,
     RunKind,
@@ -325,11 +326,20 @@ class JobService:
         }
 
     def list_runs(
-        self, owner: str, job_id: str, *, limit: int, cursor: str | None, status: RunStatus | None
+        self,
+        owner: str,
+        job_id: str,
+        *,
+        limit: int,
+        cursor: str | None,
+        status: RunStatus | None,
+        reason: Reason | None = None,
     ) -> dict[str, Any]:
         self._owned_job(owner, job_id)
         try:
-            runs, next_cursor = self.store.list_runs(job_id, limit=limit, cursor=cursor, status=status)
+            runs, next_cursor = self.store.list_runs(
+                job_id, limit=limit, cursor=cursor, status=status, reason=reason
+            )
         except BadCursorError as error:
             raise InvalidInput(str(error), "cursor") from error
         return {"items": [run_view(run) for run in runs], "next_cursor": next_cursor}
@@ -464,10 +474,13 @@ class JobService:
             return self.job_view(job, now)
         if job.status is not JobStatus.PAUSED:
             raise Conflict(f"a {job.status.value} job cannot be resumed", "status")
-        first = replace(job, paused_at=job.paused_at or now).resume_point()
+        first = job.resume_point(now)
         resumed = job.resumed(now, first)
         trigger = self._trigger(resumed, first, now) if first else None
         self._write(job, resumed, trigger)
+        row = job.pause_row(now, now)
+        if row is not None:
+            self.store.put_run(row)  # the pause in the history: what did not run, why, who paused
         if trigger is not None:
             self._dispatch_if_due(trigger, now)
         return self.job_view(resumed, now)
@@ -508,7 +521,10 @@ class JobService:
             run = self._owned_run(owner, job_id, run_id)
             if run.status.is_terminal:
                 raise Conflict(f"the run has already finished ({run.status.value})", "status")
-            if self.store.mark_run(run, RunStatus.CANCELLED, now=now, error="cancelled by request"):
+            cancelled_by_request = self.store.mark_run(
+                run, RunStatus.CANCELLED, now=now, error="cancelled by request", reason=Reason.CANCELLED
+            )
+            if cancelled_by_request:
                 cancelled = self.store.get_run(job_id, run_id)
                 assert cancelled is not None
                 return run_view(cancelled, with_attempts=True)
@@ -624,6 +640,11 @@ def run_view(run: Run, *, with_attempts: bool = False) -> dict[str, Any]:
         "finished_at": iso(run.finished_at),
         "lateness_ms": run.lateness_ms,
         "jitter_ms": run.jitter_ms,
+        "reason": run.reason.value if run.reason else None,
+        "covers": run.covers,
+        "covers_until": iso(run.covers_until),
+        "note": run.note,
+        "by": run.by,
         "attempt": run.attempt,
         "executions": run.executions,
         "next_attempt_at": iso(run.next_attempt_at) if run.status is RunStatus.RETRYING else None,

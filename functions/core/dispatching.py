@@ -17,6 +17,7 @@ from functions.core import crash_points
 from functions.core.model import (
     Job,
     JobStatus,
+    Reason,
     Run,
     RunKind,
     RunStatus,
@@ -31,6 +32,7 @@ from functions.core.model import (
     jitter_of,
     make_trigger,
     next_bucket,
+    not_run_row,
     plan_claim,
     run_id_for,
     utcnow,
@@ -95,6 +97,9 @@ class _Outcome:
     finished: Trigger | None = None
     # The next occurrence this dispatch wrote (recurring jobs), to be dispatched too if due soon.
     chained: Trigger | None = None
+    # The row of the occurrences run_once collapsed into the one it runs: written after that run, so a
+    # crash before it leaves the trigger without its run, for the next sweep to dispatch again.
+    collapsed: Run | None = None
 
 
 # How long after their time a dispatcher remembers dispatched occurrences (the cursor passes a
@@ -233,8 +238,11 @@ class Dispatcher:
         outgoing: list[_Outgoing] = []
         chained: list[Trigger] = []
         finished: list[Trigger] = []
+        collapsed: list[Run] = []
         for outcome in outcomes:
             report.add(outcome.report)
+            if outcome.collapsed is not None:
+                collapsed.append(outcome.collapsed)
             if outcome.outgoing is not None:
                 outgoing.append(outcome.outgoing)
             if outcome.chained is not None:
@@ -269,6 +277,8 @@ class Dispatcher:
         # False: the worker started it first, or another dispatcher wrote it (its message was a
         # duplicate, absorbed by the worker). Either way the run exists now.
         report.lost_races += written.count(False)
+        for row in collapsed:  # the history of what run_once merged, once the run it ran exists
+            self.store.put_run(row)
         self._remember([item.trigger for item in outgoing if not item.trigger.is_retry])
         self._delete(finished + [item.trigger for item in outgoing if item.trigger.is_retry])
         return chained
@@ -320,7 +330,7 @@ class Dispatcher:
             self.store.delete_trigger(trigger)
             report.stale += 1
             return _Outcome(report)
-        run, next_trigger = self._plan(trigger, job, now)
+        run, next_trigger, collapsed = self._plan(trigger, job, now)
         report.claimed += 1
         other = trigger if run.run_id != trigger.run_id else None
         if run.status is RunStatus.QUEUED:
@@ -330,7 +340,9 @@ class Dispatcher:
                 run = replace(run, next_attempt_at=fire_at)
             message = WorkMessage(job.job_id, run.run_id, queued=run)
             outgoing = _Outgoing(trigger, message, fire_at)
-            return _Outcome(report, outgoing=outgoing, finished=other, chained=next_trigger)
+            return _Outcome(
+                report, outgoing=outgoing, finished=other, chained=next_trigger, collapsed=collapsed
+            )
         # Skipped by the misfire policy: nothing to send, the run records it.
         report.skipped += 1
         if not self.store.put_run(run):
@@ -346,24 +358,37 @@ class Dispatcher:
             self.store.update_job(job, resumed)
         except VersionChanged:
             return None
+        row = job.pause_row(job.pause_until or now, now)
+        if row is not None:
+            self.store.put_run(row)  # the pause in the history: what did not run, why, who paused
         logger.info(
             "job resumed", extra={"job_id": job.job_id, "paused_at": iso(job.paused_at), "by": "until"}
         )
         return resumed
 
-    def _plan(self, trigger: Trigger, job: Job, now: datetime) -> tuple[Run, Trigger | None]:
-        """The run this trigger dispatches (QUEUED, or SKIPPED by the misfire policy), after writing
-        the next occurrence of a recurring job (an idempotent put: a crash after it rewrites it)."""
+    def _plan(self, trigger: Trigger, job: Job, now: datetime) -> tuple[Run, Trigger | None, Run | None]:
+        """The run this trigger dispatches (QUEUED, or a SKIPPED row for the stretch the misfire
+        policy skips), the next occurrence of a recurring job, written first (an idempotent put: a
+        crash after it rewrites it), and the row of the occurrences ``run_once`` collapsed, if any."""
         if trigger.kind is RunKind.MANUAL:
-            return _new_run(job, trigger.scheduled_for, RunKind.MANUAL, RunStatus.QUEUED, now), None
+            return _new_run(job, trigger.scheduled_for, RunKind.MANUAL, RunStatus.QUEUED, now), None, None
         threshold = timedelta(seconds=self.settings.misfire_threshold_seconds)
         plan = plan_claim(job, trigger.scheduled_for, now, threshold)
+        collapsed = None
         if plan.run_scheduled_for is not None:
             run = _new_run(job, plan.run_scheduled_for, RunKind.SCHEDULED, RunStatus.QUEUED, now)
+            if plan.run_scheduled_for > trigger.scheduled_for:
+                # run_once: the missed occurrences before the latest collapse into its run.
+                merged = _stretch(job, trigger.scheduled_for, plan.run_scheduled_for)
+                error = f"missed: collapsed into the run of {iso(plan.run_scheduled_for)} (misfire run_once)"
+                collapsed = not_run_row(
+                    job, trigger.scheduled_for, merged, Reason.MISFIRE_COLLAPSED, now, error=error
+                )
         else:
             assert plan.skipped is not None
-            run = _new_run(job, plan.skipped, RunKind.SCHEDULED, RunStatus.SKIPPED, now)
-            run = replace(run, finished_at=now, error="missed (misfire policy)")
+            skipped = _stretch(job, plan.skipped, plan.next_occurrence or now + timedelta(microseconds=1))
+            error = f"missed: skipped by the misfire policy ({job.misfire.value})"
+            run = not_run_row(job, plan.skipped, skipped, Reason.MISFIRE_SKIPPED, now, error=error)
         next_trigger = None
         if plan.next_occurrence is not None:
             # Held when this dispatch follows the chain to it (``dispatch``): a sweep listing it
@@ -379,7 +404,7 @@ class Dispatcher:
         elif job.schedule.is_recurring:
             # A recurring schedule that ran out (end_at, a year field) completes with its last occurrence.
             self.store.complete_job(job)
-        return run, next_trigger
+        return run, next_trigger, collapsed
 
     # ------------------------------------------------------------------------------------- sweep
 
@@ -470,3 +495,9 @@ def _resumes(job: Job, trigger: Trigger) -> bool:
         and job.version == trigger.job_version
         and trigger.fire_at >= job.pause_until
     )
+
+
+def _stretch(job: Job, first: datetime, before: datetime) -> list[datetime]:
+    """The occurrences from ``first`` up to, not including, ``before`` (at most run_once's bound)."""
+    one = timedelta(microseconds=1)
+    return job.schedule.occurrences_between(first - one, before - one, limit=100_000)

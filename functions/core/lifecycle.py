@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from functions.core.model import Job, JobStatus, Run, RunKind, RunStatus
+from functions.core.model import Job, JobStatus, Reason, Run, RunKind, RunStatus
 
 CANCELLED_ERROR = "cancelled"  # what a target reports when the attempt was aborted for a cancel
 
@@ -26,6 +26,7 @@ class Cancel:
     """End the run CANCELLED without starting it."""
 
     reason: str
+    code: Reason = Reason.JOB_CANCELLED
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Skip:
     """End the run SKIPPED without starting it."""
 
     reason: str
+    code: Reason
 
 
 @dataclass(frozen=True)
@@ -72,9 +74,9 @@ def superseded(run: Run, job: Job) -> Skip | None:
     if run.status is not RunStatus.QUEUED or run.kind is not RunKind.SCHEDULED:
         return None
     if job.status is JobStatus.PAUSED and not job.pause_ended(run.next_attempt_at or run.due_at):
-        return Skip("job paused")
+        return Skip("job paused", Reason.PAUSED)
     if job.version != run.job_version:
-        return Skip("superseded by a change to the job")
+        return Skip("superseded by a change to the job", Reason.SUPERSEDED)
     return None
 
 
@@ -83,7 +85,7 @@ def overlap_blocks(run: Run, job: Job, earlier: list[Run]) -> Skip | None:
     if job.overlap.value != "skip" or run.status is not RunStatus.QUEUED:
         return None
     if any(other.status in (RunStatus.RUNNING, RunStatus.RETRYING) for other in earlier):
-        return Skip("previous run still running")
+        return Skip("previous run still running", Reason.OVERLAP)
     return None
 
 

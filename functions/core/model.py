@@ -95,6 +95,19 @@ class TriggerState(StrEnum):
 class RunKind(StrEnum):
     SCHEDULED = "scheduled"
     MANUAL = "manual"
+    PAUSE = "pause"  # a row standing for a pause span: the occurrences not run while paused
+
+
+class Reason(StrEnum):
+    """Why a run did not run (SKIPPED, CANCELLED): the history of non-runs (docs/architecture.md)."""
+
+    PAUSED = "paused"
+    SUPERSEDED = "superseded"
+    OVERLAP = "overlap"
+    MISFIRE_SKIPPED = "misfire_skipped"
+    MISFIRE_COLLAPSED = "misfire_collapsed"
+    JOB_CANCELLED = "job_cancelled"
+    CANCELLED = "cancelled"
 
 
 # ---------------------------------------------------------------------------------------------- time
@@ -272,12 +285,38 @@ class Job:
             return self.schedule.next_after(self.pause_until - timedelta(microseconds=1))
         return self.schedule.first_fire_time()
 
-    def resume_point(self) -> datetime | None:
-        """The first occurrence a resume continues from: the first after the pause began (the misfire
-        policy decides about the ones missed meanwhile); a one-off's own time."""
+    def resume_point(self, now: datetime) -> datetime | None:
+        """The first occurrence a resume at ``now`` continues with: the first at or after it (nothing
+        that fell due while paused runs: the pause's row in the history says what); a one-off's own
+        time (it runs, however late)."""
         if self.schedule.is_recurring:
-            return self.schedule.next_after(self.paused_at) if self.paused_at else None
+            return self.schedule.next_after(now - timedelta(microseconds=1))
         return self.schedule.first_fire_time()
+
+    def pause_row(self, end: datetime, now: datetime) -> Run | None:
+        """The history's row for this job's pause, from ``paused_at`` to ``end``: the occurrences due
+        in it, which did not run, with the pause's note and who paused (None if it was not paused)."""
+        if self.paused_at is None:
+            return None
+        one = timedelta(microseconds=1)
+        # After the pause began (one due at that very moment was dispatched already) and before its end.
+        due = self.schedule.occurrences_between(self.paused_at, end - one, limit=MAX_ROW_COVERS)
+        if not self.schedule.is_recurring:
+            due = []  # a one-off's time that passed while paused still runs
+        return replace(
+            not_run_row(
+                self,
+                self.paused_at,
+                due,
+                Reason.PAUSED,
+                now,
+                kind=RunKind.PAUSE,
+                error="not run while paused",
+                note=self.pause_note,
+                by=self.paused_by,
+            ),
+            finished_at=end,
+        )
 
     @property
     def is_live(self) -> bool:
@@ -344,6 +383,11 @@ class Run:
     error: str | None = None
     attempts: tuple[Attempt, ...] = ()
     jitter_ms: int = 0  # its first attempt is due this long after scheduled_for (the job's jitter)
+    reason: Reason | None = None  # why it did not run (SKIPPED, CANCELLED without an attempt)
+    covers: int = 1  # a row standing for several occurrences that did not run (a pause, a misfire stretch)
+    covers_until: datetime | None = None  # the last of them
+    note: str | None = None  # a pause span's note
+    by: str | None = None  # who paused, for a pause span
 
     @property
     def due_at(self) -> datetime:
@@ -588,3 +632,40 @@ def job_history(job: Job, runs: list[Run]) -> JobHistory:
         elif own is not None and own.status is RunStatus.FAILED:
             status = JobStatus.FAILED
     return JobHistory(status, finished[0] if finished else None, counts)
+
+
+# The most occurrences one row of the history of non-runs counts (run_once's own bound).
+MAX_ROW_COVERS = 100_000
+
+
+def not_run_row(
+    job: Job,
+    start: datetime,
+    occurrences: list[datetime],
+    reason: Reason,
+    now: datetime,
+    *,
+    kind: RunKind = RunKind.SCHEDULED,
+    error: str,
+    note: str | None = None,
+    by: str | None = None,
+) -> Run:
+    """One SKIPPED row for a stretch of occurrences that did not run, at ``start`` (its first one, or
+    for a pause span the pause's start): ``covers`` them, up to ``covers_until``."""
+    return Run(
+        job_id=job.job_id,
+        run_id=run_id_for(job.job_id, start, kind),
+        owner=job.owner,
+        scheduled_for=start,
+        status=RunStatus.SKIPPED,
+        kind=kind,
+        queued_at=now,
+        finished_at=now,
+        job_version=job.version,
+        error=error,
+        reason=reason,
+        covers=len(occurrences),
+        covers_until=occurrences[-1] if occurrences else None,
+        note=note,
+        by=by,
+    )

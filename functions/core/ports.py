@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from functions.core.model import Attempt, Job, JobStatus, Run, RunStatus, Trigger
+from functions.core.model import Attempt, Job, JobStatus, Reason, Run, RunStatus, Trigger
 
 if TYPE_CHECKING:
     from functions.core.queue import WorkMessage
@@ -152,7 +152,13 @@ class RunStore(Protocol):
         run of an older job version, which is replaced)."""
 
     def list_runs(
-        self, job_id: str, *, limit: int, cursor: str | None = None, status: RunStatus | None = None
+        self,
+        job_id: str,
+        *,
+        limit: int,
+        cursor: str | None = None,
+        status: RunStatus | None = None,
+        reason: Reason | None = None,
     ) -> tuple[list[Run], str | None]: ...
 
     def recent_runs(self, job_id: str, *, limit: int) -> list[Run]:
@@ -188,7 +194,14 @@ class RunStore(Protocol):
         """
 
     def mark_run(
-        self, run: Run, status: RunStatus, *, now: datetime, error: str | None, create: bool = False
+        self,
+        run: Run,
+        status: RunStatus,
+        *,
+        now: datetime,
+        error: str | None,
+        create: bool = False,
+        reason: Reason | None = None,
     ) -> bool:
         """End a run that has no attempt running (cancelled, skipped), guarded by what was read."""
 

@@ -363,7 +363,10 @@ class RunExecutor:
         """End a run that never started an attempt, unless it changed meanwhile (``create``: its item
         is not written yet)."""
         status = RunStatus.CANCELLED if isinstance(decision, lifecycle.Cancel) else RunStatus.SKIPPED
-        if self.store.mark_run(run, status, now=self.clock(), error=decision.reason, create=create):
+        marked = self.store.mark_run(
+            run, status, now=self.clock(), error=decision.reason, create=create, reason=decision.code
+        )
+        if marked:
             logger.info(
                 f"run {status.value.lower()}",
                 extra={"job_id": run.job_id, "run_id": run.run_id, "reason": decision.reason},

@@ -330,18 +330,41 @@ _job_action("cancel", "Cancel: no further runs; the history is kept.")
         ["SCHEDULED", "QUEUED", "RUNNING", "SUCCEEDED", "RETRYING", "FAILED", "CANCELLED", "SKIPPED"]
     ),
 )
+@click.option(
+    "--reason",
+    type=click.Choice(
+        [
+            "paused",
+            "superseded",
+            "overlap",
+            "misfire_skipped",
+            "misfire_collapsed",
+            "job_cancelled",
+            "cancelled",
+        ]
+    ),
+    help="Only the occurrences that did not run, for this reason.",
+)
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
 @click.option("--cursor")
 @click.option("--all", "everything", is_flag=True)
 @api_command
 def jobs_runs(
-    ctx: Context, job_id: str, status: str | None, limit: int, cursor: str | None, everything: bool
+    ctx: Context,
+    job_id: str,
+    status: str | None,
+    reason: str | None,
+    limit: int,
+    cursor: str | None,
+    everything: bool,
 ) -> None:
-    """A job's execution history, newest first."""
+    """A job's execution history, newest first: every run, and a row for every occurrence that did
+    not run (skipped by overlap or misfire, not run while paused, cancelled) with its reason."""
     items: list[Any] = []
     next_cursor = None
     for page in pages(
-        lambda c: ctx.client.list_runs(job_id, limit=limit, cursor=c or cursor, status=status), everything
+        lambda c: ctx.client.list_runs(job_id, limit=limit, cursor=c or cursor, status=status, reason=reason),
+        everything,
     ):
         items.extend(page["items"])
         next_cursor = page["next_cursor"]

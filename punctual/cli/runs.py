@@ -23,10 +23,20 @@ def run_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
             run["scheduled_for"],
             run["lateness_ms"],
             run["attempt"],
-            run.get("error"),
+            _why(run),
         ]
         for run in runs
     ]
+
+
+def _why(run: dict[str, Any]) -> str | None:
+    """The error, and for a row standing for several occurrences how many and, for a pause, why."""
+    text = run.get("error")
+    if run.get("covers", 1) != 1:
+        text = f"{text} ({run['covers']} occurrences)"
+    if run.get("note"):
+        text = f"{text}: {run['note']}"
+    return text
 
 
 RUN_HEADERS = ["run id", "status", "scheduled for", "lateness ms", "attempts", "error"]

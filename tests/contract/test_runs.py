@@ -11,9 +11,12 @@ from functions.core.model import (
     RUN_COUNT_WINDOW,
     InvalidTransitionError,
     JobStatus,
+    Reason,
+    RunKind,
     RunStatus,
     TriggerState,
     job_history,
+    not_run_row,
 )
 from functions.core.ports import RunNotOurs, Tables
 from functions.core.store.items import as_stored_attempt
@@ -90,6 +93,41 @@ def test_a_jittered_runs_delay_is_kept_and_its_lateness_counts_from_its_due_time
     assert tables.start_attempt(stored, token="t", now=called, lease_until=called + timedelta(seconds=4))
     started = tables.get_run(job.job_id, queued.run_id)
     assert started is not None and started.lateness_ms == 15 and started.jitter_ms == 4321
+
+
+def test_a_non_run_keeps_its_reason_and_the_history_filters_by_it(world: World, tables: Tables) -> None:
+    job, trigger = world.created()
+    queued = world.run(job, trigger.scheduled_for)
+    assert tables.put_run(queued)
+    assert tables.mark_run(queued, RunStatus.SKIPPED, now=NOW, error="job paused", reason=Reason.PAUSED)
+    later = world.run(job, trigger.scheduled_for + timedelta(seconds=10))
+    assert tables.put_run(later)
+    stored = tables.get_run(job.job_id, queued.run_id)
+    assert stored is not None and stored.reason is Reason.PAUSED and stored.error == "job paused"
+    paused, _ = tables.list_runs(job.job_id, limit=10, reason=Reason.PAUSED)
+    assert [run.run_id for run in paused] == [queued.run_id]
+    assert tables.list_runs(job.job_id, limit=10, reason=Reason.OVERLAP)[0] == []
+    both, _ = tables.list_runs(job.job_id, limit=10, status=RunStatus.SKIPPED, reason=Reason.PAUSED)
+    assert [run.run_id for run in both] == [queued.run_id]
+
+
+def test_a_row_standing_for_several_occurrences_reads_back_whole(world: World, tables: Tables) -> None:
+    job, _ = world.created(pause_note="freeze", paused_by="bob")
+    start = NOW.replace(microsecond=0)
+    row = not_run_row(
+        job, start, [start + timedelta(minutes=i) for i in range(1, 4)], Reason.PAUSED, start,
+        kind=RunKind.PAUSE, error="not run while paused", note="freeze", by="bob",
+    )  # fmt: skip
+    assert tables.put_run(row)
+    stored = tables.get_run(job.job_id, row.run_id)
+    assert stored is not None
+    assert (stored.kind, stored.covers, stored.covers_until, stored.note, stored.by) == (
+        RunKind.PAUSE,
+        3,
+        start + timedelta(minutes=3),
+        "freeze",
+        "bob",
+    )
 
 
 def test_a_one_off_follows_its_runs_outcome_as_read_back(world: World, tables: Tables) -> None:

@@ -777,3 +777,25 @@ def test_given_jobs_with_a_tag_when_paused_resumed_and_cancelled_in_bulk_then_ea
     status, _, refused = send(local_stack, "POST", "/v1/jobs/bulk", {"action": "pause", "tags": {}})
     assert status == 422 and refused["field"] == "tags"
     send(local_stack, "DELETE", f"/v1/jobs/{other}")
+
+
+def test_given_a_paused_cron_when_resumed_then_its_history_has_a_row_for_what_did_not_run(
+    local_stack: Api, receiver: Receiver
+) -> None:
+    body = {"schedule": {"cron": "*/10 * * * * *"}, "target": {"type": "http", "url": receiver.url + "/hist"}}
+    status, _, job = send(local_stack, "POST", "/v1/jobs", body)
+    assert status == 201, job
+    path = f"/v1/jobs/{job['job_id']}"
+    send(local_stack, "POST", path + "/pause", {"note": "nightly backup"})
+    time.sleep(21)  # two occurrences at least fall due while paused
+    send(local_stack, "POST", path + "/resume")
+    status, _, page = send(local_stack, "GET", path + "/runs?reason=paused&limit=100")
+    assert status == 200, page
+    spans = [run for run in page["items"] if run["kind"] == "pause"]
+    assert len(spans) == 1 and spans[0]["covers"] >= 2
+    assert (spans[0]["note"], spans[0]["by"], spans[0]["status"]) == ("nightly backup", "local", "SKIPPED")
+    # The occurrences queued before the pause were skipped with the same reason, each in its own row
+    assert all(run["reason"] == "paused" for run in page["items"])
+    status, _, refused = send(local_stack, "GET", path + "/runs?reason=bored")
+    assert status == 422 and refused["field"] == "reason"
+    send(local_stack, "DELETE", path)

@@ -18,6 +18,7 @@ from functions.core.model import (
     Attempt,
     Job,
     JobStatus,
+    Reason,
     Run,
     RunStatus,
     Trigger,
@@ -301,14 +302,22 @@ class MemoryStore:
             return self.get_run(job_id, run_id), self.get_job(job_id)
 
     def list_runs(
-        self, job_id: str, *, limit: int, cursor: str | None = None, status: RunStatus | None = None
+        self,
+        job_id: str,
+        *,
+        limit: int,
+        cursor: str | None = None,
+        status: RunStatus | None = None,
+        reason: Reason | None = None,
     ) -> tuple[list[Run], str | None]:
         with self.lock:
             runs = sorted(self.runs.get(job_id, {}).values(), key=lambda run: run.run_id, reverse=True)
             return _page(
                 runs,
                 _run_index_key,
-                lambda run: status is None or run.status is status,
+                lambda run: (
+                    (status is None or run.status is status) and (reason is None or run.reason is reason)
+                ),
                 limit,
                 cursor,
                 in_run_listing(job_id),
@@ -430,7 +439,14 @@ class MemoryStore:
                 self.triggers[_trigger_key(retry_trigger)] = _stored_trigger(retry_trigger)
 
     def mark_run(
-        self, run: Run, status: RunStatus, *, now: datetime, error: str | None, create: bool = False
+        self,
+        run: Run,
+        status: RunStatus,
+        *,
+        now: datetime,
+        error: str | None,
+        create: bool = False,
+        reason: Reason | None = None,
     ) -> bool:
         check_transition(run.status, status)
         with self.lock:
@@ -440,7 +456,11 @@ class MemoryStore:
             if stored is None or stored.status is not run.status or stored.job_version != run.job_version:
                 return False
             self.runs.setdefault(run.job_id, {})[run.run_id] = replace(
-                stored, status=status, finished_at=_ms(now), error=error or stored.error
+                stored,
+                status=status,
+                finished_at=_ms(now),
+                error=error or stored.error,
+                reason=reason or stored.reason,
             )
             return True
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from functions.api.models import PatchJobIn
-from functions.core.model import JobStatus, RunStatus, iso
+from functions.core.model import JobStatus, Reason, RunStatus, iso
 from tests.integration.conftest import Harness, SimulatedCrash
 
 
@@ -220,11 +220,20 @@ def test_cursor_moves_past_empty_buckets_and_lag_is_small(harness: Harness) -> N
 
 
 @pytest.mark.parametrize(
-    ("policy", "expected_runs", "expected_skipped"),
-    [("run_once", 1, 0), ("skip", 0, 1), ("run_all", 8, 0)],
+    ("policy", "expected_runs", "expected_skipped", "reason", "covered"),
+    [
+        ("run_once", 1, 1, Reason.MISFIRE_COLLAPSED, 7),
+        ("skip", 0, 1, Reason.MISFIRE_SKIPPED, 8),
+        ("run_all", 8, 0, None, 0),
+    ],
 )
 def test_outage_follows_the_misfire_policy(
-    harness: Harness, policy: str, expected_runs: int, expected_skipped: int
+    harness: Harness,
+    policy: str,
+    expected_runs: int,
+    expected_skipped: int,
+    reason: Reason | None,
+    covered: int,
 ) -> None:
     # Given a job firing every minute, dispatched once
     job = harness.create(
@@ -245,6 +254,9 @@ def test_outage_follows_the_misfire_policy(
     skipped = [r for r in missed if r.status is RunStatus.SKIPPED]
     assert len(queued_missed) == expected_runs, [(iso(r.scheduled_for), r.status) for r in missed]
     assert len(skipped) == expected_skipped
+    # Every missed occurrence is in the history: one row for the stretch the policy did not run
+    assert [(r.reason, r.covers) for r in skipped] == ([(reason, covered)] if reason else [])
+    assert sum(r.covers for r in skipped) + expected_runs == 8
     future = harness.next_trigger_at(job["job_id"])
     assert future is not None and future > harness.clock.now
     assert len(new) >= expected_runs

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from functions.api.models import PatchJobIn
-from functions.core.model import JobStatus, RunStatus, iso, parse_iso
+from functions.core.model import JobStatus, Reason, RunKind, RunStatus, iso
 from functions.worker.execute import RunExecutor
 from tests.integration.conftest import Harness
 from tests.support.receiver import Receiver
@@ -86,28 +86,40 @@ def first_minute_after_the_lookahead(h: Harness, moment: datetime) -> datetime:
     return (horizon + timedelta(minutes=1)).replace(second=0, microsecond=0)
 
 
-def test_pause_stops_firing_and_resume_runs_once_for_what_was_missed(
+def test_pause_stops_firing_and_resume_goes_on_from_now_with_the_pause_in_the_history(
     harness: Harness, receiver: Receiver
 ) -> None:
-    # Given a job every minute, paused at once
+    # Given a job every minute, paused at once with a note
     job = harness.create(schedule={"cron": "* * * * *"}, target={"type": "http", "url": receiver.url + "/m"})
-    paused = harness.service.pause_job(harness.owner, job["job_id"])
+    paused_at = harness.clock.now
+    paused = harness.service.pause_job(harness.owner, job["job_id"], note="maintenance")
     assert paused["status"] == "PAUSED" and paused["upcoming"] == [] and paused["next_run_at"] is None
-    # When ten minutes pass: nothing runs (the run dispatched before the pause is skipped)
+    # When ten and a half minutes pass: nothing runs (the run dispatched before the pause is skipped)
     tick(harness, 10)
+    harness.clock.advance(30)
     while harness.work():
         pass
     assert receiver.for_path("/m") == []
     assert {run.status for run in runs_of(harness, job["job_id"])} <= {RunStatus.SKIPPED}
-    # Then resuming runs the latest missed occurrence once (misfire run_once) and continues
+    # Then resuming goes on with the next occurrence; nothing due while paused runs...
     resumed_at = harness.clock.now
     resumed = harness.service.resume_job(harness.owner, job["job_id"])
-    assert resumed["status"] == "ACTIVE"
+    assert resumed["status"] == "ACTIVE" and resumed["next_run_at"] == iso(
+        resumed_at.replace(second=0) + timedelta(minutes=1)
+    )
     while harness.work():
         pass
-    fired = [parse_iso(d.headers["Punctual-Scheduled-For"]) for d in receiver.for_path("/m")]
-    assert fired == [harness.clock.now.replace(second=0)], "only the latest missed occurrence runs"
-    # (the resume dispatched the occurrences within the look-ahead; the chain goes on after them)
+    assert receiver.for_path("/m") == []
+    # ...and one row of the history says so: the pause, its note, who, and the occurrences it covered
+    (row,) = [run for run in runs_of(harness, job["job_id"]) if run.kind is RunKind.PAUSE]
+    assert (row.status, row.reason, row.note, row.by) == (
+        RunStatus.SKIPPED,
+        Reason.PAUSED,
+        "maintenance",
+        harness.owner,
+    )
+    assert (row.scheduled_for, row.finished_at) == (paused_at, resumed_at)
+    assert row.covers == 10 and row.covers_until == resumed_at.replace(second=0)
     assert harness.next_trigger_at(job["job_id"]) == first_minute_after_the_lookahead(harness, resumed_at)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from functions.core.model import JobStatus, RunStatus, iso
+from functions.core.model import JobStatus, Reason, RunStatus, iso
 from functions.core.queue import WorkMessage
 from functions.core.resources import (
     MAX_JOB_TIMEOUT_SECONDS,
@@ -243,7 +243,7 @@ def test_overlap_skip_skips_a_run_while_the_previous_one_is_still_running(
     harness.executor.handle(second, None)
     run = harness.store.get_run(job["job_id"], second.run_id)
     assert run is not None and run.status is RunStatus.SKIPPED
-    assert run.error == "previous run still running"
+    assert run.error == "previous run still running" and run.reason is Reason.OVERLAP
     assert receiver.for_path("/overlap") == []
 
 

@@ -14,7 +14,7 @@ from functions.api.errors import Conflict, InvalidInput
 from functions.api.models import CreateJobIn, PatchJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher, shard_groups
-from functions.core.model import JobStatus, RunStatus, bucket_of, fire_time, iso, jitter_of
+from functions.core.model import JobStatus, Reason, RunStatus, bucket_of, fire_time, iso, jitter_of
 from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
@@ -613,6 +613,12 @@ def test_a_pause_says_who_why_and_until_when_and_its_first_occurrence_after_fire
     engine.dispatcher.sweep()  # the first dispatch after until (of 16:00) writes the pause's end
     stored = engine.store.get_job(job_id)
     assert stored is not None and stored.status is JobStatus.ACTIVE and stored.version == paused["version"]
+    # The history has the pause: one row for the 13:00 and 14:00 occurrences that did not run
+    page = engine.service.list_runs("alice", job_id, limit=10, cursor=None, status=None, reason=Reason.PAUSED)
+    (row,) = page["items"]
+    assert row["kind"] == "pause" and row["status"] == "SKIPPED" and row["covers"] == 2
+    assert (row["note"], row["by"], row["finished_at"]) == ("database migration", "alice", iso(until))
+    assert row["covers_until"] == iso(until.replace(hour=14, minute=0, second=0))
 
 
 def test_a_one_off_paused_past_its_time_runs_when_the_pause_ends_never_before(engine: Engine) -> None:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from functions.core import lifecycle
-from functions.core.model import Job, JobStatus, OverlapPolicy, RetryPolicy, Run, RunKind, RunStatus
+from functions.core.model import Job, JobStatus, OverlapPolicy, Reason, RetryPolicy, Run, RunKind, RunStatus
 from functions.core.schedule import parse_schedule
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -49,9 +49,11 @@ def test_a_message_for_a_missing_or_finished_run_is_ignored_and_a_cancelled_job_
 
 
 def test_a_queued_occurrence_of_a_paused_or_changed_job_is_skipped_but_run_now_is_not() -> None:
-    assert lifecycle.superseded(run(), job(status=JobStatus.PAUSED)) == lifecycle.Skip("job paused")
+    assert lifecycle.superseded(run(), job(status=JobStatus.PAUSED)) == lifecycle.Skip(
+        "job paused", Reason.PAUSED
+    )
     assert lifecycle.superseded(run(job_version=1), job(version=2)) == lifecycle.Skip(
-        "superseded by a change to the job"
+        "superseded by a change to the job", Reason.SUPERSEDED
     )
     assert lifecycle.superseded(run(kind=RunKind.MANUAL), job(status=JobStatus.PAUSED)) is None
     assert lifecycle.superseded(run(RunStatus.RETRYING), job(status=JobStatus.PAUSED)) is None
@@ -62,7 +64,7 @@ def test_the_skip_overlap_policy_skips_while_an_earlier_run_is_under_way() -> No
     skipping = job(overlap=OverlapPolicy.SKIP)
     for busy in (RunStatus.RUNNING, RunStatus.RETRYING):
         assert lifecycle.overlap_blocks(run(), skipping, [run(busy)]) == lifecycle.Skip(
-            "previous run still running"
+            "previous run still running", Reason.OVERLAP
         )
     assert lifecycle.overlap_blocks(run(), skipping, [run(RunStatus.SUCCEEDED)]) is None
     assert lifecycle.overlap_blocks(run(), job(), [run(RunStatus.RUNNING)]) is None, "allow"

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from functions.core.model import (
     Attempt,
     Job,
+    Reason,
     Run,
     RunStatus,
     Trigger,
@@ -99,7 +100,13 @@ class RunTable(TableBase):
         )
 
     def list_runs(
-        self, job_id: str, *, limit: int, cursor: str | None = None, status: RunStatus | None = None
+        self,
+        job_id: str,
+        *,
+        limit: int,
+        cursor: str | None = None,
+        status: RunStatus | None = None,
+        reason: Reason | None = None,
     ) -> tuple[list[Run], str | None]:
         """A job's history, newest first (run ids sort by scheduled time)."""
         request: dict[str, Any] = {
@@ -108,10 +115,19 @@ class RunTable(TableBase):
             "ExpressionAttributeValues": {":pk": {"S": f"JOB#{job_id}"}, ":prefix": {"S": "RUN#"}},
             "ScanIndexForward": False,
         }
+        filters, names = [], {}
         if status is not None:
-            request["FilterExpression"] = "#status = :status"
-            request["ExpressionAttributeNames"] = {"#status": "status"}
+            filters.append("#status = :status")
+            names["#status"] = "status"
             request["ExpressionAttributeValues"][":status"] = {"S": status.value}
+        if reason is not None:
+            filters.append("#reason = :reason")
+            names["#reason"] = "reason"
+            request["ExpressionAttributeValues"][":reason"] = {"S": reason.value}
+        if names:
+            request["ExpressionAttributeNames"] = names
+        if filters:
+            request["FilterExpression"] = " AND ".join(filters)
         return read_page(self.client.query, request, limit, cursor, run_from_item, in_run_listing(job_id))
 
     def recent_runs(self, job_id: str, *, limit: int) -> list[Run]:
@@ -280,7 +296,14 @@ class RunTable(TableBase):
         raise RunNotOurs(f"run {run.run_id} is no longer ours to finish") from refusal
 
     def mark_run(
-        self, run: Run, status: RunStatus, *, now: datetime, error: str | None, create: bool = False
+        self,
+        run: Run,
+        status: RunStatus,
+        *,
+        now: datetime,
+        error: str | None,
+        create: bool = False,
+        reason: Reason | None = None,
     ) -> bool:
         """Finish a run that never started an attempt (cancelled, skipped): guarded by its status."""
         check_transition(run.status, status)
@@ -297,13 +320,19 @@ class RunTable(TableBase):
             sets.append("#error = :error")
             names["#error"] = "error"
             values[":error"] = {"S": error}
+        if reason is not None:
+            sets.append("#reason = :reason")
+            names["#reason"] = "reason"
+            values[":reason"] = {"S": reason.value}
         # The version pins the run we read: a resume may have replaced it with a newer one.
         condition = "#status = :seen AND job_version = :seen_version"
         if create and run.status is RunStatus.QUEUED:
             # A message that overtook the dispatcher's write of the QUEUED run ends it all the same.
             condition = f"attribute_not_exists(pk) OR ({condition})"
             sets.append(
-                _unless_written(run, self.expiry(now), names, values, skip=("status", "error", TTL_ATTRIBUTE))
+                _unless_written(
+                    run, self.expiry(now), names, values, skip=("status", "error", "reason", TTL_ATTRIBUTE)
+                )
             )
         return self.conditional(
             self.client.update_item,
