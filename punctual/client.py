@@ -164,6 +164,10 @@ class Client:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return self.request("POST", "/v1/jobs/batch", {"jobs": bodies}, headers=headers)
 
+    def backfill(self, job_id: str, body: dict[str, Any]) -> Any:
+        """POST /v1/jobs/{job_id}/backfill: run past occurrences between from and to again."""
+        return self.request("POST", f"/v1/jobs/{quote(job_id, safe='')}/backfill", body)
+
     def bulk(self, body: dict[str, Any]) -> Any:
         """POST /v1/jobs/bulk: pause, resume or cancel every job carrying some tags, answered per job."""
         return self.request("POST", "/v1/jobs/bulk", body)

@@ -33,6 +33,8 @@ from functions.api.errors import (
 )
 from functions.api.guards import check_body
 from functions.api.models import (
+    BackfillIn,
+    BackfillOut,
     BulkIn,
     BulkOut,
     CreatedJobsOut,
@@ -242,6 +244,22 @@ def resume_job(job_id: str) -> JobOut:
 def run_job_now(job_id: str) -> Response[str]:
     """Run the job once, now (also while paused)."""
     return _json(202, service().run_now(current_owner(), job_id))
+
+
+@app.post(
+    "/v1/jobs/<job_id>/backfill",
+    tags=["runs"],
+    responses={
+        202: {"description": "Accepted", "content": {"application/json": {"model": BackfillOut}}},
+        **ERRORS,
+    },
+)
+def backfill_job(job_id: str, request: BackfillIn) -> Response[str]:
+    """Run the job's past occurrences between from and to again (runs of kind backfill), one after
+    another (overlap buffer_all, the default) or all at once (allow)."""
+    from functions.api.backfill import backfill
+
+    return _json(202, backfill(service(), current_owner(), job_id, request))
 
 
 @app.get("/v1/jobs/<job_id>/runs", tags=["runs"], responses=ok(RunPage))

@@ -298,6 +298,31 @@ class BulkIn(BaseModel):
     until: str | None = Field(default=None, max_length=64, description="pause only: resume by itself then")
 
 
+class BackfillIn(BaseModel):
+    """Run the job's occurrences between ``from`` and ``to`` (both included, both past) again."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: str = Field(alias="from", max_length=64, description="ISO 8601 (naive: in the schedule's zone)")
+    to: str = Field(max_length=64, description="ISO 8601, not before from, not in the future")
+    overlap: Literal["buffer_all", "allow", "skip", "buffer_one", "cancel_other"] = Field(
+        default="buffer_all",
+        description="buffer_all: one after another, oldest first (the default); allow: all at once; the "
+        "others are refused for a backfill",
+    )
+
+
+class BackfillOut(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    job_id: str
+    from_: str = Field(alias="from")
+    to: str
+    overlap: str
+    count: int = Field(description="occurrences backfilled (at most 1,000 a request)")
+    occurrences: list[str] = Field(description="their scheduled times, oldest first: the runs' scheduled_for")
+
+
 class PauseOut(BaseModel):
     at: str
     by: str | None
@@ -408,7 +433,7 @@ class RunOut(BaseModel):
     run_id: str
     job_id: str
     status: RunStatusName
-    kind: Literal["scheduled", "manual", "pause"]
+    kind: Literal["scheduled", "manual", "pause", "backfill"]
     scheduled_for: str
     queued_at: str | None
     started_at: str | None

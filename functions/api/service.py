@@ -551,6 +551,10 @@ class JobService:
             raise NotFound(f"run {run_id} not found", "run_id")
         return run
 
+    def owned_job(self, owner: str, job_id: str) -> Job:
+        """The caller's job as it stands (404 for another owner's, as for a missing one)."""
+        return self._owned_job(owner, job_id)
+
     def _owned_job(self, owner: str, job_id: str) -> Job:
         """The caller's job; another owner's job is indistinguishable from a missing one."""
         if not _ID.fullmatch(job_id):

@@ -372,6 +372,11 @@ class Dispatcher:
         crash after it rewrites it), and the row of the occurrences ``run_once`` collapsed, if any."""
         if trigger.kind is RunKind.MANUAL:
             return _new_run(job, trigger.scheduled_for, RunKind.MANUAL, RunStatus.QUEUED, now), None, None
+        if trigger.kind is RunKind.BACKFILL:
+            # A past occurrence run on request: due at once (its trigger's time), outside the chain.
+            run = _new_run(job, trigger.scheduled_for, RunKind.BACKFILL, RunStatus.QUEUED, now)
+            run = replace(run, next_attempt_at=trigger.fire_at, backfill_until=trigger.backfill_until)
+            return run, None, None
         threshold = timedelta(seconds=self.settings.misfire_threshold_seconds)
         plan = plan_claim(job, trigger.scheduled_for, now, threshold)
         collapsed = None

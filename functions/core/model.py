@@ -96,6 +96,7 @@ class RunKind(StrEnum):
     SCHEDULED = "scheduled"
     MANUAL = "manual"
     PAUSE = "pause"  # a row standing for a pause span: the occurrences not run while paused
+    BACKFILL = "backfill"  # a past occurrence run again on request (POST /v1/jobs/{job_id}/backfill)
 
 
 class Reason(StrEnum):
@@ -388,6 +389,9 @@ class Run:
     covers_until: datetime | None = None  # the last of them
     note: str | None = None  # a pause span's note
     by: str | None = None  # who paused, for a pause span
+    backfill_until: datetime | None = (
+        None  # a buffered backfill: its end dispatches the next occurrence to this
+    )
 
     @property
     def due_at(self) -> datetime:
@@ -425,6 +429,7 @@ class Trigger:
     state: TriggerState = TriggerState.PENDING
     claim_token: str | None = None
     claimed_at: datetime | None = None
+    backfill_until: datetime | None = None  # a buffered backfill (see Run.backfill_until)
 
 
 def bucket_of(moment: datetime) -> str:
@@ -577,9 +582,11 @@ def plan_occurrence(
 
 
 def lateness_of(run: Run, started: datetime) -> int:
-    """Milliseconds from the run's due time (its scheduled time, plus its jitter) to ``started``, when
-    its first attempt called its target (never negative: the worker waits for the second)."""
-    return to_ms(started) - to_ms(run.due_at)
+    """Milliseconds from the run's due time (its scheduled time, plus its jitter; for a backfill, its
+    dispatch) to ``started``, when its first attempt called its target (never negative: the worker
+    waits for the second)."""
+    due = run.queued_at if run.kind is RunKind.BACKFILL and run.queued_at is not None else run.due_at
+    return to_ms(started) - to_ms(due)
 
 
 def started_run(run: Run, *, token: str, now: datetime, lease_until: datetime) -> Run:

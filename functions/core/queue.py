@@ -43,6 +43,8 @@ class WorkMessage:
             )
             if self.queued.jitter_ms:
                 body["jitter_ms"] = self.queued.jitter_ms
+            if self.queued.backfill_until is not None:
+                body["backfill_until"] = to_ms(self.queued.backfill_until)
             if self.queued.next_attempt_at is not None and self.queued.next_attempt_at != self.queued.due_at:
                 body["due"] = to_ms(self.queued.next_attempt_at)
         return json.dumps(body, separators=(",", ":"))
@@ -70,6 +72,7 @@ class WorkMessage:
                 ),
                 job_version=int(data["job_version"]),
                 jitter_ms=jitter,
+                backfill_until=from_ms(int(data["backfill_until"])) if "backfill_until" in data else None,
             )
         return cls(job_id=job_id, run_id=run_id, queued=queued)
 

@@ -22,10 +22,12 @@ from functions.core.model import (
     Job,
     JobStatus,
     Run,
+    RunKind,
     RunStatus,
     Trigger,
     bucket_of,
     lateness_of,
+    make_trigger,
     shard_of,
     utcnow,
 )
@@ -158,6 +160,9 @@ class RunExecutor:
         arrival = lifecycle.on_arrival(run, job)
         if isinstance(arrival, lifecycle.Ignore):
             logger.info("nothing to do for message", extra={**log, "status": run.status if run else None})
+            if run is not None and job is not None:
+                # A redelivery of a backfill run that ended: its worker may have died before going on.
+                self._next_backfill(job, run)
             return
         assert run is not None
         if isinstance(arrival, lifecycle.Cancel) or job is None:
@@ -445,6 +450,38 @@ class RunExecutor:
             self.queue.send_to_dlq(body, outcome.error or "failed")
             if job.pause_on_failures:
                 self._pause_after_failures(job, finished_at)
+        self._next_backfill(job, run)
+
+    def _next_backfill(self, job: Job, run: Run) -> None:
+        """A buffered backfill goes on: the end of one of its runs dispatches the next occurrence up
+        to ``backfill_until``. Idempotent (the same trigger, the same run id), so a redelivery of the
+        ended run, after a crash here, goes on all the same."""
+        if (
+            run.kind is not RunKind.BACKFILL
+            or run.backfill_until is None
+            or job.status is JobStatus.CANCELLED
+        ):
+            return
+        following = job.schedule.next_after(run.scheduled_for)
+        if following is None or following > run.backfill_until:
+            return
+        from functions.core.dispatching import Dispatcher  # only a buffered backfill needs it
+
+        now = self.clock()
+        trigger = replace(
+            make_trigger(
+                job,
+                following,
+                now=now,
+                shard_count=self.settings.shard_count,
+                kind=RunKind.BACKFILL,
+                fire_at=now,
+                held=True,
+            ),
+            backfill_until=run.backfill_until,
+        )
+        self.store.put_trigger(trigger)
+        Dispatcher(self.store, self.queue, self.settings, clock=self.clock).dispatch([trigger], now)
 
     def _pause_after_failures(self, job: Job, now: datetime) -> None:
         """``pause_on_failures``: pause the job once its newest N finished runs all FAILED (a skipped

@@ -460,3 +460,29 @@ def jobs_bulk(
         )
     if refused:
         sys.exit(EXIT_REFUSED)
+
+
+@jobs.command("backfill")
+@click.argument("job_id")
+@click.option("--from", "from_", required=True, help="ISO date-time (naive: the schedule's zone).")
+@click.option("--to", "to", required=True, help="ISO date-time, not in the future.")
+@click.option(
+    "--overlap",
+    type=click.Choice(["buffer_all", "allow"]),
+    default="buffer_all",
+    show_default=True,
+    help="buffer_all: one after another, oldest first; allow: all at once.",
+)
+@api_command
+def jobs_backfill(ctx: Context, job_id: str, from_: str, to: str, overlap: str) -> None:
+    """Run the job's past occurrences between --from and --to (both included) again, as runs of kind
+    backfill; at most 1,000 a call. `punctual jobs runs` shows them as they run."""
+    answer = ctx.client.backfill(job_id, {"from": from_, "to": to, "overlap": overlap})
+    if ctx.as_json:
+        emit_json(answer)
+        return
+    times = answer["occurrences"]
+    click.echo(
+        f"backfilling {answer['count']} occurrences of {job_id} ({answer['overlap']}): "
+        f"{times[0]} .. {times[-1]}"
+    )

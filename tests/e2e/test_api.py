@@ -799,3 +799,27 @@ def test_given_a_paused_cron_when_resumed_then_its_history_has_a_row_for_what_di
     status, _, refused = send(local_stack, "GET", path + "/runs?reason=bored")
     assert status == 422 and refused["field"] == "reason"
     send(local_stack, "DELETE", path)
+
+
+def test_given_past_occurrences_when_backfilled_then_each_runs_once_oldest_first_marked_backfill(
+    local_stack: Api, receiver: Receiver
+) -> None:
+    body = {
+        "schedule": {"cron": "*/15 * * * *"},
+        "target": {"type": "http", "url": receiver.url + "/backfill"},
+    }
+    status, _, job = send(local_stack, "POST", "/v1/jobs", body)
+    assert status == 201, job
+    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    start = end - timedelta(hours=1)
+    status, _, answer = send(
+        local_stack, "POST", f"/v1/jobs/{job['job_id']}/backfill", {"from": iso(start), "to": iso(end)}
+    )
+    assert status == 202 and answer["count"] == 5, answer
+    deliveries = receiver.wait_for("/backfill", 5, timeout=30)
+    assert [d.headers["Punctual-Scheduled-For"] for d in deliveries] == answer["occurrences"]
+    _, _, page = send(local_stack, "GET", f"/v1/jobs/{job['job_id']}/runs?limit=20")
+    assert (
+        sorted(r["scheduled_for"] for r in page["items"] if r["kind"] == "backfill") == answer["occurrences"]
+    )
+    send(local_stack, "DELETE", f"/v1/jobs/{job['job_id']}")

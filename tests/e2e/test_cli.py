@@ -838,3 +838,19 @@ def rows_after(text: str, header: str) -> list[list[str]]:
     lines = [line for line in text.splitlines() if line.strip()]
     start = next(i for i, line in enumerate(lines) if line.startswith(header))
     return [re.split(r"\s{2,}", line) for line in lines[start + 1 :] if line.startswith("job_")]
+
+
+def test_backfill_runs_past_occurrences(cli: Cli, receiver: Receiver) -> None:
+    job_id = cli.ok(
+        "jobs", "create", "--cron", "0 * * * *", "--url", receiver.url + "/cli-bf", "--json"
+    ).json["job_id"]
+    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    start = (end - timedelta(hours=2)).isoformat()
+    out = cli.ok(
+        "jobs", "backfill", job_id, "--from", start, "--to", end.isoformat(), "--overlap", "allow"
+    ).out
+    assert out.startswith(f"backfilling 3 occurrences of {job_id} (allow): ")
+    assert len(receiver.wait_for("/cli-bf", 3, timeout=30)) == 3
+    bad = cli("jobs", "backfill", job_id, "--from", start, "--to", "2099-01-01T00:00:00Z")
+    assert bad.code == 1 and one_error_line(bad).startswith("error: to: ")
+    cli.ok("jobs", "cancel", job_id)

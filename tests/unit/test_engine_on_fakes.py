@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from functions.api.backfill import backfill as backfill_job
 from functions.api.errors import Conflict, InvalidInput
-from functions.api.models import CreateJobIn, PatchJobIn
+from functions.api.models import BackfillIn, CreateJobIn, PatchJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher, shard_groups
 from functions.core.model import JobStatus, Reason, RunStatus, bucket_of, fire_time, iso, jitter_of
@@ -693,3 +694,120 @@ def test_pause_on_failures_pauses_after_that_many_consecutive_failed_runs(engine
     assert job["pause"]["by"] == "punctual"
     assert job["pause"]["note"].startswith("paused after 2 consecutive failed runs; the last, ")
     assert "HTTP 404" in job["pause"]["note"]
+
+
+# ----------------------------------------------------------------------------------------- backfill
+
+
+def backfill(engine: Engine, job_id: str, **body: Any) -> dict[str, Any]:
+    return backfill_job(engine.service, "alice", job_id, BackfillIn.model_validate(body))
+
+
+def test_a_buffered_backfill_runs_the_past_occurrences_one_after_another(engine: Engine) -> None:
+    created = engine.create(schedule={"cron": "0 * * * *"})
+    engine.clock.advance(4 * 3600)  # 16:00
+    answer = backfill(
+        engine, created["job_id"], **{"from": "2026-11-22T13:00:00Z", "to": "2026-11-22T15:00:00Z"}
+    )
+    assert answer["count"] == 3 and answer["overlap"] == "buffer_all"
+    assert answer["occurrences"] == [
+        "2026-11-22T13:00:00.000Z",
+        "2026-11-22T14:00:00.000Z",
+        "2026-11-22T15:00:00.000Z",
+    ]
+    order: list[str] = []
+    for _ in range(3):
+        sent_before = len(engine.queue.sent)
+        engine.deliver_all()
+        order.extend(iso(d.scheduled_for) for _spec, d, _t in engine.targets.deliveries[len(order) :])
+        assert len(engine.queue.sent) <= sent_before + 1, "the next is dispatched only when one ends"
+    assert order == answer["occurrences"], "oldest first, one at a time"
+    backfilled = [r for r in engine.store.runs[created["job_id"]].values() if r.kind.value == "backfill"]
+    assert len(backfilled) == 3 and {r.status for r in backfilled} == {RunStatus.SUCCEEDED}
+    assert all(r.lateness_ms == 0 for r in backfilled), "a backfill's lateness counts from its dispatch"
+
+
+def test_an_unbuffered_backfill_dispatches_everything_at_once(engine: Engine) -> None:
+    created = engine.create(schedule={"cron": "*/15 * * * *"})
+    engine.clock.advance(3600)
+    answer = backfill(
+        engine,
+        created["job_id"],
+        overlap="allow",
+        **{"from": "2026-11-22T12:00:00Z", "to": "2026-11-22T12:59:00Z"},
+    )
+    assert answer["count"] == 4 and len(engine.queue.sent) == 4
+
+
+def test_a_worker_dying_between_a_backfill_runs_end_and_the_next_dispatch_loses_nothing(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created = engine.create(schedule={"cron": "0 * * * *"})
+    engine.clock.advance(3 * 3600)
+    backfill(engine, created["job_id"], **{"from": "2026-11-22T12:00:00Z", "to": "2026-11-22T14:00:00Z"})
+    original = RunExecutor._next_backfill
+    calls = {"n": 0}
+
+    def dies_once(self: RunExecutor, job: Any, run: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("worker killed after recording the outcome")
+        original(self, job, run)
+
+    monkeypatch.setattr(RunExecutor, "_next_backfill", dies_once)
+    (message,) = engine.queue.receive()
+    with pytest.raises(RuntimeError):
+        engine.executor.handle(WorkMessage.from_json(message["Body"]), message["ReceiptHandle"])
+    engine.queue.change_visibility(message["ReceiptHandle"], 0)  # not deleted: SQS delivers it again
+    for _ in range(4):
+        engine.deliver_all()
+    backfilled = sorted(
+        r.scheduled_for.hour
+        for r in engine.store.runs[created["job_id"]].values()
+        if r.kind.value == "backfill"
+    )
+    assert backfilled == [12, 13, 14], "the redelivery of the ended run went on with the chain"
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "reason"),
+    [
+        ({"from": "2026-11-22T13:00:00Z", "to": "2026-11-22T18:00:00Z"}, "to", "future"),
+        ({"from": "2026-11-22T15:00:00Z", "to": "2026-11-22T13:00:00Z"}, "to", "not be before from"),
+        (
+            {"from": "2026-11-22T13:00:00Z", "to": "2026-11-22T15:00:00Z", "overlap": "skip"},
+            "overlap",
+            "almost nothing",
+        ),
+        ({"from": "2026-11-22T13:10:00Z", "to": "2026-11-22T13:20:00Z"}, "from", "no occurrence"),
+        ({"from": "2025-01-01T00:00:00Z", "to": "2026-11-22T15:00:00Z"}, "to", "more than 1,000"),
+        ({"from": "yesterday", "to": "2026-11-22T15:00:00Z"}, "from", "ISO 8601"),
+    ],
+)
+def test_a_backfill_is_refused_naming_the_field(
+    engine: Engine, body: dict[str, Any], field: str, reason: str
+) -> None:
+    created = engine.create(schedule={"cron": "0 * * * *"})
+    engine.clock.advance(4 * 3600)
+    with pytest.raises(InvalidInput) as refused:
+        backfill(engine, created["job_id"], **body)
+    assert refused.value.field == field and reason in refused.value.reason
+    assert not engine.queue.sent
+
+
+def test_a_cancelled_job_cannot_be_backfilled_but_a_paused_one_can(engine: Engine) -> None:
+    created = engine.create(schedule={"cron": "0 * * * *"})
+    engine.clock.advance(2 * 3600)
+    engine.service.pause_job("alice", created["job_id"])
+    assert (
+        backfill(engine, created["job_id"], **{"from": "2026-11-22T13:00:00Z", "to": "2026-11-22T13:00:00Z"})[
+            "count"
+        ]
+        == 1
+    )
+    engine.deliver_all()
+    (run,) = [r for r in engine.store.runs[created["job_id"]].values() if r.kind.value == "backfill"]
+    assert run.status is RunStatus.SUCCEEDED, "a backfill fires while paused, as run now does"
+    engine.service.cancel_job("alice", created["job_id"])
+    with pytest.raises(Conflict):
+        backfill(engine, created["job_id"], **{"from": "2026-11-22T13:00:00Z", "to": "2026-11-22T13:00:00Z"})

@@ -146,6 +146,7 @@ def run_to_item(run: Run, expires_at: datetime) -> dict[str, Any]:
             "covers_until": optional_ms(run.covers_until),
             "note": run.note,
             "by": run.by,
+            "backfill_until": optional_ms(run.backfill_until),
             "error": run.error,
             TTL_ATTRIBUTE: int(expires_at.timestamp()),
         }
@@ -179,6 +180,7 @@ def run_from_item(item: Mapping[str, Any]) -> Run:
         covers_until=optional_time(data.get("covers_until")),
         note=data.get("note"),
         by=data.get("by"),
+        backfill_until=optional_time(data.get("backfill_until")),
         error=data.get("error"),
         attempts=tuple(Attempt.from_dict(json.loads(a)) for a in data.get("attempts") or []),
     )
@@ -205,6 +207,7 @@ def trigger_to_item(trigger: Trigger) -> dict[str, Any]:
                 "claim_token": trigger.claim_token,
                 "claimed_at": optional_ms(trigger.claimed_at),
                 "written_at": optional_ms(trigger.written_at),
+                "backfill_until": optional_ms(trigger.backfill_until),
                 TTL_ATTRIBUTE: int((trigger.fire_at + TRIGGER_RETENTION).timestamp()),
             }
         )
@@ -228,6 +231,7 @@ def trigger_from_item(item: Mapping[str, Any], bucket: str, shard: int) -> Trigg
         claim_token=data.get("claim_token"),
         claimed_at=optional_time(data.get("claimed_at")),
         written_at=optional_time(data.get("written_at")),
+        backfill_until=optional_time(data.get("backfill_until")),
     )
 
 

@@ -1,0 +1,81 @@
+"""``POST /v1/jobs/{job_id}/backfill``: run a job's past occurrences between ``from`` and ``to`` again,
+as runs of kind ``backfill`` (their own run ids, beside the scheduled ones in the history).
+
+``buffer_all`` (the default) runs them one after another, oldest first: the API dispatches the first,
+and the end of each dispatches the next (the worker, ``RunExecutor._next_backfill``). ``allow``
+dispatches them all at once. ``skip`` would run almost nothing (every backfilled run but the first
+would find one under way), so it is refused, as are ``buffer_one`` and ``cancel_other``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any, Final
+
+from functions.api.errors import Conflict, InvalidInput
+from functions.api.models import BackfillIn
+from functions.api.service import JobService
+from functions.core.model import JobStatus, RunKind, iso, make_trigger
+from functions.core.schedule import ScheduleError, parse_instant
+
+# The most occurrences one request backfills.
+MAX_BACKFILL: Final = 1000
+
+
+def backfill(jobs: JobService, owner: str, job_id: str, request: BackfillIn) -> dict[str, Any]:
+    now = jobs.clock()
+    job = jobs.owned_job(owner, job_id)
+    if job.status is JobStatus.CANCELLED:
+        raise Conflict("a cancelled job cannot be backfilled", "status")
+    if request.overlap not in ("buffer_all", "allow"):
+        raise InvalidInput(
+            f"{request.overlap} is not for backfills: skip would run almost nothing (each run would find "
+            "the one before it under way); use buffer_all (one after another, the default) or allow "
+            "(all at once)",
+            "overlap",
+        )
+    try:
+        start = parse_instant(request.from_, job.schedule.timezone, "from")
+        end = parse_instant(request.to, job.schedule.timezone, "to")
+    except ScheduleError as error:
+        raise InvalidInput(error.reason, error.field) from error
+    if end < start:
+        raise InvalidInput("to must not be before from", "to")
+    if end > now:
+        raise InvalidInput(
+            f"to ({iso(end)}) is in the future: the schedule fires those occurrences itself", "to"
+        )
+    one = timedelta(microseconds=1)
+    occurrences = job.schedule.occurrences_between(start - one, end, limit=MAX_BACKFILL + 1)
+    if not job.schedule.is_recurring:
+        at = job.schedule.first_fire_time()
+        occurrences = [at] if at is not None and start <= at <= end else []
+    if not occurrences:
+        raise InvalidInput("the schedule has no occurrence between from and to", "from")
+    if len(occurrences) > MAX_BACKFILL:
+        raise InvalidInput(
+            f"more than {MAX_BACKFILL:,} occurrences between from and to; backfill in parts", "to"
+        )
+    shards = jobs.settings.shard_count
+
+    def trigger_for(moment: Any) -> Any:
+        return make_trigger(
+            job, moment, now=now, shard_count=shards, kind=RunKind.BACKFILL, fire_at=now, held=True
+        )
+
+    if request.overlap == "allow":
+        triggers = [trigger_for(moment) for moment in occurrences]
+    else:  # buffer_all: the first now, each of the others when the one before it ends
+        triggers = [replace(trigger_for(occurrences[0]), backfill_until=occurrences[-1])]
+    for trigger in triggers:
+        jobs.store.put_trigger(trigger)
+    jobs.dispatcher.dispatch(triggers, now)
+    return {
+        "job_id": job.job_id,
+        "from": iso(start),
+        "to": iso(end),
+        "overlap": request.overlap,
+        "count": len(occurrences),
+        "occurrences": [iso(moment) for moment in occurrences],
+    }
