@@ -40,7 +40,7 @@ from functions.core.resources import (
     WORK_QUEUE_MAX_RECEIVE_COUNT,
 )
 from functions.core.settings import Settings
-from functions.core.targets.outcome import Delivery, TargetOutcome
+from functions.core.targets.outcome import Delivery, TargetOutcome, traceparent_of
 
 # How long past the due time a held message stays hidden if its worker dies. Longer than the first
 # heartbeat (a third of a lease after the second: 1.3 s by default), which then keeps it hidden while
@@ -564,4 +564,6 @@ def _outcome_fields(run: Run, attempt: Attempt) -> dict[str, object]:
         "duration_ms": attempt.duration_ms,
         "status_code": attempt.status_code,
         "error": attempt.error,
+        # The trace the target saw (its traceparent): the worker's line joins the target's own spans.
+        "traceparent": traceparent_of(run.job_id, run.run_id, attempt.number),
     }

@@ -685,6 +685,8 @@ def test_given_templates_in_url_headers_and_payload_when_the_job_fires_then_the_
     (delivery,) = receiver.wait_for(f"/tmpl/{run['run_id']}?attempt=1", 1, timeout=15)
     assert delivery.json == {"for": iso(due)}
     assert delivery.headers["X-Job"] == job["job_id"]
+    _, trace, _span, flags = delivery.headers["traceparent"].split("-")  # W3C Trace Context, per run
+    assert len(trace) == 32 and flags == "01"
     status, _, refused = send(local_stack, "POST", "/v1/jobs", {**body, "payload": {"for": "{{when}}"}})
     assert status == 422 and refused["field"] == "payload"
 

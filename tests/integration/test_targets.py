@@ -10,6 +10,7 @@ import datetime as dt
 import io
 import ipaddress
 import json
+import re
 import socket
 import ssl
 import threading
@@ -40,6 +41,7 @@ from functions.core.targets import (
     format_timestamp,
     validate_target,
 )
+from functions.core.targets.outcome import traceparent
 from punctual.verify import verify
 
 REGION = "us-east-1"
@@ -587,8 +589,21 @@ def test_delivery_headers_format_scheduled_time_in_utc_with_milliseconds() -> No
         "Punctual-Run-Id": "r",
         "Punctual-Attempt": "3",
         "Punctual-Scheduled-For": "2026-11-22T12:00:05.123Z",
+        "traceparent": traceparent(delivery),
     }
+    assert re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", headers["traceparent"]), "W3C Trace Context"
     assert format_timestamp(SCHEDULED_FOR) == "2026-11-22T12:00:05.000Z"
+
+
+def test_every_attempt_of_a_run_shares_its_trace_and_has_a_span_of_its_own() -> None:
+    def parts(run_id: str, attempt: int) -> tuple[str, str]:
+        _, trace, span, _ = traceparent(Delivery("j", run_id, attempt, SCHEDULED_FOR, None)).split("-")
+        return trace, span
+
+    first, second, other = parts("r1", 1), parts("r1", 2), parts("r2", 1)
+    assert first[0] == second[0] != other[0], "one trace a run"
+    assert first[1] != second[1], "one span an attempt"
+    assert parts("r1", 1) == first, "derived, so a re-delivery of an attempt carries the same ids"
 
 
 # ------------------------------------------------------------------------------------------ AWS (moto)
@@ -726,8 +741,10 @@ def test_eventbridge_event_reaches_a_rule_target_with_payload_and_run_identity(
             "attempt": 2,
             "scheduled_for": "2026-11-22T12:00:05.000Z",
             "idempotency_key": "run_01JDX5_20261122T120005Z",
+            "traceparent": event["detail"]["punctual"]["traceparent"],
         },
     }
+    assert event["detail"]["punctual"]["traceparent"].startswith("00-")
 
 
 # ------------------------------------------------------------------------------------------ AWS (Stubber)
@@ -798,9 +815,11 @@ def test_lambda_success_invokes_synchronously_with_the_run_event() -> None:
             "attempt": 3,
             "scheduled_for": "2026-11-22T12:00:05.000Z",
             "idempotency_key": "run_01JDX5_20261122T120005Z",
+            "traceparent": sent[0]["traceparent"],
             "payload": PAYLOAD,
         }
     ]
+    assert sent[0]["traceparent"].startswith("00-")
 
 
 def test_lambda_function_error_is_retriable_and_keeps_the_error_payload() -> None:

@@ -34,6 +34,7 @@ from functions.core.targets.outcome import (
     format_timestamp,
     json_text,
     success,
+    traceparent,
 )
 
 __all__ = ["AwsDeliveries"]
@@ -117,6 +118,7 @@ class AwsDeliveries:
             "attempt": delivery.attempt,
             "scheduled_for": format_timestamp(delivery.scheduled_for),
             "idempotency_key": delivery.run_id,
+            "traceparent": traceparent(delivery),
             "payload": delivery.payload,
         }
         event_bytes = json_text(event).encode("utf-8")
@@ -191,6 +193,7 @@ class AwsDeliveries:
                 "attempt": delivery.attempt,
                 "scheduled_for": format_timestamp(delivery.scheduled_for),
                 "idempotency_key": delivery.run_id,
+                "traceparent": traceparent(delivery),
             },
         }
         entry = {

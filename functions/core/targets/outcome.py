@@ -8,6 +8,7 @@ the same way again (a 404, a missing function, a denied permission, a refused ad
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ __all__ = [
     "json_text",
     "seconds_text",
     "success",
+    "traceparent",
 ]
 
 EXCERPT_BYTES: Final = 4096
@@ -76,6 +78,23 @@ def format_timestamp(moment: datetime) -> str:
     return f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
 
 
+def traceparent(delivery: Delivery) -> str:
+    """The W3C ``traceparent`` of an attempt: the trace is the run's (the same for every attempt and
+    re-delivery, derived from its id), the parent span the attempt's, so a target's own spans join the
+    run that called it and an attempt's retry shows as a sibling span of the same trace."""
+    return traceparent_of(delivery.job_id, delivery.run_id, delivery.attempt)
+
+
+def traceparent_of(job_id: str, run_id: str, attempt: int) -> str:
+    trace = hashlib.sha256(f"trace|{job_id}|{run_id}".encode()).hexdigest()[:32]
+    span = hashlib.sha256(f"span|{run_id}|{attempt}".encode()).hexdigest()[:16]
+    # All-zero ids are invalid in W3C Trace Context; a digest of 32 zero nibbles will not happen, but
+    # the format must hold whatever the digest.
+    trace = trace if trace.strip("0") else "1" + trace[1:]
+    span = span if span.strip("0") else "1" + span[1:]
+    return f"00-{trace}-{span}-01"
+
+
 def delivery_headers(delivery: Delivery, body: bytes, now: datetime) -> dict[str, str]:
     """The headers every delivery carries; ``body`` is signed at ``now`` when the job has a secret."""
     headers = {
@@ -84,6 +103,7 @@ def delivery_headers(delivery: Delivery, body: bytes, now: datetime) -> dict[str
         "Punctual-Run-Id": delivery.run_id,
         "Punctual-Attempt": str(delivery.attempt),
         "Punctual-Scheduled-For": format_timestamp(delivery.scheduled_for),
+        "traceparent": traceparent(delivery),
     }
     if delivery.secret:
         headers[SIGNATURE_HEADER] = sign(delivery.secret, body, now)
