@@ -11,9 +11,10 @@ from typing import Any
 
 from functions.api.errors import InvalidInput
 from functions.api.models import PreviewIn
+from functions.api.service import schedule_of
 from functions.core.model import MisfirePolicy, iso
 from functions.core.preview import MAX_PREVIEW, Fate, OutageTooLong, fire_times, replay_outage
-from functions.core.schedule import Schedule, ScheduleError, parse_instant, parse_schedule
+from functions.core.schedule import Schedule, ScheduleError, parse_instant
 from functions.core.settings import Settings
 
 # How many of an outage's missed occurrences the answer lists (all are counted).
@@ -22,17 +23,8 @@ LISTED_MISSED = 100
 
 def preview_schedule(request: PreviewIn, settings: Settings, now: datetime) -> dict[str, Any]:
     spec = request.schedule
+    schedule = schedule_of(spec, now, settings)
     try:
-        schedule = parse_schedule(
-            at=spec.at,
-            cron=spec.cron,
-            rate=spec.rate,
-            timezone=spec.timezone,
-            start_at=spec.start_at,
-            end_at=spec.end_at,
-            now=now,
-            min_interval_seconds=settings.min_interval_seconds,
-        )
         after = parse_instant(request.after, schedule.timezone, "after") if request.after else now
         window = None
         if request.outage is not None:

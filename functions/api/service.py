@@ -227,19 +227,7 @@ class JobService:
         return self.job_view(job, now) if job is not None else job_id
 
     def _parse_schedule(self, spec: ScheduleIn, now: datetime) -> Schedule:
-        try:
-            return parse_schedule(
-                at=spec.at,
-                cron=spec.cron,
-                rate=spec.rate,
-                timezone=spec.timezone,
-                start_at=spec.start_at,
-                end_at=spec.end_at,
-                now=now,
-                min_interval_seconds=self.settings.min_interval_seconds,
-            )
-        except ScheduleError as error:
-            raise InvalidInput(error.reason, error.field) from error
+        return schedule_of(spec, now, self.settings)
 
     def _validate_target(self, spec: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -630,6 +618,23 @@ class JobService:
             "created_at": iso(job.created_at),
             "updated_at": iso(job.updated_at),
         }
+
+
+def schedule_of(spec: ScheduleIn, now: datetime, settings: Settings) -> Schedule:
+    """A schedule as the API takes it (a job's, a preview's), validated; refused naming the field."""
+    try:
+        return parse_schedule(
+            at=spec.at,
+            cron=spec.cron,
+            rate=spec.rate,
+            timezone=spec.timezone,
+            start_at=spec.start_at,
+            end_at=spec.end_at,
+            now=now,
+            min_interval_seconds=settings.min_interval_seconds,
+        )
+    except ScheduleError as error:
+        raise InvalidInput(error.reason, error.field) from error
 
 
 def run_view(run: Run, *, with_attempts: bool = False) -> dict[str, Any]:
