@@ -163,8 +163,8 @@ class HttpTargetIn(TargetIn):
         max_length=MAX_HEADERS,
         description="sent with every request (none by default); values may use the four template "
         "names, as the URL; names are HTTP tokens; Host, "
-        "Content-Length, Transfer-Encoding, Connection and other hop-by-hop headers, Idempotency-Key "
-        "and Punctual-* are refused",
+        "Content-Length, Transfer-Encoding, Connection and other hop-by-hop headers, Idempotency-Key, "
+        "traceparent and Punctual-* are refused",
         examples=[{"X-Team": "data"}],
     )
     timeout_seconds: float | None = Field(

@@ -241,6 +241,14 @@ def test_http_user_headers_cannot_override_punctual_headers(server: TargetServer
     assert caught.value.field == "target.headers"
 
 
+def test_a_traceparent_of_the_jobs_own_is_refused_and_never_replaces_the_runs(server: TargetServer) -> None:
+    spec = http_spec(server.url("/trace"), headers={"TraceParent": "00-" + "a" * 32 + "-" + "b" * 16 + "-01"})
+    with pytest.raises(TargetError, match="TraceParent is set by Punctual"):
+        validate_target(spec, LOCAL)
+    assert TargetExecutor(no_clients, LOCAL).execute(spec, make_delivery(), 30).succeeded  # a stored one
+    assert server.requests[0].headers["traceparent"] == traceparent(make_delivery())
+
+
 def test_http_get_sends_no_body_but_still_signs(server: TargetServer) -> None:
     outcome = TargetExecutor(no_clients, LOCAL).execute(
         http_spec(server.url("/poll"), method="GET"), make_delivery(), 30

@@ -93,7 +93,7 @@ BUS_ARN: Final = re.compile(r"arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus/
 
 def _is_reserved_header(name: str) -> bool:
     lowered = name.lower()
-    return lowered == IDEMPOTENCY_HEADER.lower() or lowered.startswith(_RESERVED_PREFIX)
+    return lowered in (IDEMPOTENCY_HEADER.lower(), "traceparent") or lowered.startswith(_RESERVED_PREFIX)
 
 
 def validate_target(spec: Mapping[str, Any], policy: NetworkPolicy) -> dict[str, Any]:
