@@ -167,6 +167,7 @@ def test_given_no_token_when_the_openapi_document_is_fetched_then_it_describes_e
 SUCCESS = {
     ("POST", "/v1/jobs"): "201",
     ("POST", "/v1/jobs/{job_id}/run"): "202",
+    ("POST", "/v1/jobs/{job_id}/backfill"): "202",
 }
 
 
