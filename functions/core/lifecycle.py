@@ -68,6 +68,17 @@ def on_arrival(run: Run | None, job: Job | None) -> Ignore | Cancel | Proceed:
     return Proceed()
 
 
+def overtook_newer_dispatch(stored: Run, queued: Run) -> bool:
+    """A message of a newer dispatch of the occurrence (``queued``, a later job version: a resume or a
+    reschedule) read the older version's never-started run, which that dispatch is about to replace.
+    Acting on the stored run would drop the newer one (it is ended, or skipped as superseded)."""
+    return (
+        stored.job_version < queued.job_version
+        and stored.status in (RunStatus.QUEUED, RunStatus.SKIPPED)
+        and stored.attempt == 0
+    )
+
+
 def superseded(run: Run, job: Job) -> Skip | None:
     """A scheduled occurrence queued before its job was paused or changed must not start (run now
     fires regardless, and an attempt under way is not stopped by it)."""

@@ -157,6 +157,15 @@ class RunExecutor:
             if age < timedelta(days=self.settings.run_retention_days):
                 run = message.queued
         create = run is not None and run is message.queued  # the start (or end) writes the run item
+        if (
+            run is not None
+            and message.queued is not None
+            and lifecycle.overtook_newer_dispatch(run, message.queued)
+        ):
+            # A resume or a new schedule dispatched this occurrence again, and its message came before
+            # the dispatcher's write replacing the older version's never-started run: that write follows
+            # the send at once (or, if its dispatcher died, the next sweep dispatches it again).
+            raise ReturnLater("the run of this newer dispatch is not written yet", 2)
         arrival = lifecycle.on_arrival(run, job)
         if isinstance(arrival, lifecycle.Ignore):
             logger.info("nothing to do for message", extra={**log, "status": run.status if run else None})

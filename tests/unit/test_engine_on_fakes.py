@@ -811,3 +811,34 @@ def test_a_cancelled_job_cannot_be_backfilled_but_a_paused_one_can(engine: Engin
     engine.service.cancel_job("alice", created["job_id"])
     with pytest.raises(Conflict):
         backfill(engine, created["job_id"], **{"from": "2026-11-22T13:00:00Z", "to": "2026-11-22T13:00:00Z"})
+
+
+def test_a_message_that_overtakes_the_replacement_of_an_older_versions_run_waits_for_it(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paused one-off whose time passed is resumed: the dispatch sends the occurrence again, then
+    replaces the older version's SKIPPED run. A worker reading the run between the two saw the old,
+    ended run and dropped the message: the run then stayed QUEUED for good (found by make test)."""
+    due = engine.clock() + timedelta(seconds=5)
+    created = engine.create(schedule={"at": due.isoformat()})
+    engine.service.pause_job("alice", created["job_id"])
+    engine.clock.now = due
+    engine.deliver_all()  # the occurrence queued before the pause is skipped at its time
+    (old,) = engine.store.runs[created["job_id"]].values()
+    assert old.status is RunStatus.SKIPPED
+    engine.clock.advance(1)
+    sent: list[Any] = []
+    monkeypatch.setattr(engine.service.dispatcher, "dispatch", lambda triggers, now: sent.extend(triggers))
+    engine.service.resume_job("alice", created["job_id"])
+    job = engine.store.get_job(created["job_id"])
+    assert job is not None and sent
+    queued = replace(
+        old, status=RunStatus.QUEUED, job_version=job.version, finished_at=None, error=None, reason=None
+    )
+    message = WorkMessage(job.job_id, old.run_id, queued=queued)
+    with pytest.raises(ReturnLater):  # the run of this dispatch is not written yet: not dropped
+        engine.executor.handle(message, None)
+    assert engine.store.put_run(queued)  # the dispatcher's write lands
+    engine.executor.handle(message, None)
+    run = engine.store.get_run(job.job_id, old.run_id)
+    assert run is not None and run.status is RunStatus.SUCCEEDED
