@@ -214,6 +214,7 @@ class RunExecutor:
             skip = lifecycle.overlap_blocks(run, job, earlier)
             if skip is not None:
                 self._end(run, skip, create=create)
+                self._next_backfill(job, run)  # a backfilled occurrence skipped: the rest go on
                 return
         token = uuid.uuid4().hex
         # The start is written a moment before the second (see PRESTART_SECONDS); it is recorded as

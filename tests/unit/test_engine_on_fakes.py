@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,7 +15,7 @@ from functions.api.errors import Conflict, InvalidInput
 from functions.api.models import BackfillIn, CreateJobIn, PatchJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher, shard_groups
-from functions.core.model import JobStatus, Reason, RunStatus, bucket_of, fire_time, iso, jitter_of
+from functions.core.model import JobStatus, Reason, Run, RunStatus, bucket_of, fire_time, iso, jitter_of
 from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
@@ -842,3 +842,34 @@ def test_a_message_that_overtakes_the_replacement_of_an_older_versions_run_waits
     engine.executor.handle(message, None)
     run = engine.store.get_run(job.job_id, old.run_id)
     assert run is not None and run.status is RunStatus.SUCCEEDED
+
+
+def test_a_backfilled_run_skipped_by_the_jobs_overlap_policy_does_not_stop_the_rest(engine: Engine) -> None:
+    created = engine.create(schedule={"cron": "0 * * * *", "overlap": "skip"})
+    engine.clock.advance(3 * 3600)
+    job = engine.store.get_job(created["job_id"])
+    assert job is not None
+    # A scheduled run of the job is under way when the backfill starts
+    busy = replace(
+        Run(
+            job_id=job.job_id,
+            run_id="20261122T115959.000Z-busy0000",  # sorts just before the backfilled occurrences
+            owner="alice",
+            scheduled_for=datetime(2026, 11, 22, 11, 59, 59, tzinfo=UTC),
+            status=RunStatus.RUNNING,
+            job_version=job.version,
+        ),
+        attempt=1,
+        lease_until=engine.clock() + timedelta(hours=1),
+    )
+    engine.store.runs.setdefault(job.job_id, {})[busy.run_id] = busy
+    backfill(engine, job.job_id, **{"from": "2026-11-22T12:00:00Z", "to": "2026-11-22T14:00:00Z"})
+    for _ in range(4):
+        engine.deliver_all()
+    backfilled = sorted(
+        (r.scheduled_for.hour, r.status, r.reason)
+        for r in engine.store.runs[job.job_id].values()
+        if r.kind.value == "backfill"
+    )
+    assert [hour for hour, _, _ in backfilled] == [12, 13, 14], "each occurrence got its row"
+    assert {reason for _, _, reason in backfilled} == {Reason.OVERLAP}, "skipped while the other ran"
