@@ -283,7 +283,7 @@ class PauseIn(BaseModel):
         default=None,
         max_length=64,
         description="ISO 8601 (naive: in the schedule's zone), within a year: the job resumes by itself "
-        "at the dispatcher's first tick at or after it",
+        "then; its first occurrence at or after it fires at its second",
     )
 
 

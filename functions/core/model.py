@@ -231,7 +231,7 @@ class Job:
     jitter_seconds: int = 0  # each scheduled occurrence fires up to this much after its time (jitter_of)
     pause_note: str | None = None  # why it is paused, as its pauser said
     paused_by: str | None = None  # who paused it: a caller, or "punctual" (pause_on_failures)
-    pause_until: datetime | None = None  # the dispatcher resumes it at its first tick at or after this
+    pause_until: datetime | None = None  # active again from then on (Job.as_of); written so later
     pause_on_failures: int | None = None  # pause after this many consecutive FAILED runs
 
     def paused(self, now: datetime, by: str, note: str | None, until: datetime | None) -> Job:
@@ -265,7 +265,7 @@ class Job:
 
     def pause_ended(self, moment: datetime) -> bool:
         """Paused with an ``until`` that has come: active from then on, whether or not the dispatcher
-        has written it so yet (it does at its first tick after ``until``)."""
+        has written it so yet (it does when it next dispatches the job)."""
         return self.status is JobStatus.PAUSED and self.pause_until is not None and self.pause_until <= moment
 
     def as_of(self, moment: datetime) -> Job:
@@ -389,9 +389,8 @@ class Run:
     covers_until: datetime | None = None  # the last of them
     note: str | None = None  # a pause span's note
     by: str | None = None  # who paused, for a pause span
-    backfill_until: datetime | None = (
-        None  # a buffered backfill: its end dispatches the next occurrence to this
-    )
+    # A buffered backfill's run: its end dispatches the next occurrence, up to this one.
+    backfill_until: datetime | None = None
 
     @property
     def due_at(self) -> datetime:
