@@ -15,9 +15,8 @@ from typing import Any, Final
 
 from functions.api.errors import Conflict, InvalidInput
 from functions.api.models import BackfillIn
-from functions.api.service import JobService
+from functions.api.service import JobService, instant_of
 from functions.core.model import JobStatus, RunKind, iso, make_trigger
-from functions.core.schedule import ScheduleError, parse_instant
 
 # The most occurrences one request backfills.
 MAX_BACKFILL: Final = 1000
@@ -35,11 +34,8 @@ def backfill(jobs: JobService, owner: str, job_id: str, request: BackfillIn) -> 
             "(all at once)",
             "overlap",
         )
-    try:
-        start = parse_instant(request.from_, job.schedule.timezone, "from")
-        end = parse_instant(request.to, job.schedule.timezone, "to")
-    except ScheduleError as error:
-        raise InvalidInput(error.reason, error.field) from error
+    start = instant_of(request.from_, job.schedule.timezone, "from")
+    end = instant_of(request.to, job.schedule.timezone, "to")
     if end < start:
         raise InvalidInput("to must not be before from", "to")
     if end > now:

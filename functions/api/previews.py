@@ -11,10 +11,10 @@ from typing import Any
 
 from functions.api.errors import InvalidInput
 from functions.api.models import PreviewIn
-from functions.api.service import schedule_of
+from functions.api.service import instant_of, schedule_of
 from functions.core.model import MisfirePolicy, iso
 from functions.core.preview import MAX_PREVIEW, Fate, OutageTooLong, fire_times, replay_outage
-from functions.core.schedule import Schedule, ScheduleError, parse_instant
+from functions.core.schedule import Schedule
 from functions.core.settings import Settings
 
 # How many of an outage's missed occurrences the answer lists (all are counted).
@@ -24,17 +24,14 @@ LISTED_MISSED = 100
 def preview_schedule(request: PreviewIn, settings: Settings, now: datetime) -> dict[str, Any]:
     spec = request.schedule
     schedule = schedule_of(spec, now, settings)
-    try:
-        after = parse_instant(request.after, schedule.timezone, "after") if request.after else now
-        window = None
-        if request.outage is not None:
-            start = parse_instant(request.outage.from_, schedule.timezone, "outage.from")
-            end = parse_instant(request.outage.to, schedule.timezone, "outage.to")
-            if end <= start:
-                raise InvalidInput("the outage must end after it begins", "outage.to")
-            window = (start, end)
-    except ScheduleError as error:
-        raise InvalidInput(error.reason, error.field) from error
+    after = instant_of(request.after, schedule.timezone, "after") if request.after else now
+    window = None
+    if request.outage is not None:
+        start = instant_of(request.outage.from_, schedule.timezone, "outage.from")
+        end = instant_of(request.outage.to, schedule.timezone, "outage.to")
+        if end <= start:
+            raise InvalidInput("the outage must end after it begins", "outage.to")
+        window = (start, end)
 
     notes: list[str] = []
     times = fire_times(schedule, after, min(request.count, MAX_PREVIEW))

@@ -270,12 +270,16 @@ class JobService:
     def _due_soon(self, fire_at: datetime, now: datetime) -> bool:
         return fire_at - now <= timedelta(seconds=self.settings.lookahead_seconds)
 
-    def _trigger(self, job: Job, first: datetime, now: datetime) -> Trigger:
-        """The trigger of ``job``'s first occurrence at ``first``. Held (``make_trigger``) when due
-        within the look-ahead: this request dispatches it itself, and a sweep listing it meanwhile
-        (a tick at the same moment) must not send it a second time."""
-        held = self._due_soon(fire_time(job, first), now)
-        return make_trigger(job, first, now=now, shard_count=self.settings.shard_count, held=held)
+    def _trigger(self, job: Job, first: datetime, now: datetime, fire_at: datetime | None = None) -> Trigger:
+        """The trigger of ``job``'s first occurrence at ``first``, due at ``fire_at`` (default: its
+        time plus its jitter). Held (``make_trigger``) when due within the look-ahead: this request
+        dispatches it itself, and a sweep listing it meanwhile (a tick at the same moment) must not
+        send it a second time."""
+        fire = fire_at or fire_time(job, first)
+        shards = self.settings.shard_count
+        return make_trigger(
+            job, first, now=now, shard_count=shards, fire_at=fire, held=self._due_soon(fire, now)
+        )
 
     def _dispatch_if_due(self, trigger: Trigger, now: datetime) -> None:
         if self._due_soon(trigger.fire_at, now):
@@ -416,8 +420,8 @@ class JobService:
     def pause_job(
         self, owner: str, job_id: str, note: str | None = None, until: str | None = None
     ) -> dict[str, Any]:
-        """Pause, saying why (``note``) and, with ``until``, when the dispatcher resumes it. Pausing a
-        paused job again with a note or an ``until`` replaces them (it stays paused since it was)."""
+        """Pause, saying why (``note``) and, with ``until``, when it is active again. Pausing a paused
+        job again with a note or an ``until`` replaces them (it stays paused since it was)."""
         now = self.clock()
         job = self._owned_job(owner, job_id)
         if job.status is JobStatus.PAUSED and note is None and until is None:
@@ -428,25 +432,19 @@ class JobService:
         if until is not None:
             resume_at = self._parse_until(until, job, now)
         paused = job.paused(now, by=owner, note=note, until=resume_at)
-        trigger = None
         first = paused.first_after_pause()
-        if first is not None:
-            # The occurrence the job resumes with, dispatched ahead like any other (the dispatcher and
-            # the worker count the job active from ``until``), so it fires at its second.
-            fire = max(fire_time(paused, first), resume_at or first)
-            held = self._due_soon(fire, now)
-            shards = self.settings.shard_count
-            trigger = make_trigger(paused, first, now=now, shard_count=shards, fire_at=fire, held=held)
+        # The occurrence the job resumes with, dispatched ahead like any other (the dispatcher and the
+        # worker count the job active from ``until``), so it fires at its second.
+        trigger = None
+        if first is not None and resume_at is not None:
+            trigger = self._trigger(paused, first, now, max(fire_time(paused, first), resume_at))
         self._write(job, paused, trigger)
         if trigger is not None:
             self._dispatch_if_due(trigger, now)
         return self.job_view(paused, now)
 
     def _parse_until(self, until: str, job: Job, now: datetime) -> datetime:
-        try:
-            moment = parse_instant(until, job.schedule.timezone, "until")
-        except ScheduleError as error:
-            raise InvalidInput(error.reason, error.field) from error
+        moment = instant_of(until, job.schedule.timezone, "until")
         if moment <= now:
             raise InvalidInput(f"until ({iso(moment)}) is not in the future", "until")
         if moment > now + MAX_PAUSE:
@@ -454,8 +452,8 @@ class JobService:
         return moment
 
     def resume_job(self, owner: str, job_id: str) -> dict[str, Any]:
-        """Continue from the first occurrence after the pause; the misfire policy decides about the
-        ones missed meanwhile (the dispatcher sees them as late)."""
+        """Continue from the first occurrence at or after now: what fell due while paused does not
+        run (its row in the history says so; a backfill runs it after all)."""
         now = self.clock()
         job = self._owned_job(owner, job_id)
         if job.status is JobStatus.ACTIVE:
@@ -618,6 +616,15 @@ class JobService:
             "created_at": iso(job.created_at),
             "updated_at": iso(job.updated_at),
         }
+
+
+def instant_of(text: str, timezone: str, field: str) -> datetime:
+    """A time the API takes beside a schedule (an ``until``, a backfill's or an outage's bounds); a
+    naive one is in the schedule's zone. Refused naming ``field``."""
+    try:
+        return parse_instant(text, timezone, field)
+    except ScheduleError as error:
+        raise InvalidInput(error.reason, error.field) from error
 
 
 def schedule_of(spec: ScheduleIn, now: datetime, settings: Settings) -> Schedule:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from functions.core import crash_points
 from functions.core.model import (
+    MAX_ROW_COVERS,
     Job,
     JobStatus,
     Reason,
@@ -384,14 +385,17 @@ class Dispatcher:
             run = _new_run(job, plan.run_scheduled_for, RunKind.SCHEDULED, RunStatus.QUEUED, now)
             if plan.run_scheduled_for > trigger.scheduled_for:
                 # run_once: the missed occurrences before the latest collapse into its run.
-                merged = _stretch(job, trigger.scheduled_for, plan.run_scheduled_for)
+                merged = job.schedule.occurrences_from(
+                    trigger.scheduled_for, plan.run_scheduled_for, MAX_ROW_COVERS
+                )
                 error = f"missed: collapsed into the run of {iso(plan.run_scheduled_for)} (misfire run_once)"
                 collapsed = not_run_row(
                     job, trigger.scheduled_for, merged, Reason.MISFIRE_COLLAPSED, now, error=error
                 )
         else:
             assert plan.skipped is not None
-            skipped = _stretch(job, plan.skipped, plan.next_occurrence or now + timedelta(microseconds=1))
+            before = plan.next_occurrence or now + timedelta(microseconds=1)
+            skipped = job.schedule.occurrences_from(plan.skipped, before, MAX_ROW_COVERS)
             error = f"missed: skipped by the misfire policy ({job.misfire.value})"
             run = not_run_row(job, plan.skipped, skipped, Reason.MISFIRE_SKIPPED, now, error=error)
         next_trigger = None
@@ -500,9 +504,3 @@ def _resumes(job: Job, trigger: Trigger) -> bool:
         and job.version == trigger.job_version
         and trigger.fire_at >= job.pause_until
     )
-
-
-def _stretch(job: Job, first: datetime, before: datetime) -> list[datetime]:
-    """The occurrences from ``first`` up to, not including, ``before`` (at most run_once's bound)."""
-    one = timedelta(microseconds=1)
-    return job.schedule.occurrences_between(first - one, before - one, limit=100_000)

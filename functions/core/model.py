@@ -299,11 +299,12 @@ class Job:
         in it, which did not run, with the pause's note and who paused (None if it was not paused)."""
         if self.paused_at is None:
             return None
-        one = timedelta(microseconds=1)
-        # After the pause began (one due at that very moment was dispatched already) and before its end.
-        due = self.schedule.occurrences_between(self.paused_at, end - one, limit=MAX_ROW_COVERS)
-        if not self.schedule.is_recurring:
-            due = []  # a one-off's time that passed while paused still runs
+        # After the pause began (one due at that very moment was dispatched already) and before its end;
+        # a one-off's time that passed while paused still runs, so it is none of them.
+        due: list[datetime] = []
+        if self.schedule.is_recurring:
+            before = end - timedelta(microseconds=1)
+            due = self.schedule.occurrences_between(self.paused_at, before, limit=MAX_ROW_COVERS)
         return replace(
             not_run_row(
                 self,

@@ -75,7 +75,7 @@ def replay_outage(
     decides it; the chain is followed while it is still in the past, each claim at ``end`` (a sweep
     takes seconds, not minutes). Occurrences the chain jumps over are ``collapsed`` into the one
     ``run_once`` runs, else ``skipped``. Assumes nothing of the window was sent before it began."""
-    due = schedule.occurrences_between(start - _ONE_US, end - _ONE_US, limit=MAX_REPLAYED + 1)
+    due = schedule.occurrences_from(start, end, limit=MAX_REPLAYED + 1)
     if len(due) > MAX_REPLAYED:
         raise OutageTooLong(f"more than {MAX_REPLAYED:,} occurrences fall due in the window")
     fates: dict[datetime, Fate] = {}

@@ -255,6 +255,10 @@ class Schedule:
                 result.append(cursor)
         return result
 
+    def occurrences_from(self, first: datetime, before: datetime, limit: int) -> list[datetime]:
+        """Fire times ``t`` with ``first <= t < before``, at most ``limit``, oldest first."""
+        return self.occurrences_between(first - _ONE_US, before - _ONE_US, limit)
+
     def occurrences_between(self, start: datetime, end: datetime, limit: int) -> list[datetime]:
         """Fire times ``t`` with ``start < t <= end``, at most ``limit`` of them, oldest first."""
         _require_aware(end, "end")
