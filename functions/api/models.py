@@ -81,7 +81,14 @@ class ScheduleIn(BaseModel):
     end_at: str | None = Field(default=None, max_length=64)
     misfire: Literal["run_once", "skip", "run_all"] = "run_once"
     catchup_seconds: int | None = Field(default=None, ge=0, le=31 * 24 * 3600, strict=True)
-    overlap: Literal["allow", "skip"] = "allow"
+    overlap: Literal["allow", "skip", "buffer_one", "buffer_all", "cancel_other"] = Field(
+        default="allow",
+        description=(
+            "an occurrence due while an earlier run is under way: allow (runs overlap), skip (it does "
+            "not run), buffer_one (it waits for the one under way; if one already waits, it does not "
+            "run), buffer_all (each waits its turn), cancel_other (the one under way is cancelled)"
+        ),
+    )
 
     _whole_numbers = whole_numbers("catchup_seconds")
 
@@ -451,6 +458,13 @@ class RunOut(BaseModel):
     covers_until: str | None = Field(default=None, description="the last of them")
     note: str | None = Field(default=None, description="a pause span: the pause's note")
     by: str | None = Field(default=None, description="a pause span: who paused")
+    overlap_with: str | None = Field(
+        default=None,
+        description=(
+            "the overlap policy's other run: the one this run waits behind or waited behind (buffer), "
+            "was skipped for (skip, buffer_one), or was cancelled for (cancel_other)"
+        ),
+    )
     attempt: int = Field(description="attempts started")
     executions: int = Field(description="attempt starts including re-executions after a worker crash")
     next_attempt_at: str | None

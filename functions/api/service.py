@@ -661,6 +661,7 @@ def run_view(run: Run, *, with_attempts: bool = False) -> dict[str, Any]:
         "covers_until": iso(run.covers_until),
         "note": run.note,
         "by": run.by,
+        "overlap_with": run.overlap_with,
         "attempt": run.attempt,
         "executions": run.executions,
         "next_attempt_at": iso(run.next_attempt_at) if run.status is RunStatus.RETRYING else None,

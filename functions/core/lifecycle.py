@@ -8,10 +8,11 @@ they lead to are those of the state machine in ``functions/core/model.py``.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from functions.core.model import Job, JobStatus, Reason, Run, RunKind, RunStatus
+from functions.core.model import Job, JobStatus, OverlapPolicy, Reason, Run, RunKind, RunStatus
 
 CANCELLED_ERROR = "cancelled"  # what a target reports when the attempt was aborted for a cancel
 
@@ -35,6 +36,22 @@ class Skip:
 
     reason: str
     code: Reason
+    overlap_with: str | None = None  # the run it is skipped for (the overlap policy)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Do not start yet: wait behind ``behind``, an earlier run that has not ended (a buffering
+    overlap policy)."""
+
+    behind: Run
+
+
+@dataclass(frozen=True)
+class CancelOther:
+    """Cancel ``other``, an earlier run that has not ended, before starting (``cancel_other``)."""
+
+    other: Run
 
 
 @dataclass(frozen=True)
@@ -91,13 +108,77 @@ def superseded(run: Run, job: Job) -> Skip | None:
     return None
 
 
-def overlap_blocks(run: Run, job: Job, earlier: list[Run]) -> Skip | None:
-    """The ``skip`` overlap policy: a queued run does not start while an earlier one is under way."""
-    if job.overlap.value != "skip" or run.status is not RunStatus.QUEUED:
-        return None
-    if any(other.status in (RunStatus.RUNNING, RunStatus.RETRYING) for other in earlier):
-        return Skip("previous run still running", Reason.OVERLAP)
+# How many runs scheduled just before an occurrence its overlap decision reads (one consistent Query).
+OVERLAP_LOOKBACK = 10
+_UNDER_WAY = (RunStatus.RUNNING, RunStatus.RETRYING)
+
+
+def overlap_applies(run: Run, job: Job) -> bool:
+    """Whether ``run`` meets its job's overlap policy: a queued occurrence of a job that does not
+    allow overlap. A backfill has its own policy (``allow`` or ``buffer_all``, chained by the worker)."""
+    return (
+        job.overlap is not OverlapPolicy.ALLOW
+        and run.status is RunStatus.QUEUED
+        and run.kind is not RunKind.BACKFILL
+    )
+
+
+def overlap_blocker(job: Job, earlier: list[Run], fetch: Callable[[str], Run | None]) -> Run | None:
+    """The nearest earlier run that has not ended, from the runs scheduled before (newest first).
+
+    Rows that did not run for another reason (a pause, a misfire stretch, a superseded occurrence)
+    are passed over; a run that ran and ended stops the search (under these policies runs end in
+    order, so nothing before it is still under way). A row skipped for overlap names the run it was
+    skipped for: that run is read (``fetch``), however far back it lies. Under ``skip`` a queued
+    earlier run is passed over too (it meets the policy itself, at its own second)."""
+    for other in earlier:
+        if other.status in _UNDER_WAY:
+            return other
+        if other.status is RunStatus.QUEUED:
+            if job.overlap is OverlapPolicy.SKIP:
+                continue
+            return other
+        if other.status is RunStatus.SKIPPED and other.reason is Reason.OVERLAP and other.overlap_with:
+            pointed = fetch(other.overlap_with)
+            if pointed is None or pointed.status not in (*_UNDER_WAY, RunStatus.QUEUED):
+                return None
+            return pointed
+        if other.attempt > 0:
+            return None
     return None
+
+
+def overlap_decision(run: Run, job: Job, blocker: Run | None) -> Proceed | Skip | Wait | CancelOther:
+    """The job's overlap policy for a queued occurrence, given the nearest earlier run not ended
+    (``overlap_blocker``). The table of docs/architecture.md ("Overlap policies")."""
+    if blocker is None or not overlap_applies(run, job):
+        return Proceed()
+    under_way = blocker.status in _UNDER_WAY
+    policy = job.overlap
+    if policy is OverlapPolicy.SKIP:
+        if not under_way:
+            return Proceed()
+        return Skip(f"run {blocker.run_id} still under way", Reason.OVERLAP, blocker.run_id)
+    if policy is OverlapPolicy.CANCEL_OTHER:
+        return CancelOther(blocker)
+    if policy is OverlapPolicy.BUFFER_ONE and blocker.status is RunStatus.QUEUED and blocker.overlap_with:
+        return Skip(
+            f"run {blocker.run_id} already waits for the one under way", Reason.OVERLAP, blocker.run_id
+        )
+    return Wait(blocker)
+
+
+def wait_limit(blocker: Run, job: Job, now: datetime, margin_seconds: float) -> float:
+    """How long a waiting run's message stays away at most: until the run it waits behind could end
+    at the latest (its attempt's timeout, or its next attempt's), when nothing woke it earlier."""
+    timeout = timedelta(seconds=job.timeout_seconds + margin_seconds)
+    if blocker.status is RunStatus.RUNNING:
+        ends = max(blocker.lease_until or now, (blocker.started_at or now) + timeout)
+    elif blocker.status is RunStatus.RETRYING:
+        ends = (blocker.next_attempt_at or now) + timeout
+    else:  # waiting itself, or about to start
+        ends = now + timeout
+    return max(1.0, (ends - now).total_seconds())
 
 
 def after_attempt(

@@ -76,8 +76,18 @@ class MisfirePolicy(StrEnum):
 
 
 class OverlapPolicy(StrEnum):
+    """What an occurrence does when it falls due while an earlier run is under way (Temporal's names;
+    ``lifecycle.overlap_decision``)."""
+
     ALLOW = "allow"
     SKIP = "skip"
+    BUFFER_ONE = "buffer_one"
+    BUFFER_ALL = "buffer_all"
+    CANCEL_OTHER = "cancel_other"
+
+    @property
+    def buffers(self) -> bool:
+        return self in (OverlapPolicy.BUFFER_ONE, OverlapPolicy.BUFFER_ALL)
 
 
 class TriggerState(StrEnum):
@@ -390,6 +400,7 @@ class Run:
     covers_until: datetime | None = None  # the last of them
     note: str | None = None  # a pause span's note
     by: str | None = None  # who paused, for a pause span
+    overlap_with: str | None = None  # the run it was skipped for, waits behind, or was cancelled for
     # A buffered backfill's run: its end dispatches the next occurrence, up to this one.
     backfill_until: datetime | None = None
 

@@ -164,7 +164,15 @@ class RunStore(Protocol):
     def recent_runs(self, job_id: str, *, limit: int) -> list[Run]:
         """The job's newest ``limit`` runs, newest first."""
 
-    def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]: ...
+    def runs_before(self, job_id: str, run_id: str, *, limit: int) -> list[Run]:
+        """The runs scheduled just before ``run_id``, newest first (consistent: the overlap policy)."""
+
+    def runs_after(self, job_id: str, run_id: str, *, limit: int) -> list[Run]:
+        """The runs scheduled just after ``run_id``, oldest first (consistent: the one waiting behind it)."""
+
+    def mark_waiting(self, run: Run, behind: str) -> bool:
+        """Record on a ``QUEUED`` run that it waits behind run ``behind`` (``overlap_with``), unless
+        it changed since it was read (its status or job version)."""
 
     def start_attempt(
         self, run: Run, *, token: str, now: datetime, lease_until: datetime, create: bool = False
@@ -202,8 +210,11 @@ class RunStore(Protocol):
         error: str | None,
         create: bool = False,
         reason: Reason | None = None,
+        overlap_with: str | None = None,
     ) -> bool:
-        """End a run that has no attempt running (cancelled, skipped), guarded by what was read."""
+        """End a run that has no attempt running (cancelled, skipped), guarded by what was read; or
+        cancel one that has (its worker's heartbeat notices). ``overlap_with``: the run it was
+        skipped or cancelled for (the overlap policy)."""
 
 
 class Tables(JobStore, TriggerStore, RunStore, Protocol):

@@ -23,6 +23,7 @@ WORK_QUEUE_VISIBILITY_SECONDS: Final = 30
 WORK_QUEUE_MAX_RECEIVE_COUNT: Final = 50
 DLQ_RETENTION_SECONDS: Final = 14 * 24 * 3600
 SQS_MAX_DELAY_SECONDS: Final = 900
+SQS_MAX_VISIBILITY_SECONDS: Final = 12 * 3600
 
 # The worker function's limit (Lambda's maximum). One attempt must fit into one invocation: it may
 # first wait for its second (up to the worker's max_early_wait_seconds, 20 s by default), then run

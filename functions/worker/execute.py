@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import NoReturn
 
 from functions.core import crash_points, lifecycle
 from functions.core.model import (
@@ -21,6 +22,7 @@ from functions.core.model import (
     Attempt,
     Job,
     JobStatus,
+    Reason,
     Run,
     RunKind,
     RunStatus,
@@ -37,6 +39,7 @@ from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
 from functions.core.resources import (
     OUTCOME_MARGIN_SECONDS,
     SQS_MAX_DELAY_SECONDS,
+    SQS_MAX_VISIBILITY_SECONDS,
     WORK_QUEUE_MAX_RECEIVE_COUNT,
 )
 from functions.core.settings import Settings
@@ -53,6 +56,12 @@ HOLD_MARGIN_SECONDS = 2
 # run. Half a second covers the table's slow moments seen locally (a few hundred ms).
 # Must stay well under two thirds of a lease, so that the first heartbeat comes before the lease ends.
 PRESTART_SECONDS = 0.5
+# cancel_other: how many runs not yet ended one start may cancel before it starts (normally one; a
+# second only when an earlier occurrence was about to start as well).
+OVERLAP_CANCELS = 3
+# cancel_other starts the newer run this long after its cancel beyond a heartbeat's interval: by then
+# the cancelled attempt's worker has seen the cancel and aborted its call.
+CANCEL_SETTLE_SECONDS = 0.25
 
 
 class ReturnLater(Exception):
@@ -170,8 +179,10 @@ class RunExecutor:
         if isinstance(arrival, lifecycle.Ignore):
             logger.info("nothing to do for message", extra={**log, "status": run.status if run else None})
             if run is not None and job is not None:
-                # A redelivery of a backfill run that ended: its worker may have died before going on.
+                # A redelivery of a run that ended: its worker may have died before going on with a
+                # backfill, or before waking the run waiting behind it.
                 self._next_backfill(job, run)
+                self._wake_waiting(job, run)
             return
         assert run is not None
         if isinstance(arrival, lifecycle.Cancel) or job is None:
@@ -196,7 +207,7 @@ class RunExecutor:
             return
         skip = lifecycle.superseded(run, job)
         if skip is not None:
-            self._end(run, skip, create=create)
+            self._end(run, skip, create=create, job=job)
             return
         self._check_time_left(run, job, deadline)
         if self._wait_until_due(run, receipt_handle):
@@ -207,15 +218,12 @@ class RunExecutor:
                 return
             skip = lifecycle.superseded(run, job)
             if skip is not None:
-                self._end(run, skip, create=create)
+                self._end(run, skip, create=create, job=job)
                 return
-        if job.overlap.value == "skip" and run.status is RunStatus.QUEUED:
-            earlier = self.store.runs_before(run.job_id, run.run_id, limit=3)
-            skip = lifecycle.overlap_blocks(run, job, earlier)
-            if skip is not None:
-                self._end(run, skip, create=create)
-                self._next_backfill(job, run)  # a backfilled occurrence skipped: the rest go on
-                return
+        if lifecycle.overlap_applies(run, job) and self._meet_overlap(
+            run, job, receipt_handle, create=create
+        ):
+            return
         token = uuid.uuid4().hex
         # The start is written a moment before the second (see PRESTART_SECONDS); it is recorded as
         # the due time, when the target is called.
@@ -277,6 +285,84 @@ class RunExecutor:
 
     # -------------------------------------------------------------------------------------------
 
+    def _meet_overlap(self, run: Run, job: Job, receipt_handle: str | None, *, create: bool) -> bool:
+        """The job's overlap policy, as the attempt would start (docs/architecture.md, "Overlap
+        policies"). Returns whether the run ended (skipped); raises ``ReturnLater`` while it waits
+        behind another; otherwise the attempt goes on, after any run it cancelled has stopped."""
+        settle_until: datetime | None = None
+        for _ in range(OVERLAP_CANCELS):
+            earlier = self.store.runs_before(run.job_id, run.run_id, limit=lifecycle.OVERLAP_LOOKBACK)
+            blocker = lifecycle.overlap_blocker(
+                job, earlier, lambda run_id: self.store.get_run(run.job_id, run_id)
+            )
+            decision = lifecycle.overlap_decision(run, job, blocker)
+            if isinstance(decision, lifecycle.Proceed):
+                break
+            if isinstance(decision, lifecycle.Skip):
+                self._end(run, decision, create=create)
+                return True
+            if isinstance(decision, lifecycle.Wait):
+                self._wait_behind(run, job, decision.behind, create=create)
+            other = decision.other
+            now = self.clock()
+            if self.store.mark_run(
+                other,
+                RunStatus.CANCELLED,
+                now=now,
+                error=f"cancelled for run {run.run_id} (overlap: cancel_other)",
+                reason=Reason.OVERLAP,
+                overlap_with=run.run_id,
+            ):
+                logger.info(
+                    "run cancelled",
+                    extra={
+                        "job_id": run.job_id,
+                        "run_id": other.run_id,
+                        "reason": "overlap",
+                        "for": run.run_id,
+                    },
+                )
+                if other.status is RunStatus.RUNNING:
+                    # Its worker renews the lease every third of one: its next beat finds the run
+                    # cancelled and aborts the call. Start after that, not beside it.
+                    beat = max(1.0, self.settings.lease_seconds / 3)
+                    settle_until = now + timedelta(seconds=beat + CANCEL_SETTLE_SECONDS)
+            # Not cancelled: it changed meanwhile (ended, or moved on): the next look reads it again.
+        else:
+            raise ReturnLater("overlap: the runs before kept changing", 1)
+        if settle_until is not None:
+            remaining = (settle_until - self.clock()).total_seconds()
+            self._hold(receipt_handle, remaining)
+            self._sleep_until(settle_until)
+        return False
+
+    def _wait_behind(self, run: Run, job: Job, behind: Run, *, create: bool) -> NoReturn:
+        """A buffering policy: the run waits behind ``behind``. It records so (once), and its message
+        stays away until ``behind`` could end at the latest; the worker that ends ``behind`` wakes
+        it sooner (``_wake_waiting``)."""
+        if create:
+            raise ReturnLater("the run of this dispatch is not written yet", 2)
+        log = {"job_id": run.job_id, "run_id": run.run_id, "behind": behind.run_id}
+        if run.overlap_with != behind.run_id:
+            if not self.store.mark_waiting(run, behind.run_id):
+                raise ReturnLater("the run changed as it was to wait", 1)
+            logger.info("run waits behind another (overlap)", extra=log)
+        seconds = lifecycle.wait_limit(behind, job, self.clock(), OUTCOME_MARGIN_SECONDS)
+        raise ReturnLater(
+            f"waiting behind run {behind.run_id}", min(SQS_MAX_VISIBILITY_SECONDS, math.ceil(seconds))
+        )
+
+    def _wake_waiting(self, job: Job, run: Run) -> None:
+        """A buffering job's run ended: the run waiting behind it gets a fresh message and starts now
+        (its own message, away until the latest end, comes back later as a duplicate)."""
+        if not job.overlap.buffers:
+            return
+        for later in self.store.runs_after(job.job_id, run.run_id, limit=5):
+            if later.status is RunStatus.QUEUED and later.overlap_with == run.run_id:
+                self.queue.send([(WorkMessage(job.job_id, later.run_id), 0)])
+                logger.info("waiting run woken", extra={"job_id": job.job_id, "run_id": later.run_id})
+                return
+
     def _check_time_left(self, run: Run, job: Job, deadline: datetime | None) -> None:
         """Give the message back at once if this invocation would be stopped before the attempt ends.
 
@@ -311,6 +397,11 @@ class RunExecutor:
         """
         log = {"job_id": run.job_id, "run_id": run.run_id, "receive_count": receive_count}
         now = self.clock()
+        if run.status is RunStatus.QUEUED and run.overlap_with is not None and job.overlap.buffers:
+            # Waiting behind another run (a buffering policy) is not a failure: it goes on waiting.
+            self.queue.send([(message, SQS_MAX_DELAY_SECONDS)])
+            logger.warning("last delivery of a waiting run: message renewed", extra=log)
+            return
         if run.status is RunStatus.RUNNING and run.lease_until is not None and now < run.lease_until:
             remaining = math.ceil((run.lease_until - now).total_seconds())
             self.queue.send([(message, min(SQS_MAX_DELAY_SECONDS, remaining + HOLD_MARGIN_SECONDS))])
@@ -374,18 +465,34 @@ class RunExecutor:
         while (remaining := (moment - self.clock()).total_seconds()) > 0:
             self.sleep(remaining if remaining > 0.002 else 0)
 
-    def _end(self, run: Run, decision: lifecycle.Cancel | lifecycle.Skip, *, create: bool = False) -> None:
+    def _end(
+        self,
+        run: Run,
+        decision: lifecycle.Cancel | lifecycle.Skip,
+        *,
+        create: bool = False,
+        job: Job | None = None,
+    ) -> None:
         """End a run that never started an attempt, unless it changed meanwhile (``create``: its item
-        is not written yet)."""
+        is not written yet). A run waiting behind it (``job``'s buffering policy) is woken."""
         status = RunStatus.CANCELLED if isinstance(decision, lifecycle.Cancel) else RunStatus.SKIPPED
+        overlap_with = decision.overlap_with if isinstance(decision, lifecycle.Skip) else None
         marked = self.store.mark_run(
-            run, status, now=self.clock(), error=decision.reason, create=create, reason=decision.code
+            run,
+            status,
+            now=self.clock(),
+            error=decision.reason,
+            create=create,
+            reason=decision.code,
+            overlap_with=overlap_with,
         )
         if marked:
             logger.info(
                 f"run {status.value.lower()}",
                 extra={"job_id": run.job_id, "run_id": run.run_id, "reason": decision.reason},
             )
+            if job is not None:
+                self._wake_waiting(job, run)
 
     def _deliver(self, job: Job, run: Run, cancel: threading.Event) -> TargetOutcome:
         delivery = Delivery(
@@ -451,6 +558,7 @@ class RunExecutor:
             )
         except RunNotOurs:
             logger.warning("outcome not recorded: the run was cancelled or taken over", extra=log)
+            self._wake_waiting(job, run)  # cancelled: the next may start (taken over: it waits again)
             return
         logger.info(
             f"run {decision.status.value.lower()}",
@@ -461,6 +569,7 @@ class RunExecutor:
             if job.pause_on_failures:
                 self._pause_after_failures(job, finished_at)
         self._next_backfill(job, run)
+        self._wake_waiting(job, run)
 
     def _next_backfill(self, job: Job, run: Run) -> None:
         """A buffered backfill goes on: the end of one of its runs dispatches the next occurrence up

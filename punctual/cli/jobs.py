@@ -41,7 +41,11 @@ def jobs() -> None:
 @click.option("--end-at")
 @click.option("--misfire", type=click.Choice(["run_once", "skip", "run_all"]))
 @click.option("--catchup-seconds", type=int)
-@click.option("--overlap", type=click.Choice(["allow", "skip"]))
+@click.option(
+    "--overlap",
+    type=click.Choice(["allow", "skip", "buffer_one", "buffer_all", "cancel_other"]),
+    help="An occurrence due while an earlier run is under way (docs/api.md).",
+)
 @click.option("--url", help="HTTP target URL.")
 @click.option("--method", default=None, help="HTTP method (default POST).")
 @click.option("--header", "headers", multiple=True, help="HTTP header 'Name: value' (repeatable).")

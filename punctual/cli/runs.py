@@ -30,8 +30,11 @@ def run_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
 
 
 def _why(run: dict[str, Any]) -> str | None:
-    """The error, and for a row standing for several occurrences how many and, for a pause, why."""
+    """The error, and for a row standing for several occurrences how many and, for a pause, why; for a
+    run waiting behind another (a buffering overlap policy), which."""
     text = run.get("error")
+    if run.get("status") == "QUEUED" and run.get("overlap_with"):
+        text = f"waits behind run {run['overlap_with']} (overlap)"
     if run.get("covers", 1) != 1:
         text = f"{text} ({run['covers']} occurrences)"
     if run.get("note"):

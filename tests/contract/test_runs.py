@@ -208,6 +208,8 @@ def test_the_history_lists_newest_first_and_runs_before_one(world: World, tables
     assert [r.run_id for r in skipped] == [ids[1]]
     assert [r.run_id for r in tables.runs_before(job.job_id, ids[3], limit=2)] == [ids[2], ids[1]]
     assert tables.runs_before(job.job_id, ids[0], limit=2) == []
+    assert [r.run_id for r in tables.runs_after(job.job_id, ids[0], limit=2)] == [ids[1], ids[2]]
+    assert tables.runs_after(job.job_id, ids[3], limit=2) == []
     read_run, read_job = tables.get_run_and_job(job.job_id, ids[2])
     assert (
         read_run is not None
@@ -216,3 +218,25 @@ def test_the_history_lists_newest_first_and_runs_before_one(world: World, tables
         and read_job.job_id == job.job_id
     )
     assert tables.get_run_and_job(job.job_id, "nope") == (None, read_job)
+
+
+def test_a_queued_run_records_what_it_waits_behind_and_an_end_what_it_was_for(
+    world: World, tables: Tables
+) -> None:
+    job, _ = world.created()
+    first, second, third = (world.run(job, NOW + timedelta(minutes=m)) for m in range(3))
+    for run in (first, second, third):
+        assert tables.put_run(run)
+    assert tables.mark_waiting(second, first.run_id)
+    waiting = tables.get_run(job.job_id, second.run_id)
+    assert waiting is not None and waiting.overlap_with == first.run_id and waiting.status is RunStatus.QUEUED
+    # Only a QUEUED run of the version read waits: a newer version's run or an ended one does not.
+    assert not tables.mark_waiting(replace(third, job_version=third.job_version + 1), first.run_id)
+    assert tables.mark_run(
+        third, RunStatus.SKIPPED, now=NOW, error="x", reason=Reason.OVERLAP, overlap_with=second.run_id
+    )
+    skipped = tables.get_run(job.job_id, third.run_id)
+    assert skipped is not None and skipped.overlap_with == second.run_id and skipped.reason is Reason.OVERLAP
+    assert not tables.mark_waiting(third, first.run_id)
+    unchanged = tables.get_run(job.job_id, third.run_id)
+    assert unchanged is not None and unchanged.status is RunStatus.SKIPPED

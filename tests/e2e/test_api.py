@@ -826,3 +826,62 @@ def test_given_past_occurrences_when_backfilled_then_each_runs_once_oldest_first
         sorted(r["scheduled_for"] for r in page["items"] if r["kind"] == "backfill") == answer["occurrences"]
     )
     send(local_stack, "DELETE", f"/v1/jobs/{job['job_id']}")
+
+
+def test_given_a_run_still_under_way_when_the_next_falls_due_then_each_overlap_policy_holds(
+    local_stack: Api,
+) -> None:
+    """Three 10-second crons whose first call takes 25 s: buffer_all runs the two that fell due
+    meanwhile right after it, one after the other; buffer_one runs one of them and skips the other;
+    cancel_other cancels the first (its call is aborted) and runs the next at once."""
+    slow_first = 25.0
+
+    def respond(path: str, nth: int) -> tuple[int, bytes]:
+        if nth == 1:
+            time.sleep(slow_first)
+        return 200, b'{"ok": true}'
+
+    with Receiver(respond) as receiver:
+        jobs = {}
+        for policy in ("buffer_all", "buffer_one", "cancel_other"):
+            body = {
+                "schedule": {"cron": "*/10 * * * * *", "overlap": policy},
+                "target": {"type": "http", "url": f"{receiver.url}/{policy}"},
+                "timeout_seconds": 60,
+            }
+            status, _, job = send(local_stack, "POST", "/v1/jobs", body)
+            assert status == 201, job
+            jobs[policy] = job
+        buffered = receiver.wait_for("/buffer_all", 3, timeout=45)
+        one_after = receiver.wait_for("/buffer_one", 2, timeout=30)[:2]
+        cancelling = receiver.wait_for("/cancel_other", 2, timeout=30)[:2]
+
+        def history(policy: str) -> list[dict[str, Any]]:
+            _, _, page = send(local_stack, "GET", f"/v1/jobs/{jobs[policy]['job_id']}/runs?limit=50")
+            return sorted(page["items"], key=lambda run: run["scheduled_for"])
+
+        # buffer_all: the two that fell due during the first call ran right after it, in order
+        buffered = buffered[:3]
+        assert len(buffered) == 3, [d.scheduled_for for d in buffered]
+        assert buffered[1].received_at - buffered[0].received_at >= slow_first - 0.5
+        assert buffered[1].received_at - (buffered[0].received_at + slow_first) < 3, "woken at the end"
+        runs = history("buffer_all")[:3]
+        assert [r["run_id"] for r in runs] == [d.idempotency_key for d in buffered]
+        assert runs[1]["overlap_with"] == runs[0]["run_id"] and runs[2]["overlap_with"] == runs[1]["run_id"]
+        # buffer_one: the first, then the one that waited; the one after it was skipped for it
+        first, waited, skipped = history("buffer_one")[:3]
+        assert [first["run_id"], waited["run_id"]] == [d.idempotency_key for d in one_after]
+        assert waited["overlap_with"] == first["run_id"] and waited["status"] == "SUCCEEDED"
+        assert (skipped["status"], skipped["reason"], skipped["overlap_with"]) == (
+            "SKIPPED",
+            "overlap",
+            waited["run_id"],
+        )
+        # cancel_other: the first run was cancelled for the second, which started at once
+        cancelled, replacing = history("cancel_other")[:2]
+        assert (cancelled["status"], cancelled["reason"]) == ("CANCELLED", "overlap")
+        assert cancelled["overlap_with"] == replacing["run_id"] == cancelling[1].idempotency_key
+        late = cancelling[1].received_at - parse_iso(cancelling[1].scheduled_for).timestamp()
+        assert 0 <= late < 3, "it waited only for the cancelled call to be aborted"
+        for job in jobs.values():
+            send(local_stack, "DELETE", f"/v1/jobs/{job['job_id']}")

@@ -356,6 +356,14 @@ class MemoryStore:
             )[: limit + 1]
             return [run for run in earlier if run.run_id != run_id][:limit]
 
+    def runs_after(self, job_id: str, run_id: str, *, limit: int) -> list[Run]:
+        with self.lock:
+            later = sorted(
+                (run for run in self.runs.get(job_id, {}).values() if run.run_id > run_id),
+                key=lambda run: run.run_id,
+            )
+            return later[:limit]
+
     def start_attempt(
         self, run: Run, *, token: str, now: datetime, lease_until: datetime, create: bool = False
     ) -> Run:
@@ -447,6 +455,7 @@ class MemoryStore:
         error: str | None,
         create: bool = False,
         reason: Reason | None = None,
+        overlap_with: str | None = None,
     ) -> bool:
         check_transition(run.status, status)
         with self.lock:
@@ -461,7 +470,20 @@ class MemoryStore:
                 finished_at=_ms(now),
                 error=error or stored.error,
                 reason=reason or stored.reason,
+                overlap_with=overlap_with or stored.overlap_with,
             )
+            return True
+
+    def mark_waiting(self, run: Run, behind: str) -> bool:
+        with self.lock:
+            stored = self.get_run(run.job_id, run.run_id)
+            if (
+                stored is None
+                or stored.status is not RunStatus.QUEUED
+                or stored.job_version != run.job_version
+            ):
+                return False
+            self.runs[run.job_id][run.run_id] = replace(stored, overlap_with=behind)
             return True
 
     # ----------------------------------------------------------------------------------- helpers

@@ -243,7 +243,8 @@ def test_overlap_skip_skips_a_run_while_the_previous_one_is_still_running(
     harness.executor.handle(second, None)
     run = harness.store.get_run(job["job_id"], second.run_id)
     assert run is not None and run.status is RunStatus.SKIPPED
-    assert run.error == "previous run still running" and run.reason is Reason.OVERLAP
+    assert run.error == f"run {first_message.run_id} still under way" and run.reason is Reason.OVERLAP
+    assert run.overlap_with == first_message.run_id
     assert receiver.for_path("/overlap") == []
 
 

@@ -844,7 +844,7 @@ def test_a_message_that_overtakes_the_replacement_of_an_older_versions_run_waits
     assert run is not None and run.status is RunStatus.SUCCEEDED
 
 
-def test_a_backfilled_run_skipped_by_the_jobs_overlap_policy_does_not_stop_the_rest(engine: Engine) -> None:
+def test_a_backfill_follows_its_own_overlap_policy_not_the_jobs(engine: Engine) -> None:
     created = engine.create(schedule={"cron": "0 * * * *", "overlap": "skip"})
     engine.clock.advance(3 * 3600)
     job = engine.store.get_job(created["job_id"])
@@ -872,4 +872,147 @@ def test_a_backfilled_run_skipped_by_the_jobs_overlap_policy_does_not_stop_the_r
         if r.kind.value == "backfill"
     )
     assert [hour for hour, _, _ in backfilled] == [12, 13, 14], "each occurrence got its row"
-    assert {reason for _, _, reason in backfilled} == {Reason.OVERLAP}, "skipped while the other ran"
+    assert {status for _, status, _ in backfilled} == {RunStatus.SUCCEEDED}, (
+        "the job's skip does not apply: the backfill's buffer_all ran them one after another"
+    )
+
+
+# --------------------------------------------------------------------------- overlap policies
+
+
+def occurrences(engine: Engine, job_id: str, count: int) -> list[WorkMessage]:
+    """The work messages of the job's first ``count`` occurrences, oldest first (a fast cron's chain is
+    dispatched ahead by the create and by each sweep)."""
+    engine.dispatcher.sweep()
+    messages = {m.run_id: m for m, _ in engine.queue.sent if m.job_id == job_id and m.queued is not None}
+    while len(messages) < count:
+        engine.clock.advance(30)
+        engine.dispatcher.sweep()
+        messages.update(
+            {m.run_id: m for m, _ in engine.queue.sent if m.job_id == job_id and m.queued is not None}
+        )
+    return [messages[run_id] for run_id in sorted(messages)][:count]
+
+
+def at_its_second(engine: Engine, message: WorkMessage) -> WorkMessage:
+    assert message.queued is not None
+    engine.clock.now = max(engine.clock.now, message.queued.due_at)
+    return message
+
+
+def while_running(engine: Engine, first: WorkMessage, during: Any) -> None:
+    """Deliver ``first``; while its target is being called, ``during()`` happens (other occurrences
+    come due and meet the overlap policy), then the call ends OK."""
+    targets = engine.targets
+    plain = ScriptedTargets.execute
+
+    def execute(spec: Any, delivery: Any, timeout_seconds: float, cancel: Any = None) -> Any:
+        if delivery.run_id == first.run_id and delivery.attempt == 1:
+            during()
+        return plain(targets, spec, delivery, timeout_seconds, cancel)
+
+    targets.execute = execute  # type: ignore[method-assign]
+    engine.executor.handle(at_its_second(engine, first), None)
+
+
+def woken(engine: Engine, run_id: str) -> WorkMessage:
+    """The fresh message the end of the run ahead sent a waiting run."""
+    sent = engine.queue.sent
+    (message,) = [m for m, delay in sent if m.run_id == run_id and m.queued is None and delay == 0]
+    return message
+
+
+def test_buffer_all_runs_the_occurrences_that_fell_due_meanwhile_one_after_another(engine: Engine) -> None:
+    created = engine.create(schedule={"cron": "*/10 * * * * *", "overlap": "buffer_all"})
+    job_id = created["job_id"]
+    first, second, third = occurrences(engine, job_id, 3)
+    engine.clock.now = first.queued.scheduled_for - timedelta(seconds=1)  # type: ignore[union-attr]
+    waits: list[ReturnLater] = []
+
+    def later_ones_come_due() -> None:
+        for message in (second, third):
+            with pytest.raises(ReturnLater) as waiting:
+                engine.executor.handle(at_its_second(engine, message), None)
+            waits.append(waiting.value)
+
+    while_running(engine, first, later_ones_come_due)
+    runs = engine.store.runs[job_id]
+    assert runs[second.run_id].status is RunStatus.QUEUED and runs[second.run_id].overlap_with == first.run_id
+    assert runs[third.run_id].overlap_with == second.run_id, "each waits behind the one just before it"
+    assert all(5 <= (w.seconds or 0) <= 60 for w in waits), "away until the run ahead could end at the latest"
+    assert engine.targets.deliveries[-1][1].run_id == first.run_id
+    engine.executor.handle(woken(engine, second.run_id), None)  # the first's end woke the second
+    engine.executor.handle(woken(engine, third.run_id), None)  # and the second's end the third
+    delivered = [d.run_id for _s, d, _t in engine.targets.deliveries]
+    assert delivered == [first.run_id, second.run_id, third.run_id]
+    assert {runs[m.run_id].status for m in (first, second, third)} == {RunStatus.SUCCEEDED}
+    late = runs[second.run_id].lateness_ms
+    assert late is not None and late >= 0
+    engine.executor.handle(second, None)  # its own message, back later: nothing more
+    assert len(engine.targets.deliveries) == 3
+
+
+def test_buffer_one_keeps_one_waiting_and_skips_the_rest(engine: Engine) -> None:
+    created = engine.create(schedule={"cron": "*/10 * * * * *", "overlap": "buffer_one"})
+    job_id = created["job_id"]
+    first, second, third, fourth = occurrences(engine, job_id, 4)
+    engine.clock.now = first.queued.scheduled_for - timedelta(seconds=1)  # type: ignore[union-attr]
+
+    def later_ones_come_due() -> None:
+        with pytest.raises(ReturnLater):
+            engine.executor.handle(at_its_second(engine, second), None)
+        for message in (third, fourth):
+            engine.executor.handle(at_its_second(engine, message), None)
+
+    while_running(engine, first, later_ones_come_due)
+    runs = engine.store.runs[job_id]
+    for skipped in (third, fourth):
+        row = runs[skipped.run_id]
+        assert row.status is RunStatus.SKIPPED and row.reason is Reason.OVERLAP
+        assert row.overlap_with == second.run_id, "skipped for the one already waiting"
+    engine.executor.handle(woken(engine, second.run_id), None)
+    assert [d.run_id for _s, d, _t in engine.targets.deliveries] == [first.run_id, second.run_id]
+    assert runs[second.run_id].status is RunStatus.SUCCEEDED
+
+
+def test_cancel_other_cancels_the_run_under_way_and_starts_once_its_call_has_stopped(engine: Engine) -> None:
+    created = engine.create(schedule={"cron": "*/10 * * * * *", "overlap": "cancel_other"})
+    job_id = created["job_id"]
+    first, second = occurrences(engine, job_id, 2)
+    engine.clock.now = first.queued.scheduled_for - timedelta(seconds=1)  # type: ignore[union-attr]
+    started: dict[str, Any] = {}
+
+    def the_next_comes_due() -> None:
+        engine.executor.handle(at_its_second(engine, second), None)
+        started["second"] = engine.store.runs[job_id][second.run_id].started_at
+
+    while_running(engine, first, the_next_comes_due)
+    runs = engine.store.runs[job_id]
+    cancelled = runs[first.run_id]
+    assert cancelled.status is RunStatus.CANCELLED and cancelled.reason is Reason.OVERLAP
+    assert cancelled.overlap_with == second.run_id
+    assert cancelled.error == f"cancelled for run {second.run_id} (overlap: cancel_other)"
+    assert runs[second.run_id].status is RunStatus.SUCCEEDED
+    due = second.queued.due_at  # type: ignore[union-attr]
+    # it waited for the cancelled attempt's heartbeat (every third of a lease) to abort the call
+    assert started["second"] >= due + timedelta(seconds=max(1.0, SETTINGS.lease_seconds / 3))
+
+
+def test_skip_finds_the_run_under_way_through_the_skipped_rows_however_many(engine: Engine) -> None:
+    """With 12 occurrences skipped behind a stuck run, more than the decision reads, the next is still
+    skipped: each skipped row names the run it was skipped for (it started beside it before)."""
+    created = engine.create(schedule={"cron": "*/10 * * * * *", "overlap": "skip"})
+    job_id = created["job_id"]
+    first, *later = occurrences(engine, job_id, 14)
+    engine.clock.now = first.queued.scheduled_for - timedelta(seconds=1)  # type: ignore[union-attr]
+
+    def a_long_run() -> None:
+        for message in later:
+            engine.executor.handle(at_its_second(engine, message), None)
+
+    while_running(engine, first, a_long_run)
+    rows = [engine.store.runs[job_id][m.run_id] for m in later]
+    assert {(r.status, r.reason, r.overlap_with) for r in rows} == {
+        (RunStatus.SKIPPED, Reason.OVERLAP, first.run_id)
+    }
+    assert [d.run_id for _s, d, _t in engine.targets.deliveries] == [first.run_id]

@@ -60,15 +60,100 @@ def test_a_queued_occurrence_of_a_paused_or_changed_job_is_skipped_but_run_now_i
     assert lifecycle.superseded(run(), job()) is None
 
 
-def test_the_skip_overlap_policy_skips_while_an_earlier_run_is_under_way() -> None:
-    skipping = job(overlap=OverlapPolicy.SKIP)
+def overlap(policy: OverlapPolicy, *earlier: Run, stored: Run | None = None) -> object:
+    """The decision for a queued occurrence ``new`` of a job with ``policy`` (``stored``: what a
+    skipped row's pointer reads)."""
+    j = job(overlap=policy)
+    blocker = lifecycle.overlap_blocker(j, list(earlier), lambda run_id: stored)
+    return lifecycle.overlap_decision(run(run_id="new", attempt=0), j, blocker)
+
+
+def test_skip_skips_while_an_earlier_run_is_under_way_and_says_which() -> None:
     for busy in (RunStatus.RUNNING, RunStatus.RETRYING):
-        assert lifecycle.overlap_blocks(run(), skipping, [run(busy)]) == lifecycle.Skip(
-            "previous run still running", Reason.OVERLAP
+        assert overlap(OverlapPolicy.SKIP, run(busy, run_id="a")) == lifecycle.Skip(
+            "run a still under way", Reason.OVERLAP, "a"
         )
-    assert lifecycle.overlap_blocks(run(), skipping, [run(RunStatus.SUCCEEDED)]) is None
-    assert lifecycle.overlap_blocks(run(), job(), [run(RunStatus.RUNNING)]) is None, "allow"
-    assert lifecycle.overlap_blocks(run(RunStatus.RETRYING), skipping, [run(RunStatus.RUNNING)]) is None
+    assert overlap(OverlapPolicy.SKIP, run(RunStatus.SUCCEEDED)) == lifecycle.Proceed()
+    assert overlap(OverlapPolicy.ALLOW, run(RunStatus.RUNNING)) == lifecycle.Proceed()
+    # a queued earlier occurrence meets the policy itself: skip looks past it to the one running
+    assert overlap(OverlapPolicy.SKIP, run(run_id="q", attempt=0), run(RunStatus.RUNNING, run_id="a")) == (
+        lifecycle.Skip("run a still under way", Reason.OVERLAP, "a")
+    )
+    j = job(overlap=OverlapPolicy.SKIP)
+    assert not lifecycle.overlap_applies(run(RunStatus.RETRYING), j), "only a queued occurrence"
+    assert not lifecycle.overlap_applies(run(kind=RunKind.BACKFILL), j), "a backfill has its own policy"
+
+
+def test_a_skipped_rows_pointer_finds_the_run_under_way_however_far_back() -> None:
+    skipped = run(RunStatus.SKIPPED, run_id="s", attempt=0, reason=Reason.OVERLAP, overlap_with="a")
+    running = run(RunStatus.RUNNING, run_id="a")
+    assert overlap(OverlapPolicy.SKIP, skipped, stored=running) == lifecycle.Skip(
+        "run a still under way", Reason.OVERLAP, "a"
+    )
+    assert overlap(OverlapPolicy.SKIP, skipped, stored=run(RunStatus.SUCCEEDED, run_id="a")) == (
+        lifecycle.Proceed()
+    )
+    assert overlap(OverlapPolicy.SKIP, skipped, stored=None) == lifecycle.Proceed(), "expired"
+
+
+def test_rows_that_did_not_run_for_another_reason_are_passed_over_and_a_run_that_ended_stops() -> None:
+    paused = run(RunStatus.SKIPPED, run_id="p", attempt=0, reason=Reason.PAUSED)
+    misfire = run(RunStatus.SKIPPED, run_id="m", attempt=0, reason=Reason.MISFIRE_SKIPPED, covers=9)
+    running = run(RunStatus.RUNNING, run_id="a")
+    assert overlap(OverlapPolicy.BUFFER_ALL, paused, misfire, running) == lifecycle.Wait(running)
+    assert overlap(OverlapPolicy.BUFFER_ALL, run(RunStatus.FAILED), running) == lifecycle.Proceed()
+
+
+def test_buffer_one_waits_behind_the_run_under_way_unless_one_already_waits() -> None:
+    running = run(RunStatus.RUNNING, run_id="a")
+    assert overlap(OverlapPolicy.BUFFER_ONE, running) == lifecycle.Wait(running)
+    waiting = run(run_id="b", attempt=0, overlap_with="a")
+    assert overlap(OverlapPolicy.BUFFER_ONE, waiting, running) == lifecycle.Skip(
+        "run b already waits for the one under way", Reason.OVERLAP, "b"
+    )
+    # the rows skipped since point at the waiting one: a later occurrence finds it through them
+    skipped = run(RunStatus.SKIPPED, run_id="c", attempt=0, reason=Reason.OVERLAP, overlap_with="b")
+    assert overlap(OverlapPolicy.BUFFER_ONE, skipped, stored=waiting) == lifecycle.Skip(
+        "run b already waits for the one under way", Reason.OVERLAP, "b"
+    )
+    # once it started, the next one waits behind it
+    started = replace(waiting, status=RunStatus.RUNNING, attempt=1)
+    assert overlap(OverlapPolicy.BUFFER_ONE, skipped, stored=started) == lifecycle.Wait(started)
+    # an earlier occurrence about to start (not waiting): this one waits behind it
+    about_to_start = run(run_id="b", attempt=0)
+    assert overlap(OverlapPolicy.BUFFER_ONE, about_to_start) == lifecycle.Wait(about_to_start)
+
+
+def test_buffer_all_waits_behind_the_one_just_before_it() -> None:
+    running = run(RunStatus.RUNNING, run_id="a")
+    waiting = run(run_id="b", attempt=0, overlap_with="a")
+    assert overlap(OverlapPolicy.BUFFER_ALL, waiting, running) == lifecycle.Wait(waiting)
+    assert overlap(OverlapPolicy.BUFFER_ALL, run(RunStatus.RETRYING, run_id="a")) == lifecycle.Wait(
+        run(RunStatus.RETRYING, run_id="a")
+    )
+    assert overlap(OverlapPolicy.BUFFER_ALL, run(RunStatus.SUCCEEDED)) == lifecycle.Proceed()
+
+
+def test_cancel_other_cancels_whatever_has_not_ended() -> None:
+    for status in (RunStatus.RUNNING, RunStatus.RETRYING, RunStatus.QUEUED):
+        other = run(status, run_id="a", attempt=0 if status is RunStatus.QUEUED else 1)
+        assert overlap(OverlapPolicy.CANCEL_OTHER, other) == lifecycle.CancelOther(other)
+    assert overlap(OverlapPolicy.CANCEL_OTHER, run(RunStatus.CANCELLED, reason=Reason.OVERLAP)) == (
+        lifecycle.Proceed()
+    )
+
+
+def test_a_waiting_runs_message_stays_away_until_the_run_ahead_could_end_at_the_latest() -> None:
+    j = job(timeout_seconds=60)
+    running = run(
+        RunStatus.RUNNING, started_at=NOW - timedelta(seconds=20), lease_until=NOW + timedelta(seconds=3)
+    )
+    assert lifecycle.wait_limit(running, j, NOW, 5) == 45
+    retrying = run(RunStatus.RETRYING, next_attempt_at=NOW + timedelta(seconds=100))
+    assert lifecycle.wait_limit(retrying, j, NOW, 5) == 165
+    assert lifecycle.wait_limit(run(attempt=0), j, NOW, 5) == 65
+    late = run(RunStatus.RUNNING, started_at=NOW - timedelta(hours=1), lease_until=NOW - timedelta(seconds=1))
+    assert lifecycle.wait_limit(late, j, NOW, 5) == 1, "never less than a second"
 
 
 def test_a_success_finishes_the_run() -> None:

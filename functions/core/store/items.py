@@ -147,6 +147,7 @@ def run_to_item(run: Run, expires_at: datetime) -> dict[str, Any]:
             "note": run.note,
             "by": run.by,
             "backfill_until": optional_ms(run.backfill_until),
+            "overlap_with": run.overlap_with,
             "error": run.error,
             TTL_ATTRIBUTE: int(expires_at.timestamp()),
         }
@@ -181,6 +182,7 @@ def run_from_item(item: Mapping[str, Any]) -> Run:
         note=data.get("note"),
         by=data.get("by"),
         backfill_until=optional_time(data.get("backfill_until")),
+        overlap_with=data.get("overlap_with"),
         error=data.get("error"),
         attempts=tuple(Attempt.from_dict(json.loads(a)) for a in data.get("attempts") or []),
     )

@@ -167,6 +167,37 @@ class RunTable(TableBase):
         runs = [run_from_item(item) for item in response.get("Items", [])]
         return [run for run in runs if run.run_id != run_id][:limit]
 
+    def runs_after(self, job_id: str, run_id: str, *, limit: int) -> list[Run]:
+        """The runs scheduled just after ``run_id``, oldest first (the one waiting behind it)."""
+        response = self.client.query(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
+            ExpressionAttributeValues={
+                ":pk": {"S": f"JOB#{job_id}"},
+                ":low": {"S": f"RUN#{run_id}"},
+                ":high": {"S": "RUN#~"},  # past every run id (they start with a digit)
+            },
+            Limit=limit + 1,
+            ConsistentRead=True,
+        )
+        runs = [run_from_item(item) for item in response.get("Items", [])]
+        return [run for run in runs if run.run_id != run_id][:limit]
+
+    def mark_waiting(self, run: Run, behind: str) -> bool:
+        """A ``QUEUED`` run waits behind ``behind`` (a buffering overlap policy): one write, once."""
+        return self.conditional(
+            self.client.update_item,
+            Key=run_key(run.job_id, run.run_id),
+            UpdateExpression="SET overlap_with = :behind",
+            ConditionExpression="#status = :queued AND job_version = :seen_version",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={
+                ":behind": {"S": behind},
+                ":queued": {"S": RunStatus.QUEUED.value},
+                ":seen_version": {"N": str(run.job_version)},
+            },
+        )
+
     def start_attempt(
         self, run: Run, *, token: str, now: datetime, lease_until: datetime, create: bool = False
     ) -> Run:
@@ -304,8 +335,10 @@ class RunTable(TableBase):
         error: str | None,
         create: bool = False,
         reason: Reason | None = None,
+        overlap_with: str | None = None,
     ) -> bool:
-        """Finish a run that never started an attempt (cancelled, skipped): guarded by its status."""
+        """Finish a run that never started an attempt (cancelled, skipped), or cancel one under way:
+        guarded by its status."""
         check_transition(run.status, status)
         values: dict[str, Any] = {
             ":status": {"S": status.value},
@@ -324,6 +357,9 @@ class RunTable(TableBase):
             sets.append("#reason = :reason")
             names["#reason"] = "reason"
             values[":reason"] = {"S": reason.value}
+        if overlap_with is not None:
+            sets.append("overlap_with = :overlap_with")
+            values[":overlap_with"] = {"S": overlap_with}
         # The version pins the run we read: a resume may have replaced it with a newer one.
         condition = "#status = :seen AND job_version = :seen_version"
         if create and run.status is RunStatus.QUEUED:
