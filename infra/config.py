@@ -46,6 +46,8 @@ class DeploymentConfig(BaseModel):
     lookahead_seconds: int = 120
     min_interval_seconds: int = 10
     run_retention_days: int = 30
+    # The share of runs whose X-Ray trace (a segment per attempt) is recorded, in percent.
+    run_trace_percent: int = 5
     http_allow_list: tuple[str, ...] = ()
     allowed_target_arns: tuple[str, ...] = ()
     # Fan-out of each tick's sweep (asynchronous invocations of the dispatcher, each over a group of
@@ -168,6 +170,7 @@ class DeploymentConfig(BaseModel):
             lookahead_seconds=self.lookahead_seconds,
             min_interval_seconds=self.min_interval_seconds,
             run_retention_days=self.run_retention_days,
+            run_trace_percent=self.run_trace_percent,
             http_allow_list=self.http_allow_list,
             allowed_target_arns=self.allowed_target_arns,
             sweep_invocations=self.sweep_invocations,

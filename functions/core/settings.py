@@ -75,6 +75,9 @@ class Settings:
     # Worker: a message that arrives up to this early is held in-process; later ones go back to SQS.
     max_early_wait_seconds: int = _bounded(20, 0)
     run_retention_days: int = _bounded(30, 1)
+    # Worker: the share of runs whose trace is recorded in X-Ray (a segment per attempt), in percent
+    # (functions/core/tracing.py). X-Ray bills each trace; Lambda's own default samples about 5%.
+    run_trace_percent: int = _bounded(5, 0, 100)
     max_attempts_limit: int = _bounded(10, 1)
 
     # HTTP targets: loopback is allowed only locally; the allow-list names private hosts/CIDRs.

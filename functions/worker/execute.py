@@ -16,7 +16,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import NoReturn
 
-from functions.core import crash_points, lifecycle
+from functions.core import crash_points, lifecycle, tracing
 from functions.core.model import (
     PAUSED_BY_PUNCTUAL,
     Attempt,
@@ -502,6 +502,7 @@ class RunExecutor:
             scheduled_for=run.scheduled_for,
             payload=job.payload,
             secret=job.secret,
+            sampled=tracing.sampled(run.run_id, self.settings.run_trace_percent),
         )
         try:
             return self.targets.execute(job.target, delivery, float(job.timeout_seconds), cancel=cancel)
@@ -549,6 +550,9 @@ class RunExecutor:
             error=outcome.error,
             response=outcome.response_excerpt,
         )
+        # The attempt's X-Ray segment, before its outcome is written: a retry leaves below by
+        # ReturnLater, and a run taken over meanwhile still had its target called by this attempt.
+        tracing.attempt_span(job, run, attempt, percent=self.settings.run_trace_percent)
         try:
             if isinstance(decision, lifecycle.RetryAt):
                 self._schedule_retry(job, run, attempt, finished_at, decision, started_late)
@@ -562,7 +566,7 @@ class RunExecutor:
             return
         logger.info(
             f"run {decision.status.value.lower()}",
-            extra={**log, **_outcome_fields(run, attempt)},
+            extra={**log, **self._outcome_fields(run, attempt)},
         )
         if decision.status is RunStatus.FAILED:
             self.queue.send_to_dlq(body, outcome.error or "failed")
@@ -626,6 +630,23 @@ class RunExecutor:
             return  # changed meanwhile (paused, resumed, rescheduled): the caller's change stands
         logger.warning("job paused", extra={"job_id": job.job_id, "reason": note})
 
+    def _outcome_fields(self, run: Run, attempt: Attempt) -> dict[str, object]:
+        """What an outcome's log line says of the attempt (the run's lateness is its first attempt's)."""
+        return {
+            "attempt": attempt.number,
+            "lateness_ms": run.lateness_ms,
+            "duration_ms": attempt.duration_ms,
+            "status_code": attempt.status_code,
+            "error": attempt.error,
+            # The trace the target saw (its traceparent): the worker's line joins the target's own spans.
+            "traceparent": traceparent_of(
+                run.job_id,
+                run.run_id,
+                attempt.number,
+                sampled=tracing.sampled(run.run_id, self.settings.run_trace_percent),
+            ),
+        }
+
     def _schedule_retry(
         self,
         job: Job,
@@ -666,23 +687,10 @@ class RunExecutor:
             extra={
                 "job_id": run.job_id,
                 "run_id": run.run_id,
-                **_outcome_fields(run, attempt),
+                **self._outcome_fields(run, attempt),
                 "next_attempt_at": next_at.isoformat(),
                 "wake_up": "message" if short else "trigger",
             },
         )
         if short:
             raise ReturnLater("retry scheduled", max(0, math.floor(delay) - EARLY_ARRIVAL_SECONDS))
-
-
-def _outcome_fields(run: Run, attempt: Attempt) -> dict[str, object]:
-    """What an outcome's log line says of the attempt (the run's lateness is its first attempt's)."""
-    return {
-        "attempt": attempt.number,
-        "lateness_ms": run.lateness_ms,
-        "duration_ms": attempt.duration_ms,
-        "status_code": attempt.status_code,
-        "error": attempt.error,
-        # The trace the target saw (its traceparent): the worker's line joins the target's own spans.
-        "traceparent": traceparent_of(run.job_id, run.run_id, attempt.number),
-    }

@@ -31,6 +31,7 @@ PRODUCTION_CONTEXT: dict[str, Any] = {
     "lookahead_seconds": 180,
     "min_interval_seconds": 30,
     "run_retention_days": 90,
+    "run_trace_percent": 100,
     "http_allow_list": ["10.20.0.0/16", "hooks.internal.example"],
     "allowed_target_arns": list(PRODUCTION_TARGETS),
     "api_auth": "api_key",

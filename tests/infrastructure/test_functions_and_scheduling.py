@@ -161,6 +161,7 @@ def test_given_operator_context_when_synthesized_then_the_functions_get_those_se
         assert settings.lookahead_seconds == PRODUCTION_CONTEXT["lookahead_seconds"]
         assert settings.min_interval_seconds == PRODUCTION_CONTEXT["min_interval_seconds"]
         assert settings.run_retention_days == PRODUCTION_CONTEXT["run_retention_days"]
+        assert settings.run_trace_percent == PRODUCTION_CONTEXT["run_trace_percent"]
         assert settings.http_allow_list == tuple(PRODUCTION_CONTEXT["http_allow_list"])
         assert settings.allowed_target_arns == tuple(PRODUCTION_CONTEXT["allowed_target_arns"])
         assert (settings.api_auth, settings.owner_mode) == ("api_key", "session")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from functions.core.model import scheduled_for_of
 from functions.core.signing import SIGNATURE_HEADER, sign
 
 __all__ = [
@@ -29,6 +30,8 @@ __all__ = [
     "seconds_text",
     "success",
     "traceparent",
+    "traceparent_of",
+    "xray_trace_id",
 ]
 
 EXCERPT_BYTES: Final = 4096
@@ -46,6 +49,7 @@ class Delivery:
     scheduled_for: datetime  # aware
     payload: Any  # JSON value or None
     secret: str | None = None
+    sampled: bool = True  # its trace is recorded (the traceparent's flag; functions/core/tracing.py)
 
     def __post_init__(self) -> None:
         for name in ("job_id", "run_id"):
@@ -82,17 +86,43 @@ def traceparent(delivery: Delivery) -> str:
     """The W3C ``traceparent`` of an attempt: the trace is the run's (the same for every attempt and
     re-delivery, derived from its id), the parent span the attempt's, so a target's own spans join the
     run that called it and an attempt's retry shows as a sibling span of the same trace."""
-    return traceparent_of(delivery.job_id, delivery.run_id, delivery.attempt)
+    return traceparent_of(delivery.job_id, delivery.run_id, delivery.attempt, sampled=delivery.sampled)
 
 
-def traceparent_of(job_id: str, run_id: str, attempt: int) -> str:
-    trace = hashlib.sha256(f"trace|{job_id}|{run_id}".encode()).hexdigest()[:32]
+def traceparent_of(job_id: str, run_id: str, attempt: int, *, sampled: bool = True) -> str:
+    """The ``traceparent`` of attempt ``attempt`` of a run (see :func:`traceparent`).
+
+    The trace id is also a valid X-Ray trace id (:func:`xray_trace_id`): its first 8 hex digits are
+    the run's scheduled time in epoch seconds, as X-Ray's own ids carry the time of their request, the
+    other 24 a digest of the job and run. So the worker's segment of each attempt
+    (``functions/core/tracing.py``) and the target's own spans land in one trace, whichever of W3C or
+    X-Ray the target speaks. The scheduled time comes from the run id, which carries it, so every
+    worker, every attempt and every re-delivery derives the same ids without reading anything.
+    """
+    digest = hashlib.sha256(f"trace|{job_id}|{run_id}".encode()).hexdigest()
+    try:
+        epoch = int(scheduled_for_of(run_id).timestamp())
+    except ValueError:
+        # Only a run id not made by ``model.run_id_for`` (tests make such) lacks its time: the digest
+        # then fills all of it.
+        trace = digest[:32]
+    else:
+        # 8 hex digits hold epoch seconds until 2106; the mask keeps the width whatever the time.
+        trace = f"{epoch & 0xFFFFFFFF:08x}{digest[:24]}"
     span = hashlib.sha256(f"span|{run_id}|{attempt}".encode()).hexdigest()[:16]
-    # All-zero ids are invalid in W3C Trace Context; a digest of 32 zero nibbles will not happen, but
-    # the format must hold whatever the digest.
+    # All-zero ids are invalid in W3C Trace Context; neither a scheduled time nor a digest will be
+    # zero in practice, but the format must hold whatever they are.
     trace = trace if trace.strip("0") else "1" + trace[1:]
     span = span if span.strip("0") else "1" + span[1:]
-    return f"00-{trace}-{span}-01"
+    # The flag says whether Punctual records the run's trace (its X-Ray segments): a target whose
+    # tracer follows its parent's decision records the same runs, so no trace lacks its root.
+    return f"00-{trace}-{span}-{'01' if sampled else '00'}"
+
+
+def xray_trace_id(traceparent: str) -> str:
+    """The X-Ray form of a ``traceparent``'s trace id: ``1-<8 hex>-<24 hex>``, the same 32 digits."""
+    trace = traceparent.split("-")[1]
+    return f"1-{trace[:8]}-{trace[8:]}"
 
 
 def delivery_headers(delivery: Delivery, body: bytes, now: datetime) -> dict[str, str]:
