@@ -40,7 +40,8 @@ def bulk_action(jobs: JobService, owner: str, request: BulkIn) -> dict[str, Any]
     matched = [
         job
         for job in jobs.store.owner_jobs(owner)
-        if job.as_of(now).status in wanted
+        if not job.gone(now)
+        and job.as_of(now).status in wanted
         and all(job.tags.get(key) == value for key, value in request.tags.items())
     ]
     matched.sort(key=lambda job: (job.created_at, job.job_id))

@@ -337,6 +337,17 @@ class PauseOut(BaseModel):
     until: str | None
 
 
+MAX_RUNS_TEXT = (
+    "a recurring job ends (COMPLETED) once this many of its occurrences were set off, whatever became "
+    "of each; run now and backfills do not count (at most 1,000)"
+)
+ON_COMPLETE_TEXT = (
+    "what becomes of the job once it ends (a one-off's run done, end_at passed, max_runs reached): "
+    "keep it, or delete it, with its history, delete_after_days after"
+)
+DELETE_AFTER_TEXT = "on_complete delete: how long the ended job and its history stay readable, in days"
+
+
 class CreateJobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -356,8 +367,13 @@ class CreateJobIn(BaseModel):
     pause_on_failures: int | None = Field(
         default=None, ge=1, le=100, strict=True, description=PAUSE_ON_FAILURES_TEXT
     )
+    max_runs: int | None = Field(default=None, ge=1, le=1000, strict=True, description=MAX_RUNS_TEXT)
+    on_complete: Literal["keep", "delete"] = Field(default="keep", description=ON_COMPLETE_TEXT)
+    delete_after_days: int = Field(default=7, ge=1, le=365, strict=True, description=DELETE_AFTER_TEXT)
 
-    _whole_numbers = whole_numbers("timeout_seconds", "jitter_seconds", "pause_on_failures")
+    _whole_numbers = whole_numbers(
+        "timeout_seconds", "jitter_seconds", "pause_on_failures", "max_runs", "delete_after_days"
+    )
 
 
 class PatchJobIn(BaseModel):
@@ -379,8 +395,15 @@ class PatchJobIn(BaseModel):
     pause_on_failures: int | None = Field(
         default=None, ge=1, le=100, strict=True, description=PAUSE_ON_FAILURES_TEXT
     )
+    max_runs: int | None = Field(default=None, ge=1, le=1000, strict=True, description=MAX_RUNS_TEXT)
+    on_complete: Literal["keep", "delete"] | None = Field(default=None, description=ON_COMPLETE_TEXT)
+    delete_after_days: int | None = Field(
+        default=None, ge=1, le=365, strict=True, description=DELETE_AFTER_TEXT
+    )
 
-    _whole_numbers = whole_numbers("timeout_seconds", "jitter_seconds", "pause_on_failures")
+    _whole_numbers = whole_numbers(
+        "timeout_seconds", "jitter_seconds", "pause_on_failures", "max_runs", "delete_after_days"
+    )
 
 
 class OutageIn(BaseModel):
@@ -489,6 +512,15 @@ class JobOut(BaseModel):
     run_counts: dict[str, int]
     jitter_seconds: int = 0
     pause_on_failures: int | None = None
+    max_runs: int | None = None
+    remaining_runs: int | None = Field(
+        default=None, description="with max_runs: the runs left, max_runs less those set off so far"
+    )
+    on_complete: Literal["keep", "delete"] = "keep"
+    delete_after_days: int | None = Field(default=None, description="with on_complete delete")
+    deletes_at: str | None = Field(
+        default=None, description="an ended job with on_complete delete: when it and its history go"
+    )
     pause: PauseOut | None = Field(
         default=None, description="while PAUSED: since when, by whom, why, until when"
     )

@@ -31,6 +31,7 @@ from functions.core.model import (
     Job,
     JobStatus,
     MisfirePolicy,
+    OnComplete,
     OverlapPolicy,
     Reason,
     RetryPolicy,
@@ -46,6 +47,7 @@ from functions.core.model import (
     make_trigger,
     new_job_id,
     run_id_for,
+    runs_made,
     utcnow,
 )
 from functions.core.ports import (
@@ -158,6 +160,7 @@ class JobService:
         target = self._validate_target(request.target.spec())
         self._check_templates(target, request.payload)
         self._check_jitter(schedule, request.jitter_seconds)
+        self._check_max_runs(schedule, request.max_runs)
         first = self._first_fire_time(schedule, now)
         job = Job(
             job_id=job_id,
@@ -170,6 +173,9 @@ class JobService:
             timeout_seconds=request.timeout_seconds,
             jitter_seconds=request.jitter_seconds,
             pause_on_failures=request.pause_on_failures,
+            max_runs=request.max_runs,
+            on_complete=OnComplete(request.on_complete),
+            delete_after_days=request.delete_after_days,
             tags=request.tags,
             secret=request.signing_secret,
             misfire=MisfirePolicy(request.schedule.misfire),
@@ -179,7 +185,7 @@ class JobService:
             updated_at=now,
             next_trigger_at=first,
         )
-        trigger = self._trigger(job, first, now)
+        trigger = self._trigger(job, first, now, new_job=True)
         idempotency = (idempotency_key, fingerprint) if idempotency_key is not None else None
         try:
             try:
@@ -254,6 +260,16 @@ class JobService:
             )
 
     @staticmethod
+    def _check_max_runs(schedule: Schedule, max_runs: int | None) -> None:
+        if max_runs is not None and not schedule.is_recurring:
+            raise InvalidInput("only a recurring schedule takes a max_runs: a one-off runs once", "max_runs")
+
+    def _runs_made(self, job: Job) -> int:
+        """The runs counted against ``max_runs`` so far, from the history (a chain the API starts
+        carries them on: ``Trigger.runs_before``); only read for a job that has a limit."""
+        return runs_made(self._recent_runs(job)) if job.max_runs is not None else 0
+
+    @staticmethod
     def _check_templates(target: dict[str, Any], payload: Any) -> None:
         try:
             check_templates(target, payload)
@@ -270,15 +286,29 @@ class JobService:
     def _due_soon(self, fire_at: datetime, now: datetime) -> bool:
         return fire_at - now <= timedelta(seconds=self.settings.lookahead_seconds)
 
-    def _trigger(self, job: Job, first: datetime, now: datetime, fire_at: datetime | None = None) -> Trigger:
+    def _trigger(
+        self,
+        job: Job,
+        first: datetime,
+        now: datetime,
+        fire_at: datetime | None = None,
+        *,
+        new_job: bool = False,
+    ) -> Trigger:
         """The trigger of ``job``'s first occurrence at ``first``, due at ``fire_at`` (default: its
         time plus its jitter). Held (``make_trigger``) when due within the look-ahead: this request
         dispatches it itself, and a sweep listing it meanwhile (a tick at the same moment) must not
-        send it a second time."""
+        send it a second time. The chain it starts counts on from the runs made (``max_runs``)."""
         fire = fire_at or fire_time(job, first)
         shards = self.settings.shard_count
         return make_trigger(
-            job, first, now=now, shard_count=shards, fire_at=fire, held=self._due_soon(fire, now)
+            job,
+            first,
+            now=now,
+            shard_count=shards,
+            fire_at=fire,
+            held=self._due_soon(fire, now),
+            runs_before=0 if new_job else self._runs_made(job),
         )
 
     def _dispatch_if_due(self, trigger: Trigger, now: datetime) -> None:
@@ -300,8 +330,11 @@ class JobService:
         if status in (JobStatus.COMPLETED, JobStatus.FAILED):
             stored = frozenset({status, JobStatus.ACTIVE})
         histories: dict[str, list[Run]] = {}
+        now = self.clock()
 
         def keep(job: Job) -> bool:
+            if job.gone(now):
+                return False  # on_complete delete: gone (DynamoDB's TTL removes the item later)
             histories[job.job_id] = self._recent_runs(job)
             return status is None or job_history(job, histories[job.job_id]).status is status
 
@@ -311,7 +344,6 @@ class JobService:
             )
         except BadCursorError as error:
             raise InvalidInput(str(error), "cursor") from error
-        now = self.clock()
         return {
             "items": [self.job_view(job, now, runs=histories.get(job.job_id)) for job in jobs],
             "next_cursor": next_cursor,
@@ -342,7 +374,8 @@ class JobService:
     def stats(self, owner: str) -> dict[str, Any]:
         jobs: dict[str, int] = {}
         runs: dict[str, int] = {}
-        owned = self.store.owner_jobs(owner)
+        now = self.clock()
+        owned = [job for job in self.store.owner_jobs(owner) if not job.gone(now)]
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(owned)))) as pool:
             histories = list(pool.map(lambda job: job_history(job, self._recent_runs(job)), owned))
         for history in histories:
@@ -398,10 +431,18 @@ class JobService:
             changes["pause_on_failures"] = request.pause_on_failures
         if "jitter_seconds" in given and request.jitter_seconds is not None:
             changes["jitter_seconds"] = request.jitter_seconds
-        if {"schedule", "jitter_seconds"} & given:
-            # New fire times: the triggers written for the old ones must not fire (a new version).
+        if "max_runs" in given:
+            changes["max_runs"] = request.max_runs
+        if "on_complete" in given and request.on_complete is not None:
+            changes["on_complete"] = OnComplete(request.on_complete)
+        if "delete_after_days" in given and request.delete_after_days is not None:
+            changes["delete_after_days"] = request.delete_after_days
+        if {"schedule", "jitter_seconds", "max_runs"} & given:
+            # New fire times (or a new limit, counted again from the history): the triggers written
+            # for the old ones must not fire (a new version), a new chain starts.
             schedule = changes.get("schedule", job.schedule)
             self._check_jitter(schedule, changes.get("jitter_seconds", job.jitter_seconds))
+            self._check_max_runs(schedule, changes.get("max_runs", job.max_runs))
             first = self._first_fire_time(schedule, now)
             changes.update(
                 version=job.version + 1, next_trigger_at=first if job.status is JobStatus.ACTIVE else None
@@ -547,7 +588,7 @@ class JobService:
             raise NotFound(f"job {job_id[:64]} not found", "job_id")
         job = self.store.get_job(job_id)
         # Another owner's job is indistinguishable from a missing one.
-        if job is None or job.owner != owner:
+        if job is None or job.owner != owner or job.gone(self.clock()):
             raise NotFound(f"job {job_id} not found", "job_id")
         return self._settled(job.as_of(self.clock()))
 
@@ -566,14 +607,20 @@ class JobService:
     def job_view(self, job: Job, now: datetime, runs: list[Run] | None = None) -> dict[str, Any]:
         """``runs``: the job's newest runs, newest first (read here when not given)."""
         job = job.as_of(now)
-        history = job_history(job, self._recent_runs(job) if runs is None else runs)
+        history_runs = self._recent_runs(job) if runs is None else runs
+        history = job_history(job, history_runs)
         job = replace(job, status=history.status)
         # What will fire next, from the schedule: the dispatcher claims occurrences ahead of time, so
         # its own frontier (next_trigger_at) is often one occurrence further than the next firing.
+        # max_runs: the runs left are those not yet due (a run set off ahead of its time is still to come).
+        remaining = None
+        if job.max_runs is not None:
+            due = [run for run in history_runs if run.due_at <= now]
+            remaining = max(0, job.max_runs - runs_made(due))
         upcoming: list[datetime] = []
         if job.status is JobStatus.ACTIVE:
             if job.schedule.is_recurring:
-                upcoming = job.schedule.upcoming(now, 5)
+                upcoming = job.schedule.upcoming(now, 5 if remaining is None else min(5, remaining))
             else:
                 at = job.schedule.first_fire_time()
                 upcoming = [at] if at is not None else []
@@ -598,6 +645,11 @@ class JobService:
             "timeout_seconds": job.timeout_seconds,
             "jitter_seconds": job.jitter_seconds,
             "pause_on_failures": job.pause_on_failures,
+            "max_runs": job.max_runs,
+            "remaining_runs": remaining,
+            "on_complete": job.on_complete.value,
+            "delete_after_days": job.delete_after_days if job.on_complete is OnComplete.DELETE else None,
+            "deletes_at": iso(job.expires_at),
             "pause": {
                 "at": iso(job.paused_at),
                 "by": job.paused_by,

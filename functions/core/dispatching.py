@@ -320,8 +320,19 @@ class Dispatcher:
             else:
                 # Its pause ends before this occurrence: dispatched ahead, so that it fires at its second.
                 job = job.as_of(job.pause_until or now)
+        if (
+            job is not None
+            and _reached_max_runs(job, trigger)
+            and self.store.complete_job(job, job.expiry_after_end(now))
+        ):
+            # max_runs was lowered below the runs made: the job ends instead of this occurrence.
+            self.store.delete_trigger(trigger)
+            logger.info("job completed: max_runs reached", extra={"job_id": job.job_id})
+            report.stale += 1
+            return _Outcome(report)
         if job is None or (
             job.status is JobStatus.CANCELLED
+            or job.gone(now)
             or (
                 trigger.kind is RunKind.SCHEDULED
                 and (job.status is not JobStatus.ACTIVE or job.version != trigger.job_version)
@@ -399,7 +410,10 @@ class Dispatcher:
             error = f"missed: skipped by the misfire policy ({job.misfire.value})"
             run = not_run_row(job, plan.skipped, skipped, Reason.MISFIRE_SKIPPED, now, error=error)
         next_trigger = None
-        if plan.next_occurrence is not None:
+        # max_runs counts the occurrences set off; the chain carries the count (runs_before).
+        runs = trigger.runs_before + (1 if run.status is RunStatus.QUEUED else 0)
+        limited = job.max_runs is not None and runs >= job.max_runs
+        if plan.next_occurrence is not None and not limited:
             # Held when this dispatch follows the chain to it (``dispatch``): a sweep listing it
             # meanwhile must not send it too.
             next_trigger = make_trigger(
@@ -408,11 +422,13 @@ class Dispatcher:
                 now=now,
                 shard_count=self.settings.shard_count,
                 held=self._follows(fire_time(job, plan.next_occurrence), now),
+                runs_before=runs,
             )
             self.store.put_trigger(next_trigger)
         elif job.schedule.is_recurring:
-            # A recurring schedule that ran out (end_at, a year field) completes with its last occurrence.
-            self.store.complete_job(job)
+            # A recurring schedule that ran out (end_at, a year field) or reached max_runs completes
+            # with its last occurrence.
+            self.store.complete_job(job, job.expiry_after_end(now))
         return run, next_trigger, collapsed
 
     # ------------------------------------------------------------------------------------- sweep
@@ -491,6 +507,17 @@ def _new_run(job: Job, scheduled_for: datetime, kind: RunKind, status: RunStatus
         next_attempt_at=scheduled_for + timedelta(milliseconds=jitter),
         job_version=job.version,
         jitter_ms=jitter,
+    )
+
+
+def _reached_max_runs(job: Job, trigger: Trigger) -> bool:
+    """A scheduled occurrence of a job whose chain has set off ``max_runs`` runs already."""
+    return (
+        trigger.kind is RunKind.SCHEDULED
+        and job.max_runs is not None
+        and trigger.runs_before >= job.max_runs
+        and job.version == trigger.job_version
+        and job.status is JobStatus.ACTIVE
     )
 
 

@@ -90,6 +90,13 @@ class OverlapPolicy(StrEnum):
         return self in (OverlapPolicy.BUFFER_ONE, OverlapPolicy.BUFFER_ALL)
 
 
+class OnComplete(StrEnum):
+    """What becomes of a job that ends (a one-off run done, a schedule run out, ``max_runs`` reached)."""
+
+    KEEP = "keep"
+    DELETE = "delete"  # gone ``delete_after_days`` after its end, its history with it
+
+
 class TriggerState(StrEnum):
     """An occurrence's trigger is written PENDING, or CLAIMED (``claimed_at``, no token) when its
     writer dispatches it itself at once (``make_trigger(held=True)``); it is never updated after: it
@@ -243,6 +250,20 @@ class Job:
     paused_by: str | None = None  # who paused it: a caller, or "punctual" (pause_on_failures)
     pause_until: datetime | None = None  # active again from then on (Job.as_of); written so later
     pause_on_failures: int | None = None  # pause after this many consecutive FAILED runs
+    max_runs: int | None = None  # a recurring job ends once this many occurrences were set off
+    on_complete: OnComplete = OnComplete.KEEP
+    delete_after_days: int = 7  # on_complete delete: how long an ended job stays readable
+    expires_at: datetime | None = None  # on_complete delete: gone from then on (the item's TTL)
+
+    def gone(self, moment: datetime) -> bool:
+        """Deleted by ``on_complete: delete`` (DynamoDB's TTL may not have removed the item yet)."""
+        return self.expires_at is not None and self.expires_at <= moment
+
+    def expiry_after_end(self, end: datetime) -> datetime | None:
+        """When this job, ending at ``end``, is to be gone: None unless ``on_complete: delete``."""
+        if self.on_complete is not OnComplete.DELETE:
+            return None
+        return end + timedelta(days=self.delete_after_days)
 
     def paused(self, now: datetime, by: str, note: str | None, until: datetime | None) -> Job:
         """This job paused at ``now`` (a new version: its triggers must not fire), or its pause
@@ -441,6 +462,7 @@ class Trigger:
     claim_token: str | None = None
     claimed_at: datetime | None = None
     backfill_until: datetime | None = None  # a buffered backfill (see Run.backfill_until)
+    runs_before: int = 0  # the scheduled occurrences set off before this one (max_runs)
 
 
 def bucket_of(moment: datetime) -> str:
@@ -485,6 +507,7 @@ def make_trigger(
     kind: RunKind = RunKind.SCHEDULED,
     fire_at: datetime | None = None,
     held: bool = False,
+    runs_before: int = 0,
 ) -> Trigger:
     """A trigger for one occurrence, in the bucket of ``max(fire_at, now)``: never in a passed bucket.
 
@@ -506,6 +529,7 @@ def make_trigger(
         written_at=now,
         state=TriggerState.CLAIMED if held else TriggerState.PENDING,
         claimed_at=now if held else None,
+        runs_before=runs_before,
     )
 
 
@@ -618,6 +642,18 @@ def started_run(run: Run, *, token: str, now: datetime, lease_until: datetime) -
 
 # How many of a job's newest runs its view reads to derive ``last_run`` and ``run_counts``.
 RUN_COUNT_WINDOW = 1000
+
+
+# Rows of scheduled occurrences that do not count against max_runs: the misfire policy's (never set
+# off) and those a pause or a change of schedule stopped (the chain that follows counts again).
+_NOT_COUNTED = (Reason.MISFIRE_SKIPPED, Reason.MISFIRE_COLLAPSED, Reason.PAUSED, Reason.SUPERSEDED)
+
+
+def runs_made(runs: list[Run]) -> int:
+    """How many of ``runs`` count against ``max_runs``: the scheduled occurrences the dispatcher set
+    off, whatever became of them (an overlap skip or a failure counts), except those a pause or a
+    schedule change stopped; not run now or backfills, nor the misfire policy's rows."""
+    return sum(1 for run in runs if run.kind is RunKind.SCHEDULED and run.reason not in _NOT_COUNTED)
 
 
 @dataclass(frozen=True)

@@ -95,8 +95,12 @@ class JobStore(Protocol):
     def name_holder(self, owner: str, name: str) -> tuple[str, datetime | None] | None:
         """(job id, when reserved) of the job holding the owner's ``name``, if any."""
 
-    def complete_job(self, job: Job) -> bool:
-        """End a recurring job whose schedule ran out and free its name, if its version is unchanged."""
+    def complete_job(self, job: Job, expires_at: datetime | None = None) -> bool:
+        """End a recurring job whose schedule ran out (or reached ``max_runs``) and free its name, if
+        its version is unchanged; ``expires_at``: gone from then on (``on_complete: delete``)."""
+
+    def expire_job(self, job_id: str, expires_at: datetime) -> None:
+        """A one-off job's ``on_complete: delete``: gone from ``expires_at`` on."""
 
     def get_job(self, job_id: str) -> Job | None: ...
 

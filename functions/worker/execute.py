@@ -159,6 +159,8 @@ class RunExecutor:
     ) -> None:
         log = {"job_id": message.job_id, "run_id": message.run_id}
         run, job = self.store.get_run_and_job(message.job_id, message.run_id)
+        if job is not None and job.gone(self.clock()):
+            job = None  # deleted by on_complete (DynamoDB's TTL removes the item later)
         if run is None and message.queued is not None:
             # The dispatcher writes the QUEUED run just after sending: this message came first. (A
             # message older than the run retention may belong to a run that expired: never re-run it.)
@@ -572,6 +574,7 @@ class RunExecutor:
             self.queue.send_to_dlq(body, outcome.error or "failed")
             if job.pause_on_failures:
                 self._pause_after_failures(job, finished_at)
+        self._end_of_one_off(job, run, finished_at)
         self._next_backfill(job, run)
         self._wake_waiting(job, run)
 
@@ -605,6 +608,15 @@ class RunExecutor:
         )
         self.store.put_trigger(trigger)
         Dispatcher(self.store, self.queue, self.settings, clock=self.clock).dispatch([trigger], now)
+
+    def _end_of_one_off(self, job: Job, run: Run, now: datetime) -> None:
+        """A one-off job ends with its own run (its status follows the run when read): with
+        ``on_complete: delete`` it is gone ``delete_after_days`` from now."""
+        expires_at = job.expiry_after_end(now)
+        if expires_at is None or job.schedule.is_recurring or run.kind is not RunKind.SCHEDULED:
+            return
+        self.store.expire_job(job.job_id, expires_at)
+        logger.info("job to be deleted", extra={"job_id": job.job_id, "deletes_at": expires_at.isoformat()})
 
     def _pause_after_failures(self, job: Job, now: datetime) -> None:
         """``pause_on_failures``: pause the job once its newest N finished runs all FAILED (a skipped

@@ -66,6 +66,19 @@ def jobs() -> None:
     type=int,
     help="Spread each occurrence by a random delay of up to this many seconds (fixed per occurrence).",
 )
+@click.option(
+    "--max-runs",
+    type=click.IntRange(1, 1000),
+    help="A recurring job ends after this many of its occurrences were set off.",
+)
+@click.option(
+    "--on-complete",
+    type=click.Choice(["keep", "delete"]),
+    help="Once the job ends: keep it (default), or delete it with its history --delete-after-days later.",
+)
+@click.option(
+    "--delete-after-days", type=click.IntRange(1, 365), help="With --on-complete delete (default 7)."
+)
 @click.option("--tag", "tags", multiple=True, help="KEY=VALUE (repeatable).")
 @click.option("--signing-secret", help="Sign deliveries with HMAC-SHA256 (Punctual-Signature).")
 @click.option("--idempotency-key", help="Retrying with the same key returns the first job.")
@@ -148,6 +161,9 @@ def jobs_create(ctx: Context, **options: Any) -> None:
         body["jitter_seconds"] = options["jitter"]
     if options["pause_on_failures"] is not None:
         body["pause_on_failures"] = options["pause_on_failures"]
+    for key in ("max_runs", "on_complete", "delete_after_days"):
+        if options[key] is not None:
+            body[key] = options[key]
     if options["tags"]:
         body["tags"] = key_values(options["tags"], "=", "--tag")
     if options["signing_secret"]:
@@ -262,6 +278,12 @@ def _show_job(ctx: Context, job: dict[str, Any]) -> None:
                     else "-",
                 ),
                 *(_pause_lines(job["pause"]) if job.get("pause") else []),
+                *(
+                    [("runs left", f"{job['remaining_runs']} of {job['max_runs']}")]
+                    if job.get("max_runs") is not None
+                    else []
+                ),
+                *([("deleted at", job["deletes_at"])] if job.get("deletes_at") else []),
                 ("runs", job["run_counts"]),
                 ("retry", job["retry"]),
                 ("tags", job["tags"]),

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from functions.core.model import JobStatus, RunStatus, TriggerState, to_ms
+from functions.core.model import JobStatus, OnComplete, RunStatus, TriggerState, to_ms
 from functions.core.ports import RunNotOurs, Tables
 from tests.contract.conftest import NOW, World
 
@@ -123,3 +123,32 @@ def test_a_cursor_only_moves_forward(tables: Tables) -> None:
     assert tables.advance_cursor(1, None, "2026-11-22T12:02")
     assert tables.get_cursor(0) == "2026-11-22T12:03"
     assert tables.oldest_cursor([0, 1, 2]) == "2026-11-22T12:02"
+
+
+def test_a_completion_with_on_complete_delete_sets_when_the_job_is_gone(world: World, tables: Tables) -> None:
+    job, _trigger = world.created(max_runs=3, on_complete=OnComplete.DELETE, delete_after_days=2)
+    assert (job.max_runs, job.on_complete, job.delete_after_days, job.expires_at) == (
+        3,
+        OnComplete.DELETE,
+        2,
+        None,
+    )
+    ends = NOW + timedelta(days=2, milliseconds=250)
+    assert tables.complete_job(job, ends)
+    stored = tables.get_job(job.job_id)
+    assert stored is not None and stored.expires_at == ends.replace(microsecond=0), "a TTL: whole seconds"
+    assert stored.gone(ends) and not stored.gone(ends - timedelta(seconds=1))
+    one_off, _ = world.created(cron=False, on_complete=OnComplete.DELETE)
+    tables.expire_job(one_off.job_id, ends)
+    expired = tables.get_job(one_off.job_id)
+    assert expired is not None and expired.expires_at == ends.replace(microsecond=0)
+    tables.expire_job("job_gone000000000000000000", ends)  # an item already gone stays gone
+    assert tables.get_job("job_gone000000000000000000") is None
+
+
+def test_a_trigger_carries_the_runs_set_off_before_it(world: World, tables: Tables) -> None:
+    job, _ = world.created()
+    trigger = replace(world.trigger(job, NOW + timedelta(minutes=3)), runs_before=41)
+    tables.put_trigger(trigger)
+    (stored,) = [t for t in tables.query_bucket(trigger.bucket, trigger.shard) if t.run_id == trigger.run_id]
+    assert stored.runs_before == 41

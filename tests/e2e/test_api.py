@@ -885,3 +885,32 @@ def test_given_a_run_still_under_way_when_the_next_falls_due_then_each_overlap_p
         assert 0 <= late < 3, "it waited only for the cancelled call to be aborted"
         for job in jobs.values():
             send(local_stack, "DELETE", f"/v1/jobs/{job['job_id']}")
+
+
+def test_given_max_runs_and_on_complete_delete_when_the_runs_are_made_then_the_job_ends_and_will_go(
+    local_stack: Api, receiver: Receiver
+) -> None:
+    body = {
+        "schedule": {"cron": "*/10 * * * * *"},
+        "target": {"type": "http", "url": receiver.url + "/limited"},
+        "max_runs": 2,
+        "on_complete": "delete",
+        "delete_after_days": 1,
+    }
+    status, _, job = send(local_stack, "POST", "/v1/jobs", body)
+    assert status == 201, job
+    assert (job["max_runs"], job["remaining_runs"], len(job["upcoming"])) == (2, 2, 2)
+    deliveries = receiver.wait_for("/limited", 2, timeout=30)
+    time.sleep(12)  # the occurrence after the second: nothing comes
+    assert len(receiver.for_path("/limited")) == 2
+    _, _, ended = send(local_stack, "GET", f"/v1/jobs/{job['job_id']}")
+    assert (ended["status"], ended["remaining_runs"], ended["next_run_at"]) == ("COMPLETED", 0, None)
+    deletes_at = parse_iso(ended["deletes_at"]).timestamp()
+    assert 0 < deletes_at - deliveries[1].received_at <= 24 * 3600 + 30, "a day after its end"
+    status, _, refused = send(
+        local_stack,
+        "POST",
+        "/v1/jobs",
+        {**body, "schedule": {"at": iso(datetime.now(UTC) + timedelta(minutes=5))}},
+    )
+    assert status == 422 and refused["field"] == "max_runs"

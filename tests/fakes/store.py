@@ -186,7 +186,7 @@ class MemoryStore:
             if trigger is not None:
                 self.triggers[_trigger_key(trigger)] = _stored_trigger(trigger)
 
-    def complete_job(self, job: Job) -> bool:
+    def complete_job(self, job: Job, expires_at: datetime | None = None) -> bool:
         with self.lock:
             stored = self.jobs.get(job.job_id)
             if stored is None or stored.status is not JobStatus.ACTIVE or stored.version != job.version:
@@ -195,10 +195,18 @@ class MemoryStore:
                     and stored.status is JobStatus.COMPLETED
                     and stored.version == job.version
                 )
-            self.jobs[job.job_id] = replace(stored, status=JobStatus.COMPLETED, next_trigger_at=None)
+            self.jobs[job.job_id] = replace(
+                stored, status=JobStatus.COMPLETED, next_trigger_at=None, expires_at=_seconds(expires_at)
+            )
             if job.name:
                 self._release_name(job)
             return True
+
+    def expire_job(self, job_id: str, expires_at: datetime) -> None:
+        with self.lock:
+            stored = self.jobs.get(job_id)
+            if stored is not None:
+                self.jobs[job_id] = replace(stored, expires_at=_seconds(expires_at))
 
     def name_holder(self, owner: str, name: str) -> tuple[str, datetime | None] | None:
         with self.lock:
@@ -525,3 +533,8 @@ def _page(
     found = [item for item in items if matches(item)][:limit]
     next_cursor = encode_cursor(key_of(found[-1])) if len(found) == limit and found else None
     return found, next_cursor
+
+
+def _seconds(moment: datetime | None) -> datetime | None:
+    """A TTL as the table keeps it: whole seconds."""
+    return None if moment is None else moment.replace(microsecond=0)

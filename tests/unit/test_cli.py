@@ -428,6 +428,7 @@ def test_create_sends_every_option_group_in_the_body(fake_api: FakeApi, tmp_path
         "--header", "X-Team: data", "--payload", f"@{payload}", "--max-attempts", "5", "--backoff", "2",
         "--max-backoff", "30", "--timeout", "20", "--tag", "team=data", "--tag", "env=dev",
         "--signing-secret", "s3cret", "--idempotency-key", "key-1", "--endpoint", fake_api.url,
+        "--max-runs", "12", "--on-complete", "delete", "--delete-after-days", "3",
     ]  # fmt: skip
     result = CliRunner().invoke(main, argv)
     # The fake API answers a list page, which is not a job: only the request matters here.
@@ -454,6 +455,9 @@ def test_create_sends_every_option_group_in_the_body(fake_api: FakeApi, tmp_path
         "timeout_seconds": 20,
         "tags": {"team": "data", "env": "dev"},
         "signing_secret": "s3cret",
+        "max_runs": 12,
+        "on_complete": "delete",
+        "delete_after_days": 3,
     }
     assert result.exit_code != 0  # the page is not a job view
 

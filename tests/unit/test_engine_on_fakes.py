@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from functions.api.backfill import backfill as backfill_job
-from functions.api.errors import Conflict, InvalidInput
+from functions.api.errors import Conflict, InvalidInput, NotFound
 from functions.api.models import BackfillIn, CreateJobIn, PatchJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher, shard_groups
@@ -1016,3 +1016,114 @@ def test_skip_finds_the_run_under_way_through_the_skipped_rows_however_many(engi
         (RunStatus.SKIPPED, Reason.OVERLAP, first.run_id)
     }
     assert [d.run_id for _s, d, _t in engine.targets.deliveries] == [first.run_id]
+
+
+# --------------------------------------------------------------------------- run limits, clean-up
+
+
+def run_for(engine: Engine, seconds: int) -> None:
+    """The stack for ``seconds``: a tick each minute and the workers each second (test clock)."""
+    for second in range(seconds):
+        if second % 60 == 0:
+            engine.dispatcher.sweep()
+        engine.deliver_all()
+        engine.clock.advance(1)
+
+
+def scheduled_runs(engine: Engine, job_id: str) -> list[Run]:
+    return sorted(
+        (r for r in engine.store.runs.get(job_id, {}).values() if r.kind.value == "scheduled"),
+        key=lambda r: r.scheduled_for,
+    )
+
+
+def test_max_runs_ends_the_job_after_that_many_occurrences_and_frees_its_name(engine: Engine) -> None:
+    created = engine.create(name="thrice", schedule={"cron": "* * * * *"}, max_runs=3)
+    job_id = created["job_id"]
+    assert (created["max_runs"], created["remaining_runs"], len(created["upcoming"])) == (3, 3, 3)
+    engine.clock.advance(61)
+    engine.deliver_all()  # the first falls due
+    view = engine.service.get_job("alice", job_id)
+    assert (view["status"], view["remaining_runs"], len(view["upcoming"])) == ("ACTIVE", 2, 2)
+    run_for(engine, 300)
+    runs = scheduled_runs(engine, job_id)
+    assert [r.status for r in runs] == [RunStatus.SUCCEEDED] * 3, "three, then no more"
+    view = engine.service.get_job("alice", job_id)
+    assert (view["status"], view["remaining_runs"], view["next_run_at"]) == ("COMPLETED", 0, None)
+    later = [
+        t
+        for t in engine.store.triggers.values()
+        if t.job_id == job_id and t.scheduled_for > runs[-1].scheduled_for
+    ]
+    assert later == [], "no trigger beyond the last"
+    engine.create(name="thrice", schedule={"cron": "*/10 * * * * *"})  # the name is free again
+
+
+def test_runs_now_and_paused_occurrences_do_not_count_and_a_resume_counts_on(engine: Engine) -> None:
+    created = engine.create(schedule={"cron": "* * * * *"}, max_runs=3)
+    job_id = created["job_id"]
+    engine.service.run_now("alice", job_id)
+    engine.dispatcher.sweep()  # sets off the next two minutes' occurrences ahead
+    engine.service.pause_job("alice", job_id)  # which the pause stops
+    engine.deliver_all()
+    stopped = [r for r in engine.store.runs[job_id].values() if r.reason is Reason.PAUSED]
+    assert len(stopped) == 2
+    engine.service.resume_job("alice", job_id)
+    run_for(engine, 400)
+    runs = engine.store.runs[job_id].values()
+    ran = [r for r in runs if r.kind.value == "scheduled" and r.status is RunStatus.SUCCEEDED]
+    manual = [r for r in runs if r.kind.value == "manual"]
+    assert (len(ran), len(manual)) == (3, 1), "three after the resume: the two the pause stopped do not count"
+    assert engine.service.get_job("alice", job_id)["status"] == "COMPLETED"
+
+
+def test_lowering_max_runs_below_the_runs_made_ends_the_job_at_its_next_occurrence(engine: Engine) -> None:
+    created = engine.create(schedule={"cron": "*/10 * * * * *"})
+    job_id = created["job_id"]
+    run_for(engine, 35)
+    made = len(scheduled_runs(engine, job_id))
+    assert made >= 3
+    view = engine.service.patch_job("alice", job_id, PatchJobIn.model_validate({"max_runs": 2}))
+    assert view["remaining_runs"] == 0
+    run_for(engine, 70)
+    assert len(scheduled_runs(engine, job_id)) == made, "nothing more was set off"
+    assert engine.service.get_job("alice", job_id)["status"] == "COMPLETED"
+
+
+def test_a_one_off_refuses_max_runs(engine: Engine) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        engine.create(schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()}, max_runs=2)
+    assert refused.value.field == "max_runs"
+
+
+def test_on_complete_delete_takes_an_ended_job_and_its_history_away_after_its_days(engine: Engine) -> None:
+    recurring = engine.create(
+        schedule={"cron": "*/10 * * * * *"}, max_runs=1, on_complete="delete", delete_after_days=1
+    )
+    one_off = engine.create(
+        schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()}, on_complete="delete"
+    )
+    kept = engine.create(schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()})
+    run_for(engine, 30)
+    ended = engine.service.get_job("alice", recurring["job_id"])
+    assert ended["status"] == "COMPLETED" and ended["deletes_at"] is not None
+    done = engine.service.get_job("alice", one_off["job_id"])
+    assert done["status"] == "COMPLETED" and done["delete_after_days"] == 7
+    finished = engine.store.jobs[one_off["job_id"]].expires_at
+    assert finished is not None and done["deletes_at"] == iso(finished)
+    assert engine.service.get_job("alice", kept["job_id"])["deletes_at"] is None, "keep: kept"
+    engine.clock.advance(24 * 3600)
+    for gone in (recurring,):
+        with pytest.raises(NotFound):
+            engine.service.get_job("alice", gone["job_id"])
+        with pytest.raises(NotFound):
+            engine.service.list_runs("alice", gone["job_id"], limit=5, cursor=None, status=None)
+    listed = {
+        job["job_id"]
+        for job in engine.service.list_jobs("alice", limit=50, cursor=None, status=None, name=None)["items"]
+    }
+    assert recurring["job_id"] not in listed and one_off["job_id"] in listed, "one day vs seven"
+    engine.clock.advance(6 * 24 * 3600)
+    with pytest.raises(NotFound):
+        engine.service.get_job("alice", one_off["job_id"])
+    assert engine.service.get_job("alice", kept["job_id"])["status"] == "COMPLETED"

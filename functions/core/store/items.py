@@ -15,6 +15,7 @@ from functions.core.model import (
     Job,
     JobStatus,
     MisfirePolicy,
+    OnComplete,
     OverlapPolicy,
     Reason,
     RetryPolicy,
@@ -84,6 +85,10 @@ def job_to_item(job: Job) -> dict[str, Any]:
         "paused_by": job.paused_by,
         "pause_until": optional_ms(job.pause_until),
         "pause_on_failures": job.pause_on_failures,
+        "max_runs": job.max_runs,
+        "on_complete": job.on_complete.value if job.on_complete is not OnComplete.KEEP else None,
+        "delete_after_days": job.delete_after_days if job.on_complete is not OnComplete.KEEP else None,
+        TTL_ATTRIBUTE: int(job.expires_at.timestamp()) if job.expires_at is not None else None,
         GSI1_PK: owner_index_pk(job.owner),
         GSI1_SK: f"{to_ms(job.created_at):013d}#{job.job_id}",
     }
@@ -117,6 +122,10 @@ def job_from_item(item: Mapping[str, Any]) -> Job:
         paused_by=data.get("paused_by"),
         pause_until=optional_time(data.get("pause_until")),
         pause_on_failures=optional_int(data.get("pause_on_failures")),
+        max_runs=optional_int(data.get("max_runs")),
+        on_complete=OnComplete(data.get("on_complete") or OnComplete.KEEP.value),
+        delete_after_days=int(data.get("delete_after_days") or 7),
+        expires_at=from_ms(int(data[TTL_ATTRIBUTE]) * 1000) if data.get(TTL_ATTRIBUTE) is not None else None,
     )
 
 
@@ -210,6 +219,7 @@ def trigger_to_item(trigger: Trigger) -> dict[str, Any]:
                 "claimed_at": optional_ms(trigger.claimed_at),
                 "written_at": optional_ms(trigger.written_at),
                 "backfill_until": optional_ms(trigger.backfill_until),
+                "runs_before": trigger.runs_before or None,
                 TTL_ATTRIBUTE: int((trigger.fire_at + TRIGGER_RETENTION).timestamp()),
             }
         )
@@ -234,6 +244,7 @@ def trigger_from_item(item: Mapping[str, Any], bucket: str, shard: int) -> Trigg
         claimed_at=optional_time(data.get("claimed_at")),
         written_at=optional_time(data.get("written_at")),
         backfill_until=optional_time(data.get("backfill_until")),
+        runs_before=int(data.get("runs_before") or 0),
     )
 
 

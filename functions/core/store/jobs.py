@@ -41,6 +41,9 @@ API_OWNED = (
     "paused_by",
     "pause_until",
     "pause_on_failures",
+    "max_runs",
+    "on_complete",
+    "delete_after_days",
     "updated_at",
 )
 
@@ -219,22 +222,30 @@ class JobTable(TableBase):
             raise VersionChanged() from refused.error
         raise NameTaken() from refused.error
 
-    def complete_job(self, job: Job) -> bool:
-        """End a recurring job whose schedule ran out (its last occurrence was dispatched), and free
-        its name; guarded by the version read, so a concurrent change wins. False if it lost."""
+    def complete_job(self, job: Job, expires_at: datetime | None = None) -> bool:
+        """End a recurring job whose schedule ran out or reached ``max_runs`` (its last occurrence was
+        dispatched), and free its name; ``expires_at``: gone from then on (``on_complete: delete``).
+        Guarded by the version read, so a concurrent change wins. False if it lost."""
+        values: dict[str, Any] = {
+            ":completed": {"S": JobStatus.COMPLETED.value},
+            ":active": {"S": JobStatus.ACTIVE.value},
+            ":version": {"N": str(job.version)},
+        }
+        names = {"#status": "status"}
+        expression = "SET #status = :completed REMOVE next_trigger_at"
+        if expires_at is not None:
+            expression = "SET #status = :completed, #ttl = :expires REMOVE next_trigger_at"
+            names["#ttl"] = TTL_ATTRIBUTE
+            values[":expires"] = {"N": str(int(expires_at.timestamp()))}
         items: list[TransactWriteItemTypeDef] = [
             {
                 "Update": {
                     "TableName": self.table,
                     "Key": job_key(job.job_id),
-                    "UpdateExpression": "SET #status = :completed REMOVE next_trigger_at",
+                    "UpdateExpression": expression,
                     "ConditionExpression": "#status = :active AND version = :version",
-                    "ExpressionAttributeNames": {"#status": "status"},
-                    "ExpressionAttributeValues": {
-                        ":completed": {"S": JobStatus.COMPLETED.value},
-                        ":active": {"S": JobStatus.ACTIVE.value},
-                        ":version": {"N": str(job.version)},
-                    },
+                    "ExpressionAttributeNames": names,
+                    "ExpressionAttributeValues": values,
                 }
             }
         ]
@@ -245,6 +256,18 @@ class JobTable(TableBase):
             return True
         stored = self.get_job(job.job_id)
         return stored is not None and stored.status is JobStatus.COMPLETED and stored.version == job.version
+
+    def expire_job(self, job_id: str, expires_at: datetime) -> None:
+        """``on_complete: delete`` of a one-off job whose run ended for good: gone from ``expires_at``
+        on (the item's TTL). An item already gone stays gone."""
+        self.conditional(
+            self.client.update_item,
+            Key=job_key(job_id),
+            UpdateExpression="SET #ttl = :expires",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames={"#ttl": TTL_ATTRIBUTE},
+            ExpressionAttributeValues={":expires": {"N": str(int(expires_at.timestamp()))}},
+        )
 
     def name_holder(self, owner: str, name: str) -> tuple[str, datetime | None] | None:
         """The id of the job holding ``name`` among the owner's jobs, and when it was reserved."""
