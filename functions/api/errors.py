@@ -106,6 +106,8 @@ def from_validation(problems: list[dict[str, Any]]) -> ApiError:
         location = [str(part) for part in problem.get("loc", ()) if part != "body"]
         if location[:1] == ["target"]:
             location = target_location(location, problem)
+        elif location[:2] == ["alerts", "target"]:
+            location = ["alerts", *target_location(location[1:], problem)]
         if location and location[0] == "header":
             location = [HEADER_NAMES.get(name, name) for name in location[1:]]
         elif location and location[0] in ("query", "path"):

@@ -348,6 +348,29 @@ ON_COMPLETE_TEXT = (
 DELETE_AFTER_TEXT = "on_complete delete: how long the ended job and its history stay readable, in days"
 
 
+class AlertsIn(BaseModel):
+    """A job's alerts (docs/api.md, "Alerts"): where they go and on what, at least one kind."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    target: Target = Field(
+        description="an SNS topic of the deployment's allow-list, or a webhook (signed with the job's "
+        "signing_secret, if it has one)"
+    )
+    failed: bool = Field(default=False, description="a run ended FAILED")
+    missed: bool = Field(
+        default=False, description="an occurrence did not run: skipped by the misfire or the overlap policy"
+    )
+    late_seconds: int | None = Field(
+        default=None, ge=1, le=86_400, strict=True, description="a run started more than this late"
+    )
+    running_seconds: int | None = Field(
+        default=None, ge=1, le=86_400, strict=True, description="an attempt still running after this long"
+    )
+
+    _whole_numbers = whole_numbers("late_seconds", "running_seconds")
+
+
 class CreateJobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -368,6 +391,7 @@ class CreateJobIn(BaseModel):
         default=None, ge=1, le=100, strict=True, description=PAUSE_ON_FAILURES_TEXT
     )
     max_runs: int | None = Field(default=None, ge=1, le=1000, strict=True, description=MAX_RUNS_TEXT)
+    alerts: AlertsIn | None = None
     on_complete: Literal["keep", "delete"] = Field(default="keep", description=ON_COMPLETE_TEXT)
     delete_after_days: int = Field(default=7, ge=1, le=365, strict=True, description=DELETE_AFTER_TEXT)
 
@@ -396,6 +420,7 @@ class PatchJobIn(BaseModel):
         default=None, ge=1, le=100, strict=True, description=PAUSE_ON_FAILURES_TEXT
     )
     max_runs: int | None = Field(default=None, ge=1, le=1000, strict=True, description=MAX_RUNS_TEXT)
+    alerts: AlertsIn | None = Field(default=None, description="replaced as a whole; null removes them")
     on_complete: Literal["keep", "delete"] | None = Field(default=None, description=ON_COMPLETE_TEXT)
     delete_after_days: int | None = Field(
         default=None, ge=1, le=365, strict=True, description=DELETE_AFTER_TEXT
@@ -513,6 +538,9 @@ class JobOut(BaseModel):
     jitter_seconds: int = 0
     pause_on_failures: int | None = None
     max_runs: int | None = None
+    alerts: dict[str, Any] | None = Field(
+        default=None, description="target (with its defaults), failed, missed, late_seconds, running_seconds"
+    )
     remaining_runs: int | None = Field(
         default=None, description="with max_runs: the runs left, max_runs less those set off so far"
     )

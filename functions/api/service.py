@@ -24,10 +24,12 @@ from functions.api.errors import (
     from_validation,
 )
 from functions.api.guards import MAX_BODY_BYTES
-from functions.api.models import CreateJobIn, PatchJobIn, ScheduleIn
+from functions.api.models import AlertsIn, CreateJobIn, PatchJobIn, ScheduleIn
 from functions.core.dispatching import Dispatcher
 from functions.core.model import (
     RUN_COUNT_WINDOW,
+    AlertKind,
+    Alerts,
     Job,
     JobStatus,
     MisfirePolicy,
@@ -161,6 +163,7 @@ class JobService:
         self._check_templates(target, request.payload)
         self._check_jitter(schedule, request.jitter_seconds)
         self._check_max_runs(schedule, request.max_runs)
+        alerts = self._alerts(request.alerts)
         first = self._first_fire_time(schedule, now)
         job = Job(
             job_id=job_id,
@@ -174,6 +177,7 @@ class JobService:
             jitter_seconds=request.jitter_seconds,
             pause_on_failures=request.pause_on_failures,
             max_runs=request.max_runs,
+            alerts=alerts,
             on_complete=OnComplete(request.on_complete),
             delete_after_days=request.delete_after_days,
             tags=request.tags,
@@ -263,6 +267,32 @@ class JobService:
     def _check_max_runs(schedule: Schedule, max_runs: int | None) -> None:
         if max_runs is not None and not schedule.is_recurring:
             raise InvalidInput("only a recurring schedule takes a max_runs: a one-off runs once", "max_runs")
+
+    def _alerts(self, request: AlertsIn | None) -> Alerts | None:
+        """The job's alerts, validated: an SNS topic of the allow-list or a webhook the SSRF guard
+        lets through, and at least one kind."""
+        if request is None:
+            return None
+        if request.target.spec().get("type") not in ("http", "sns"):
+            raise InvalidInput(
+                "alerts go to an SNS topic or a webhook (type sns or http)", "alerts.target.type"
+            )
+        try:
+            target = self._validate_target(request.target.spec())
+        except InvalidInput as error:
+            raise InvalidInput(error.reason, f"alerts.{error.field}") from error
+        alerts = Alerts(
+            target=target,
+            failed=request.failed,
+            missed=request.missed,
+            late_seconds=request.late_seconds,
+            running_seconds=request.running_seconds,
+        )
+        if not any(alerts.wants(kind) for kind in AlertKind):
+            raise InvalidInput(
+                "name at least one alert: failed, missed, late_seconds or running_seconds", "alerts"
+            )
+        return alerts
 
     def _runs_made(self, job: Job) -> int:
         """The runs counted against ``max_runs`` so far, from the history (a chain the API starts
@@ -433,6 +463,8 @@ class JobService:
             changes["jitter_seconds"] = request.jitter_seconds
         if "max_runs" in given:
             changes["max_runs"] = request.max_runs
+        if "alerts" in given:
+            changes["alerts"] = self._alerts(request.alerts)
         if "on_complete" in given and request.on_complete is not None:
             changes["on_complete"] = OnComplete(request.on_complete)
         if "delete_after_days" in given and request.delete_after_days is not None:
@@ -646,6 +678,7 @@ class JobService:
             "jitter_seconds": job.jitter_seconds,
             "pause_on_failures": job.pause_on_failures,
             "max_runs": job.max_runs,
+            "alerts": job.alerts.to_dict() if job.alerts is not None else None,
             "remaining_runs": remaining,
             "on_complete": job.on_complete.value,
             "delete_after_days": job.delete_after_days if job.on_complete is OnComplete.DELETE else None,

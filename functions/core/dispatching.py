@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from functions.core import crash_points
 from functions.core.model import (
     MAX_ROW_COVERS,
+    AlertKind,
     Job,
     JobStatus,
     Reason,
@@ -280,6 +281,7 @@ class Dispatcher:
         report.lost_races += written.count(False)
         for row in collapsed:  # the history of what run_once merged, once the run it ran exists
             self.store.put_run(row)
+            self._tell_missed(jobs.get(row.job_id), row)
         self._remember([item.trigger for item in outgoing if not item.trigger.is_retry])
         self._delete(finished + [item.trigger for item in outgoing if item.trigger.is_retry])
         return chained
@@ -359,7 +361,14 @@ class Dispatcher:
         report.skipped += 1
         if not self.store.put_run(run):
             report.lost_races += 1
+        self._tell_missed(job, run)
         return _Outcome(report, finished=other, chained=next_trigger)
+
+    def _tell_missed(self, job: Job | None, row: Run) -> None:
+        """A job that wants ``missed`` alerts: the worker sends them (the target machinery is its),
+        on a message naming the row of what the misfire policy skipped or collapsed."""
+        if job is not None and job.alerts_on(AlertKind.MISSED):
+            self.queue.send([(WorkMessage(row.job_id, row.run_id), 0)])
 
     def _resume(self, job: Job, trigger: Trigger, now: datetime) -> Job | None:
         """Write the end of a pause whose ``until`` has come (readers count the job active from then

@@ -218,6 +218,60 @@ class RetryPolicy:
         )
 
 
+# ------------------------------------------------------------------------------------------- alerts
+
+
+class AlertKind(StrEnum):
+    """What a job's alerts tell of (docs/architecture.md, "Per-job alerts")."""
+
+    FAILED = "failed"
+    LATE = "late"
+    RUNNING_LONG = "running_long"
+    MISSED = "missed"
+
+
+# The rows of occurrences that did not run which count as missed (a pause or a cancel was chosen).
+MISSED_REASONS = frozenset({Reason.MISFIRE_SKIPPED, Reason.MISFIRE_COLLAPSED, Reason.OVERLAP})
+
+
+@dataclass(frozen=True)
+class Alerts:
+    """A job's alerts: where they go (an SNS topic or a webhook, as a target) and on what."""
+
+    target: dict[str, Any]
+    failed: bool = False
+    missed: bool = False
+    late_seconds: int | None = None  # late: the first attempt started more than this after its due time
+    running_seconds: int | None = None  # running_long: an attempt still running this long after its start
+
+    def wants(self, kind: AlertKind) -> bool:
+        return {
+            AlertKind.FAILED: self.failed,
+            AlertKind.MISSED: self.missed,
+            AlertKind.LATE: self.late_seconds is not None,
+            AlertKind.RUNNING_LONG: self.running_seconds is not None,
+        }[kind]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "failed": self.failed,
+            "missed": self.missed,
+            "late_seconds": self.late_seconds,
+            "running_seconds": self.running_seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Alerts:
+        return cls(
+            target=dict(data["target"]),
+            failed=bool(data.get("failed")),
+            missed=bool(data.get("missed")),
+            late_seconds=data.get("late_seconds"),
+            running_seconds=data.get("running_seconds"),
+        )
+
+
 # ---------------------------------------------------------------------------------------- the model
 
 # Who paused a job that Punctual paused itself (pause_on_failures).
@@ -254,6 +308,11 @@ class Job:
     on_complete: OnComplete = OnComplete.KEEP
     delete_after_days: int = 7  # on_complete delete: how long an ended job stays readable
     expires_at: datetime | None = None  # on_complete delete: gone from then on (the item's TTL)
+    alerts: Alerts | None = None
+
+    def alerts_on(self, kind: AlertKind) -> bool:
+        """Whether this job wants an alert of ``kind``."""
+        return self.alerts is not None and self.alerts.wants(kind)
 
     def gone(self, moment: datetime) -> bool:
         """Deleted by ``on_complete: delete`` (DynamoDB's TTL may not have removed the item yet)."""
@@ -422,6 +481,7 @@ class Run:
     note: str | None = None  # a pause span's note
     by: str | None = None  # who paused, for a pause span
     overlap_with: str | None = None  # the run it was skipped for, waits behind, or was cancelled for
+    alerts_sent: frozenset[str] = frozenset()  # the alert kinds sent for it (once each)
     # A buffered backfill's run: its end dispatches the next occurrence, up to this one.
     backfill_until: datetime | None = None
 

@@ -174,6 +174,10 @@ class RunStore(Protocol):
     def runs_after(self, job_id: str, run_id: str, *, limit: int) -> list[Run]:
         """The runs scheduled just after ``run_id``, oldest first (consistent: the one waiting behind it)."""
 
+    def claim_alert(self, run: Run, kind: str) -> bool:
+        """Record that an alert of ``kind`` goes out for ``run``: True once per run and kind (the
+        caller then sends it), False if it was sent already or the run is gone."""
+
     def mark_waiting(self, run: Run, behind: str) -> bool:
         """Record on a ``QUEUED`` run that it waits behind run ``behind`` (``overlap_with``), unless
         it changed since it was read (its status or job version)."""

@@ -17,8 +17,11 @@ from datetime import datetime, timedelta
 from typing import NoReturn
 
 from functions.core import crash_points, lifecycle, tracing
+from functions.core.alerts import ALERT_TIMEOUT_SECONDS, AlertSender
 from functions.core.model import (
+    MISSED_REASONS,
     PAUSED_BY_PUNCTUAL,
+    AlertKind,
     Attempt,
     Job,
     JobStatus,
@@ -75,13 +78,22 @@ class ReturnLater(Exception):
 class _Heartbeat:
     """Extends the run's lease and the message's visibility while the target runs.
 
-    It also notices when the run was cancelled or taken over, and then signals the target to abort.
+    It also notices when the run was cancelled or taken over, and then signals the target to abort;
+    ``on_beat`` is told how long the attempt has run at each beat (the ``running_long`` alert).
     """
 
-    def __init__(self, executor: RunExecutor, run: Run, receipt_handle: str | None) -> None:
+    def __init__(
+        self,
+        executor: RunExecutor,
+        run: Run,
+        receipt_handle: str | None,
+        on_beat: Callable[[float], None] | None = None,
+    ) -> None:
         self.executor = executor
         self.run = run
         self.receipt_handle = receipt_handle
+        self.on_beat = on_beat
+        self.started = time.monotonic()
         self.stopped = threading.Event()
         self.lost = threading.Event()
         self.thread = threading.Thread(target=self._beat, name=f"heartbeat-{run.run_id}", daemon=True)
@@ -105,6 +117,8 @@ class _Heartbeat:
                     return
                 if self.receipt_handle:
                     self.executor.queue.change_visibility(self.receipt_handle, lease)
+                if self.on_beat is not None:
+                    self.on_beat(time.monotonic() - self.started)
             except Exception:  # a missed beat is not fatal: the lease still has time
                 logger.exception("heartbeat failed", extra={"run_id": self.run.run_id})
 
@@ -128,6 +142,7 @@ class RunExecutor:
         self.sleep = sleep
         self.crash_point = crash_point or crash_points.crash_point
         self.rng = random.Random()
+        self.alerts = AlertSender(store, targets)
 
     def handle(
         self,
@@ -185,6 +200,8 @@ class RunExecutor:
                 # backfill, or before waking the run waiting behind it.
                 self._next_backfill(job, run)
                 self._wake_waiting(job, run)
+                if run.reason in MISSED_REASONS:  # the dispatcher's note of a misfire row, or a redelivery
+                    self.alerts.send(AlertKind.MISSED, job, run, run.error or str(run.reason), self.clock())
             return
         assert run is not None
         if isinstance(arrival, lifecycle.Cancel) or job is None:
@@ -280,10 +297,37 @@ class RunExecutor:
                 "executions": run.executions,
             },
         )
-        with _Heartbeat(self, run, receipt_handle) as heartbeat:
+        sending: list[threading.Thread | None] = []
+        if sets_lateness and job.alerts is not None and job.alerts.late_seconds is not None:
+            late_ms = run.lateness_ms or 0
+            if late_ms > job.alerts.late_seconds * 1000:
+                detail = f"started {late_ms / 1000:.1f} s after its due time"
+                sending.append(self.alerts.send_soon(AlertKind.LATE, job, run, detail, called_at))
+        with _Heartbeat(self, run, receipt_handle, self._running_long(job, run, sending)) as heartbeat:
             outcome = self._deliver(job, run, heartbeat.lost)
         self.crash_point("after_execute_before_record")
         self._record(job, run, called_at, outcome, body or message.to_json(), started_late=started_late)
+        for thread in sending:  # an alert sent beside the call ends with this invocation
+            if thread is not None:
+                thread.join(ALERT_TIMEOUT_SECONDS + 2)
+
+    def _running_long(
+        self, job: Job, run: Run, sending: list[threading.Thread | None]
+    ) -> Callable[[float], None] | None:
+        """The heartbeat's check for the ``running_long`` alert: once, when the attempt has run for
+        the job's ``running_seconds`` (None for a job that does not want it)."""
+        if job.alerts is None or job.alerts.running_seconds is None:
+            return None
+        threshold = job.alerts.running_seconds
+        told = threading.Event()
+
+        def check(elapsed: float) -> None:
+            if elapsed >= threshold and not told.is_set():
+                told.set()
+                detail = f"attempt {run.attempt} still running after {elapsed:.0f} s"
+                sending.append(self.alerts.send_soon(AlertKind.RUNNING_LONG, job, run, detail, self.clock()))
+
+        return check
 
     # -------------------------------------------------------------------------------------------
 
@@ -302,6 +346,8 @@ class RunExecutor:
                 break
             if isinstance(decision, lifecycle.Skip):
                 self._end(run, decision, create=create)
+                skipped = replace(run, status=RunStatus.SKIPPED)
+                self.alerts.send(AlertKind.MISSED, job, skipped, decision.reason, self.clock())
                 return True
             if isinstance(decision, lifecycle.Wait):
                 self._wait_behind(run, job, decision.behind, create=create)
@@ -572,6 +618,8 @@ class RunExecutor:
         )
         if decision.status is RunStatus.FAILED:
             self.queue.send_to_dlq(body, outcome.error or "failed")
+            failed = replace(run, status=RunStatus.FAILED)
+            self.alerts.send(AlertKind.FAILED, job, failed, outcome.error or "failed", finished_at)
             if job.pause_on_failures:
                 self._pause_after_failures(job, finished_at)
         self._end_of_one_off(job, run, finished_at)

@@ -79,6 +79,19 @@ def jobs() -> None:
 @click.option(
     "--delete-after-days", type=click.IntRange(1, 365), help="With --on-complete delete (default 7)."
 )
+@click.option("--alert-url", help="Send the job's alerts to this webhook (signed with --signing-secret).")
+@click.option("--alert-sns", help="Send the job's alerts to this SNS topic ARN.")
+@click.option(
+    "--alert-on",
+    "alert_on",
+    multiple=True,
+    type=click.Choice(["failed", "missed"]),
+    help="Alert when a run fails, or when an occurrence is missed (repeatable).",
+)
+@click.option("--alert-late", type=click.IntRange(1, 86400), help="Alert when a run starts this many s late.")
+@click.option(
+    "--alert-running", type=click.IntRange(1, 86400), help="Alert when an attempt runs this many s."
+)
 @click.option("--tag", "tags", multiple=True, help="KEY=VALUE (repeatable).")
 @click.option("--signing-secret", help="Sign deliveries with HMAC-SHA256 (Punctual-Signature).")
 @click.option("--idempotency-key", help="Retrying with the same key returns the first job.")
@@ -164,12 +177,38 @@ def jobs_create(ctx: Context, **options: Any) -> None:
     for key in ("max_runs", "on_complete", "delete_after_days"):
         if options[key] is not None:
             body[key] = options[key]
+    alerts = _alerts_of(options)
+    if alerts is not None:
+        body["alerts"] = alerts
     if options["tags"]:
         body["tags"] = key_values(options["tags"], "=", "--tag")
     if options["signing_secret"]:
         body["signing_secret"] = options["signing_secret"]
     job = ctx.client.create_job(body, options["idempotency_key"])
     _show_job(ctx, job)
+
+
+def _alerts_of(options: dict[str, Any]) -> dict[str, Any] | None:
+    """The body's ``alerts`` from the --alert-* options (None when none is given)."""
+    kinds = options["alert_on"] or options["alert_late"] is not None or options["alert_running"] is not None
+    where = [o for o in ("alert_url", "alert_sns") if options[o]]
+    if not kinds and not where:
+        return None
+    if len(where) != 1:
+        raise click.UsageError("alerts need exactly one of --alert-url or --alert-sns")
+    if not kinds:
+        raise click.UsageError("name what to alert on: --alert-on, --alert-late or --alert-running")
+    target = (
+        {"type": "http", "url": options["alert_url"]}
+        if options["alert_url"]
+        else {"type": "sns", "topic_arn": options["alert_sns"]}
+    )
+    alerts: dict[str, Any] = {"target": target, **dict.fromkeys(options["alert_on"], True)}
+    if options["alert_late"] is not None:
+        alerts["late_seconds"] = options["alert_late"]
+    if options["alert_running"] is not None:
+        alerts["running_seconds"] = options["alert_running"]
+    return alerts
 
 
 @jobs.command("list")
@@ -284,6 +323,7 @@ def _show_job(ctx: Context, job: dict[str, Any]) -> None:
                     else []
                 ),
                 *([("deleted at", job["deletes_at"])] if job.get("deletes_at") else []),
+                *([("alerts", _alerts_text(job["alerts"]))] if job.get("alerts") else []),
                 ("runs", job["run_counts"]),
                 ("retry", job["retry"]),
                 ("tags", job["tags"]),
@@ -291,6 +331,15 @@ def _show_job(ctx: Context, job: dict[str, Any]) -> None:
             ]
         )
     )
+
+
+def _alerts_text(alerts: dict[str, Any]) -> str:
+    kinds = [kind for kind in ("failed", "missed") if alerts.get(kind)]
+    if alerts.get("late_seconds") is not None:
+        kinds.append(f"late > {alerts['late_seconds']} s")
+    if alerts.get("running_seconds") is not None:
+        kinds.append(f"running > {alerts['running_seconds']} s")
+    return f"{', '.join(kinds)} -> {target_text(alerts['target'])}"
 
 
 @jobs.command("get")

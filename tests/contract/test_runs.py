@@ -240,3 +240,15 @@ def test_a_queued_run_records_what_it_waits_behind_and_an_end_what_it_was_for(
     assert not tables.mark_waiting(third, first.run_id)
     unchanged = tables.get_run(job.job_id, third.run_id)
     assert unchanged is not None and unchanged.status is RunStatus.SKIPPED
+
+
+def test_an_alert_is_claimed_once_per_run_and_kind(world: World, tables: Tables) -> None:
+    job, _ = world.created()
+    run = world.run(job, NOW)
+    assert not tables.claim_alert(run, "failed"), "no run, no alert"
+    assert tables.put_run(run)
+    assert tables.claim_alert(run, "late")
+    assert not tables.claim_alert(run, "late"), "once"
+    assert tables.claim_alert(run, "failed"), "each kind once"
+    stored = tables.get_run(job.job_id, run.run_id)
+    assert stored is not None and stored.alerts_sent == {"late", "failed"}

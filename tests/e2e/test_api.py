@@ -914,3 +914,44 @@ def test_given_max_runs_and_on_complete_delete_when_the_runs_are_made_then_the_j
         {**body, "schedule": {"at": iso(datetime.now(UTC) + timedelta(minutes=5))}},
     )
     assert status == 422 and refused["field"] == "max_runs"
+
+
+def test_given_alerts_when_a_run_fails_or_runs_long_then_a_signed_alert_arrives_once(
+    local_stack: Api,
+) -> None:
+    def respond(path: str, nth: int) -> tuple[int, bytes]:
+        if path == "/slow":
+            time.sleep(3)
+        return (404 if path == "/broken" else 200), b"{}"
+
+    secret = "alerts-secret-0123"
+    with Receiver(respond) as receiver:
+        due = iso(datetime.now(UTC) + timedelta(seconds=3))
+        alerts = {
+            "target": {"type": "http", "url": receiver.url + "/alerts"},
+            "failed": True,
+            "running_seconds": 1,
+        }
+        jobs = []
+        for path in ("/broken", "/slow"):
+            body = {
+                "schedule": {"at": due},
+                "target": {"type": "http", "url": receiver.url + path},
+                "retry": {"max_attempts": 1},
+                "signing_secret": secret,
+                "alerts": alerts,
+            }
+            status, _, job = send(local_stack, "POST", "/v1/jobs", body)
+            assert status == 201 and job["alerts"]["failed"] is True, job
+            jobs.append(job)
+        received = receiver.wait_for("/alerts", 2, timeout=30)
+        time.sleep(2)  # nothing more: once per run and kind
+        assert len(receiver.for_path("/alerts")) == 2
+        by_kind = {d.headers["Punctual-Alert"]: d for d in received}
+        assert set(by_kind) == {"failed", "running_long"}
+        for kind, job in (("failed", jobs[0]), ("running_long", jobs[1])):
+            alert = by_kind[kind]
+            assert verify(secret, alert.headers["Punctual-Signature"], alert.body)
+            assert alert.json["job_id"] == job["job_id"] and alert.json["alert"] == kind
+            assert alert.idempotency_key == f"{alert.json['run_id']}.alert-{kind}"
+        assert by_kind["failed"].json["detail"] == "HTTP 404"

@@ -482,6 +482,14 @@ class MemoryStore:
             )
             return True
 
+    def claim_alert(self, run: Run, kind: str) -> bool:
+        with self.lock:
+            stored = self.get_run(run.job_id, run.run_id)
+            if stored is None or kind in stored.alerts_sent:
+                return False
+            self.runs[run.job_id][run.run_id] = replace(stored, alerts_sent=stored.alerts_sent | {kind})
+            return True
+
     def mark_waiting(self, run: Run, behind: str) -> bool:
         with self.lock:
             stored = self.get_run(run.job_id, run.run_id)

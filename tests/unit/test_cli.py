@@ -429,6 +429,8 @@ def test_create_sends_every_option_group_in_the_body(fake_api: FakeApi, tmp_path
         "--max-backoff", "30", "--timeout", "20", "--tag", "team=data", "--tag", "env=dev",
         "--signing-secret", "s3cret", "--idempotency-key", "key-1", "--endpoint", fake_api.url,
         "--max-runs", "12", "--on-complete", "delete", "--delete-after-days", "3",
+        "--alert-url", "https://hooks.example.com/alerts", "--alert-on", "failed", "--alert-on", "missed",
+        "--alert-late", "30", "--alert-running", "600",
     ]  # fmt: skip
     result = CliRunner().invoke(main, argv)
     # The fake API answers a list page, which is not a job: only the request matters here.
@@ -458,6 +460,13 @@ def test_create_sends_every_option_group_in_the_body(fake_api: FakeApi, tmp_path
         "max_runs": 12,
         "on_complete": "delete",
         "delete_after_days": 3,
+        "alerts": {
+            "target": {"type": "http", "url": "https://hooks.example.com/alerts"},
+            "failed": True,
+            "missed": True,
+            "late_seconds": 30,
+            "running_seconds": 600,
+        },
     }
     assert result.exit_code != 0  # the page is not a job view
 

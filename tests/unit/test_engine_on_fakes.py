@@ -9,9 +9,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from functions.api.backfill import backfill as backfill_job
-from functions.api.errors import Conflict, InvalidInput, NotFound
+from functions.api.errors import Conflict, InvalidInput, NotFound, from_validation
 from functions.api.models import BackfillIn, CreateJobIn, PatchJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher, shard_groups
@@ -1127,3 +1128,137 @@ def test_on_complete_delete_takes_an_ended_job_and_its_history_away_after_its_da
     with pytest.raises(NotFound):
         engine.service.get_job("alice", one_off["job_id"])
     assert engine.service.get_job("alice", kept["job_id"])["status"] == "COMPLETED"
+
+
+# --------------------------------------------------------------------------------------- alerts
+
+ALERTS_HOOK = {"type": "http", "url": "https://example.com/alerts"}
+
+
+def alerts_sent(engine: Engine) -> list[tuple[str, str, dict[str, Any]]]:
+    """(kind, run id, body) of every alert delivered, in order."""
+    return [
+        (delivery.alert, delivery.run_id, delivery.payload)
+        for spec, delivery, _timeout in engine.targets.deliveries
+        if spec.get("url") == ALERTS_HOOK["url"] and delivery.alert is not None
+    ]
+
+
+def test_a_run_that_fails_for_good_alerts_once_signed_and_apart_from_the_run(engine: Engine) -> None:
+    engine.targets.outcomes = [failure(404, retriable=False)]
+    created = engine.create(
+        name="report",
+        schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()},
+        signing_secret="a-secret-of-sixteen",
+        alerts={"target": ALERTS_HOOK, "failed": True},
+    )
+    assert created["alerts"]["failed"] is True and created["alerts"]["target"]["url"] == ALERTS_HOOK["url"]
+    engine.clock.advance(5)
+    message = next(m for m, _ in engine.queue.sent if m.job_id == created["job_id"])
+    engine.executor.handle(message, None)
+    engine.executor.handle(message, None)  # a redelivery: the run is done, no second alert
+    ((kind, run_id, body),) = alerts_sent(engine)
+    assert (kind, body["alert"], body["job_name"], body["detail"], body["run_status"]) == (
+        "failed",
+        "failed",
+        "report",
+        "HTTP 404",
+        "FAILED",
+    )
+    (_spec, delivery, _t) = engine.targets.deliveries[-1]
+    assert delivery.idempotency_key == f"{run_id}.alert-failed" and delivery.secret == "a-secret-of-sixteen"
+    run = engine.store.runs[created["job_id"]][run_id]
+    assert run.alerts_sent == {"failed"}
+
+
+def test_a_late_start_alerts_beside_the_call(engine: Engine) -> None:
+    engine.create(
+        schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()},
+        alerts={"target": ALERTS_HOOK, "late_seconds": 30},
+    )
+    engine.clock.advance(5 + 45)  # the worker comes 45 s late
+    engine.deliver_all()
+    ((kind, _run_id, body),) = alerts_sent(engine)
+    assert kind == "late" and body["detail"].startswith("started 45.0 s after its due time")
+    on_time = engine.create(
+        schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()},
+        alerts={"target": ALERTS_HOOK, "late_seconds": 30},
+    )
+    engine.deliver_all()
+    assert engine.service.get_job("alice", on_time["job_id"])["status"] == "COMPLETED"
+    assert len(alerts_sent(engine)) == 1, "on time: no alert"
+
+
+def test_occurrences_the_misfire_policy_skips_after_an_outage_alert_as_missed(engine: Engine) -> None:
+    created = engine.create(
+        schedule={"cron": "* * * * *", "misfire": "skip"},
+        alerts={"target": ALERTS_HOOK, "missed": True},
+    )
+    engine.clock.advance(10 * 60)  # the dispatcher was down for ten minutes
+    engine.dispatcher.sweep()
+    engine.deliver_all()
+    missed = [(kind, body) for kind, _run_id, body in alerts_sent(engine)]
+    assert missed and {kind for kind, _ in missed} == {"missed"}
+    assert all(body["run_status"] == "SKIPPED" for _, body in missed)
+    rows = [r for r in engine.store.runs[created["job_id"]].values() if r.reason is Reason.MISFIRE_SKIPPED]
+    assert rows and all(r.alerts_sent == {"missed"} for r in rows)
+    quiet = engine.create(schedule={"cron": "* * * * *", "misfire": "skip"})
+    engine.clock.advance(10 * 60)
+    before = len(engine.queue.sent)
+    engine.dispatcher.sweep()
+    notes = [m for m, _ in engine.queue.sent[before:] if m.job_id == quiet["job_id"] and m.queued is None]
+    assert notes == [], "a job without alerts costs no message"
+
+
+def test_an_occurrence_skipped_by_overlap_alerts_as_missed(engine: Engine) -> None:
+    created = engine.create(
+        schedule={"cron": "*/10 * * * * *", "overlap": "skip"}, alerts={"target": ALERTS_HOOK, "missed": True}
+    )
+    first, second = occurrences(engine, created["job_id"], 2)
+    engine.clock.now = first.queued.scheduled_for - timedelta(seconds=1)  # type: ignore[union-attr]
+    while_running(engine, first, lambda: engine.executor.handle(at_its_second(engine, second), None))
+    ((kind, run_id, body),) = alerts_sent(engine)
+    assert (kind, run_id) == ("missed", second.run_id) and "still under way" in body["detail"]
+
+
+def test_an_attempt_running_long_alerts_once_from_the_heartbeat(engine: Engine) -> None:
+    import time as real_time
+
+    created = engine.create(
+        schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()},
+        alerts={"target": ALERTS_HOOK, "running_seconds": 1},
+    )
+    plain = ScriptedTargets.execute
+
+    def slow(spec: Any, delivery: Any, timeout_seconds: float, cancel: Any = None) -> Any:
+        if delivery.alert is None:
+            real_time.sleep(2.5)  # real time: the heartbeat beats on a thread, every second here
+        return plain(engine.targets, spec, delivery, timeout_seconds, cancel)
+
+    engine.targets.execute = slow  # type: ignore[method-assign]
+    engine.clock.advance(5)
+    engine.deliver_all()
+    ((kind, _run_id, body),) = alerts_sent(engine)
+    assert kind == "running_long" and "still running after" in body["detail"]
+    assert engine.service.get_job("alice", created["job_id"])["status"] == "COMPLETED"
+
+
+@pytest.mark.parametrize(
+    ("alerts", "field"),
+    [
+        ({"target": {"type": "lambda", "function": "f"}, "failed": True}, "alerts.target.type"),
+        ({"target": ALERTS_HOOK}, "alerts"),
+        ({"target": {"type": "http", "url": "https://10.0.0.1/x"}, "failed": True}, "alerts.target.url"),
+        (
+            {"target": {"type": "sns", "topic_arn": "arn:aws:sns:us-east-1:1:t"}, "failed": True},
+            "alerts.target.topic_arn",
+        ),
+        ({"target": ALERTS_HOOK, "late_seconds": 0}, "alerts.late_seconds"),
+    ],
+)
+def test_alerts_are_refused_naming_the_field(engine: Engine, alerts: dict[str, Any], field: str) -> None:
+    with pytest.raises((InvalidInput, ValidationError)) as refused:
+        engine.create(schedule={"cron": "0 * * * *"}, alerts=alerts)
+    error = refused.value
+    named = error.field if isinstance(error, InvalidInput) else from_validation(error.errors()).field  # type: ignore[arg-type]
+    assert named == field

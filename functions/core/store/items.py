@@ -11,6 +11,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from functions.core.model import (
     TRIGGER_RETENTION,
+    Alerts,
     Attempt,
     Job,
     JobStatus,
@@ -86,6 +87,7 @@ def job_to_item(job: Job) -> dict[str, Any]:
         "pause_until": optional_ms(job.pause_until),
         "pause_on_failures": job.pause_on_failures,
         "max_runs": job.max_runs,
+        "alerts": json.dumps(job.alerts.to_dict()) if job.alerts is not None else None,
         "on_complete": job.on_complete.value if job.on_complete is not OnComplete.KEEP else None,
         "delete_after_days": job.delete_after_days if job.on_complete is not OnComplete.KEEP else None,
         TTL_ATTRIBUTE: int(job.expires_at.timestamp()) if job.expires_at is not None else None,
@@ -123,6 +125,7 @@ def job_from_item(item: Mapping[str, Any]) -> Job:
         pause_until=optional_time(data.get("pause_until")),
         pause_on_failures=optional_int(data.get("pause_on_failures")),
         max_runs=optional_int(data.get("max_runs")),
+        alerts=Alerts.from_dict(json.loads(data["alerts"])) if data.get("alerts") else None,
         on_complete=OnComplete(data.get("on_complete") or OnComplete.KEEP.value),
         delete_after_days=int(data.get("delete_after_days") or 7),
         expires_at=from_ms(int(data[TTL_ATTRIBUTE]) * 1000) if data.get(TTL_ATTRIBUTE) is not None else None,
@@ -157,6 +160,7 @@ def run_to_item(run: Run, expires_at: datetime) -> dict[str, Any]:
             "by": run.by,
             "backfill_until": optional_ms(run.backfill_until),
             "overlap_with": run.overlap_with,
+            "alerts_sent": set(run.alerts_sent) or None,
             "error": run.error,
             TTL_ATTRIBUTE: int(expires_at.timestamp()),
         }
@@ -192,6 +196,7 @@ def run_from_item(item: Mapping[str, Any]) -> Run:
         by=data.get("by"),
         backfill_until=optional_time(data.get("backfill_until")),
         overlap_with=data.get("overlap_with"),
+        alerts_sent=frozenset(data.get("alerts_sent") or ()),
         error=data.get("error"),
         attempts=tuple(Attempt.from_dict(json.loads(a)) for a in data.get("attempts") or []),
     )

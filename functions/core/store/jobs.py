@@ -42,6 +42,7 @@ API_OWNED = (
     "pause_until",
     "pause_on_failures",
     "max_runs",
+    "alerts",
     "on_complete",
     "delete_after_days",
     "updated_at",

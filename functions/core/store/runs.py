@@ -183,6 +183,16 @@ class RunTable(TableBase):
         runs = [run_from_item(item) for item in response.get("Items", [])]
         return [run for run in runs if run.run_id != run_id][:limit]
 
+    def claim_alert(self, run: Run, kind: str) -> bool:
+        """Add ``kind`` to the run's ``alerts_sent``, unless it is there: one alert per run and kind."""
+        return self.conditional(
+            self.client.update_item,
+            Key=run_key(run.job_id, run.run_id),
+            UpdateExpression="ADD alerts_sent :kinds",
+            ConditionExpression="attribute_exists(pk) AND NOT contains(alerts_sent, :kind)",
+            ExpressionAttributeValues={":kinds": {"SS": [kind]}, ":kind": {"S": kind}},
+        )
+
     def mark_waiting(self, run: Run, behind: str) -> bool:
         """A ``QUEUED`` run waits behind ``behind`` (a buffering overlap policy): one write, once."""
         return self.conditional(

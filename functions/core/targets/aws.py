@@ -117,7 +117,7 @@ class AwsDeliveries:
             "run_id": delivery.run_id,
             "attempt": delivery.attempt,
             "scheduled_for": format_timestamp(delivery.scheduled_for),
-            "idempotency_key": delivery.run_id,
+            "idempotency_key": delivery.idempotency_key,
             "traceparent": traceparent(delivery),
             "payload": delivery.payload,
         }
@@ -192,7 +192,7 @@ class AwsDeliveries:
                 "run_id": delivery.run_id,
                 "attempt": delivery.attempt,
                 "scheduled_for": format_timestamp(delivery.scheduled_for),
-                "idempotency_key": delivery.run_id,
+                "idempotency_key": delivery.idempotency_key,
                 "traceparent": traceparent(delivery),
             },
         }
@@ -228,9 +228,10 @@ def _message_attributes(delivery: Delivery, body_text: str) -> dict[str, dict[st
 def _fifo_params(delivery: Delivery) -> dict[str, str]:
     # The deduplication id is the idempotency key, so a re-execution of the same run (after a worker crash)
     # is dropped by SQS/SNS within their 5-minute deduplication window instead of delivered twice.
-    dedup = delivery.run_id if _DEDUP_ID.fullmatch(delivery.run_id) else None
+    key = delivery.idempotency_key
+    dedup = key if _DEDUP_ID.fullmatch(key) else None
     if dedup is None:
-        dedup = hashlib.sha256(delivery.run_id.encode("utf-8")).hexdigest()
+        dedup = hashlib.sha256(key.encode("utf-8")).hexdigest()
     group = delivery.job_id if _DEDUP_ID.fullmatch(delivery.job_id) else dedup
     return {"MessageGroupId": group, "MessageDeduplicationId": dedup}
 

@@ -18,6 +18,7 @@ from functions.core.model import scheduled_for_of
 from functions.core.signing import SIGNATURE_HEADER, sign
 
 __all__ = [
+    "ALERT_HEADER",
     "EXCERPT_BYTES",
     "IDEMPOTENCY_HEADER",
     "Delivery",
@@ -34,6 +35,7 @@ __all__ = [
     "xray_trace_id",
 ]
 
+ALERT_HEADER: Final = "Punctual-Alert"
 EXCERPT_BYTES: Final = 4096
 IDEMPOTENCY_HEADER: Final = "Idempotency-Key"
 _MAX_ERROR_CHARS: Final = 500
@@ -50,6 +52,13 @@ class Delivery:
     payload: Any  # JSON value or None
     secret: str | None = None
     sampled: bool = True  # its trace is recorded (the traceparent's flag; functions/core/tracing.py)
+    alert: str | None = None  # an alert about the run (functions/core/alerts.py), not the run itself
+
+    @property
+    def idempotency_key(self) -> str:
+        """The run id; an alert's is its own per kind (``<run id>.alert-<kind>``), so a receiver or a
+        FIFO topic that deduplicates on it keeps an alert apart from the run and from other kinds."""
+        return self.run_id if self.alert is None else f"{self.run_id}.alert-{self.alert}"
 
     def __post_init__(self) -> None:
         for name in ("job_id", "run_id"):
@@ -128,13 +137,15 @@ def xray_trace_id(traceparent: str) -> str:
 def delivery_headers(delivery: Delivery, body: bytes, now: datetime) -> dict[str, str]:
     """The headers every delivery carries; ``body`` is signed at ``now`` when the job has a secret."""
     headers = {
-        IDEMPOTENCY_HEADER: delivery.run_id,
+        IDEMPOTENCY_HEADER: delivery.idempotency_key,
         "Punctual-Job-Id": delivery.job_id,
         "Punctual-Run-Id": delivery.run_id,
         "Punctual-Attempt": str(delivery.attempt),
         "Punctual-Scheduled-For": format_timestamp(delivery.scheduled_for),
         "traceparent": traceparent(delivery),
     }
+    if delivery.alert is not None:
+        headers[ALERT_HEADER] = delivery.alert
     if delivery.secret:
         headers[SIGNATURE_HEADER] = sign(delivery.secret, body, now)
     return headers
