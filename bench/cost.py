@@ -15,7 +15,10 @@ Four scenarios, each repeated (three times by default) on the same stack:
   api at once;
 - ``one_off_batch``: the ahead jobs again, created 100 a request through ``POST /v1/jobs/batch``
   (the API call and its invocation shared by the jobs of a request);
-- ``recurring``: crons every 10 s in steady state (a claim writes the next occurrence).
+- ``recurring``: crons every 10 s in steady state (a claim writes the next occurrence);
+- ``recurring_controls``: the same crons with issue 14's controls on (overlap ``skip``, ``max_runs``,
+  jitter, alerts on failure and lateness, ``on_complete: delete``), none of which fires: what the
+  controls cost a job that declares them when nothing goes wrong.
 
 The one-off batches of all repetitions overlap in time (three repetitions one after the other would
 take four minutes, most of it waiting for the look-ahead), but no call is charged to two of them:
@@ -346,18 +349,38 @@ def _one_offs(
     return aheads + sorted(soons, key=lambda s: s.repetition)
 
 
+# Issue 14's controls, as the recurring_controls scenario's crons declare them (none of them fires).
+CONTROLS: dict[str, Any] = {
+    "max_runs": 1000,
+    "jitter_seconds": 2,
+    "on_complete": "delete",
+    "alerts": {"failed": True, "late_seconds": 60},
+}
+
+
 def _recurring(
-    stack: TimedStack, receiver: Receiver, repetitions: int, count: int, ticks: int
+    stack: TimedStack,
+    receiver: Receiver,
+    repetitions: int,
+    count: int,
+    ticks: int,
+    name: str = "recurring",
+    controls: bool = False,
 ) -> list[Scenario]:
-    """``count`` crons every 10 s; each repetition is ``ticks`` whole dispatcher ticks in steady state."""
+    """``count`` crons every 10 s; each repetition is ``ticks`` whole dispatcher ticks in steady state.
+    ``controls``: with issue 14's controls on (``CONTROLS``, overlap ``skip``)."""
     jobs = []
+    prefix = f"/{name}/"
     for k in range(count):
-        job = stack.api.create(
-            {
-                "schedule": {"cron": f"{k % 10}/10 * * * * *"},
-                "target": {"type": "http", "url": receiver.url + f"/cron/{k}"},
-            }
-        )
+        body: dict[str, Any] = {
+            "schedule": {"cron": f"{k % 10}/10 * * * * *"},
+            "target": {"type": "http", "url": receiver.url + f"{prefix}{k}"},
+        }
+        if controls:
+            body["schedule"]["overlap"] = "skip"
+            alerts = {**CONTROLS["alerts"], "target": {"type": "http", "url": receiver.url + "/alerts"}}
+            body.update({**CONTROLS, "alerts": alerts})
+        job = stack.api.create(body)
         jobs.append(job["job_id"])
     # The first tick after creation claims everything within the look-ahead (the pipeline fills);
     # from then on each tick claims one occurrence per cron. Each repetition is a fixed window of
@@ -370,10 +393,12 @@ def _recurring(
     for r in range(repetitions):
         until = since + ticks * TICK_SECONDS
         time.sleep(max(0.0, until + 0.5 - time.time()))
-        executions = sum(1 for a in receiver.snapshot() if since <= a.received_at < until)
+        executions = sum(
+            1 for a in receiver.snapshot() if since <= a.received_at < until and a.path.startswith(prefix)
+        )
         scenarios.append(
             Scenario(
-                "recurring",
+                name,
                 r,
                 None,
                 dispatcher=[(since, until)],
@@ -385,6 +410,9 @@ def _recurring(
         since = until
     for job_id in jobs:
         stack.api.call("DELETE", f"/v1/jobs/{job_id}")
+    # The occurrences dispatched ahead (the look-ahead's worth) still reach the worker, which ends
+    # them cancelled: let them pass before another scenario counts the worker's calls.
+    time.sleep(LOOKAHEAD_SECONDS + 5)
     return scenarios
 
 
@@ -837,6 +865,10 @@ def run(
         )
         log(f"cost: {crons} crons every 10 s, {repetitions} x {cron_ticks} tick(s) in steady state")
         scenarios += _recurring(stack, receiver, repetitions, crons, cron_ticks)
+        log(f"cost: the same crons with issue 14's controls on, {repetitions} x {cron_ticks} tick(s)")
+        scenarios += _recurring(
+            stack, receiver, repetitions, crons, cron_ticks, name="recurring_controls", controls=True
+        )
         counters = stack.counters()
         counted_until = time.time()
         time.sleep(1)
@@ -851,7 +883,13 @@ def run(
     idle = _idle(events, warmup_until, sizes, put_sizes)
     rescans = _rescans(events, warmup_until, scenarios, idle, sizes, put_sizes)
     # the create is counted
-    names = {"one_off_ahead": True, "one_off_soon": True, "one_off_batch": True, "recurring": False}
+    names = {
+        "one_off_ahead": True,
+        "one_off_soon": True,
+        "one_off_batch": True,
+        "recurring": False,
+        "recurring_controls": False,
+    }
     result_scenarios: dict[str, Any] = {}
     for name, include_create in names.items():
         runs = []

@@ -189,6 +189,7 @@ def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | 
             "one_off_soon": "one-off job due within seconds",
             "one_off_batch": "one-off job created ahead, 100 a request",
             "recurring": "recurring, per execution",
+            "recurring_controls": "recurring with issue 14's controls on, per execution",
         }
         for name, scenario in results["cost"]["scenarios"].items():
             if "spread" not in scenario:
