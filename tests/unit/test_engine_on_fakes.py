@@ -1260,5 +1260,6 @@ def test_alerts_are_refused_naming_the_field(engine: Engine, alerts: dict[str, A
     with pytest.raises((InvalidInput, ValidationError)) as refused:
         engine.create(schedule={"cron": "0 * * * *"}, alerts=alerts)
     error = refused.value
-    named = error.field if isinstance(error, InvalidInput) else from_validation(error.errors()).field  # type: ignore[arg-type]
-    assert named == field
+    if isinstance(error, ValidationError):
+        error = from_validation([dict(problem) for problem in error.errors()])
+    assert isinstance(error, InvalidInput) and error.field == field
