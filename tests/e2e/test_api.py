@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 
+from functions.core import tracing
 from functions.core.model import iso, parse_iso
+from functions.core.settings import Settings
 from functions.worker.execute import PRESTART_SECONDS
 from punctual.verify import verify
 from tests.e2e.conftest import Api, wait_until
@@ -687,7 +689,9 @@ def test_given_templates_in_url_headers_and_payload_when_the_job_fires_then_the_
     assert delivery.json == {"for": iso(due)}
     assert delivery.headers["X-Job"] == job["job_id"]
     _, trace, _span, flags = delivery.headers["traceparent"].split("-")  # W3C Trace Context, per run
-    assert len(trace) == 32 and flags == "01"
+    # The flag says whether the run's trace is recorded: a sample of runs, chosen by the run id.
+    recorded = tracing.sampled(run["run_id"], Settings().run_trace_percent)
+    assert len(trace) == 32 and flags == ("01" if recorded else "00")
     status, _, refused = send(local_stack, "POST", "/v1/jobs", {**body, "payload": {"for": "{{when}}"}})
     assert status == 422 and refused["field"] == "payload"
 

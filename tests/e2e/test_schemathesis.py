@@ -190,13 +190,15 @@ STATEFUL_CHECKS = [
 @pytest.fixture
 def stateful_config(local_stack: Api, tmp_path: Path) -> Iterator[Path]:
     """Only the links written in the document (no inferred ones), scenarios up to 10 calls long, and
-    jobs created with a valid schedule and target, so that chains start: generated ones are almost
-    never valid (the fuzzing tests cover them). Every other field of the body is generated. The target
-    is the stack's own health endpoint, so the runs the chains start succeed at once and deliver
+    jobs created with a valid schedule, target and alerts, so that chains start: generated ones are
+    almost never valid (the fuzzing tests cover them). Every other field of the body is generated. The
+    target is the stack's own health endpoint, so the runs the chains start succeed at once and deliver
     nowhere else. Afterwards, every job created meanwhile is cancelled."""
     started = datetime.now(UTC)
     schedule = {"cron": "0 13 * * 1-5", "timezone": "Europe/Berlin"}
     target = {"type": "http", "url": local_stack.base_url + "/v1/health", "method": "GET"}
+    # Alerts name a target too: a generated one is almost never valid, and would refuse most creates.
+    alerts = {"target": target, "failed": True}
     config = tmp_path / "stateful.toml"
     config.write_text(
         "[phases.stateful]\n"
@@ -207,14 +209,23 @@ def stateful_config(local_stack: Api, tmp_path: Path) -> Iterator[Path]:
         "[[operations]]\n"
         'include-path = "/v1/jobs"\n'
         'include-method = "POST"\n'
-        f'parameters = {{ "body.schedule" = {toml_table(schedule)}, "body.target" = {toml_table(target)} }}\n'
+        f'parameters = {{ "body.schedule" = {toml_table(schedule)}, "body.target" = {toml_table(target)},'
+        f' "body.alerts" = {toml_table(alerts)} }}\n'
     )
     yield config
     cancel_jobs_created_since(local_stack, started)
 
 
-def toml_table(values: dict[str, str]) -> str:
-    return "{ " + ", ".join(f"{key} = {json.dumps(value)}" for key, value in values.items()) + " }"
+def toml_table(values: dict[str, Any]) -> str:
+    """An inline TOML table (strings, booleans and tables: JSON's spelling of them is TOML's)."""
+    return (
+        "{ "
+        + ", ".join(
+            f"{key} = {toml_table(value) if isinstance(value, dict) else json.dumps(value)}"
+            for key, value in values.items()
+        )
+        + " }"
+    )
 
 
 def test_given_the_documents_links_when_scenarios_chain_calls_then_no_5xx_and_answers_conform(
