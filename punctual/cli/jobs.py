@@ -322,7 +322,7 @@ def _show_job(ctx: Context, job: dict[str, Any]) -> None:
                     if job.get("max_runs") is not None
                     else []
                 ),
-                *([("deleted at", job["deletes_at"])] if job.get("deletes_at") else []),
+                *([("to be deleted", job["deletes_at"])] if job.get("deletes_at") else []),
                 *([("alerts", _alerts_text(job["alerts"]))] if job.get("alerts") else []),
                 ("runs", job["run_counts"]),
                 ("retry", job["retry"]),
