@@ -178,8 +178,9 @@ class RunExecutor:
             job = None  # deleted by on_complete (DynamoDB's TTL removes the item later)
         if run is None and message.queued is not None:
             # The dispatcher writes the QUEUED run just after sending: this message came first. (A
-            # message older than the run retention may belong to a run that expired: never re-run it.)
-            age = self.clock() - message.queued.scheduled_for
+            # message older than the run retention may belong to a run that expired: never re-run it.
+            # Its age counts from its dispatch: a backfill may stand for an occurrence long past.)
+            age = self.clock() - (message.queued.queued_at or message.queued.scheduled_for)
             if age < timedelta(days=self.settings.run_retention_days):
                 run = message.queued
         create = run is not None and run is message.queued  # the start (or end) writes the run item

@@ -1263,3 +1263,23 @@ def test_alerts_are_refused_naming_the_field(engine: Engine, alerts: dict[str, A
     if isinstance(error, ValidationError):
         error = from_validation([dict(problem) for problem in error.errors()])
     assert isinstance(error, InvalidInput) and error.field == field
+
+
+def test_a_backfill_of_an_occurrence_older_than_the_retention_runs_when_its_message_comes_first(
+    engine: Engine,
+) -> None:
+    """Its message may overtake the dispatcher's write of its run, as any. The guard against re-running
+    a run that expired counts the message's age from its dispatch, not from the (old) occurrence: the
+    console's browser test found a backfill of last January left QUEUED for good."""
+    created = engine.create(schedule={"cron": "0 3 1 1 *"})
+    job_id = created["job_id"]
+    engine.clock.advance(400 * 24 * 3600)  # the occurrence of next January 1st is a year in the past
+    job = engine.store.get_job(job_id)
+    assert job is not None
+    answer = backfill(engine, job_id, **{"from": "2026-12-31T00:00:00Z", "to": "2027-01-02T00:00:00Z"})
+    assert answer["count"] == 1
+    (message,) = [m for m, _ in engine.queue.sent if m.job_id == job_id and m.queued is not None]
+    del engine.store.runs[job_id][message.run_id]  # its message came before the run was written
+    engine.executor.handle(message, None)
+    run = engine.store.runs[job_id][message.run_id]
+    assert run.status is RunStatus.SUCCEEDED and run.kind.value == "backfill"
