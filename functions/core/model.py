@@ -745,6 +745,8 @@ def job_history(job: Job, runs: list[Run]) -> JobHistory:
             status = JobStatus.COMPLETED
         elif own is not None and own.status is RunStatus.FAILED:
             status = JobStatus.FAILED
+        elif own is not None and own.status is RunStatus.CANCELLED:
+            status = JobStatus.CANCELLED  # its one run was cancelled: nothing is left to run
     return JobHistory(status, finished[0] if finished else None, counts)
 
 

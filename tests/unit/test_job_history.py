@@ -46,6 +46,9 @@ def test_a_one_off_job_completes_or_fails_with_the_run_of_its_time() -> None:
     assert job_history(job(), [run(RunStatus.RETRYING)]).status is JobStatus.ACTIVE
     assert job_history(job(), [run(RunStatus.SUCCEEDED)]).status is JobStatus.COMPLETED
     assert job_history(job(), [run(RunStatus.FAILED)]).status is JobStatus.FAILED
+    # Its one run cancelled by request: nothing is left to run (it stayed ACTIVE, its next run in the
+    # past, until the console's tests showed it)
+    assert job_history(job(), [run(RunStatus.CANCELLED)]).status is JobStatus.CANCELLED
 
 
 def test_a_run_now_or_an_earlier_time_does_not_end_a_one_off_job() -> None:
