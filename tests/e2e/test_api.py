@@ -521,6 +521,8 @@ def test_given_a_queued_run_when_cancelled_then_it_never_starts(local_stack: Api
     time.sleep(max(0.0, due.timestamp() - time.time()) + 1.5)
     assert receiver.for_path("/cancel-run") == [], "a cancelled run was delivered"
     assert run_status(local_stack, job_id, run["run_id"]) == "CANCELLED"
+    view = local_stack.call("GET", f"/v1/jobs/{job_id}")[1]
+    assert (view["status"], view["next_run_at"]) == ("CANCELLED", None), "its one run was cancelled"
     status, error = local_stack.call("POST", f"/v1/jobs/{job_id}/runs/{run['run_id']}/cancel")
     assert status == 409 and error["field"] == "status"
 
