@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup run test test-fast test-slow lint format clean infra-setup synth deploy cfn-lint bench
+.PHONY: setup run test test-fast test-slow lint format clean infra-setup synth deploy cfn-lint bench \
+	console-assets console-assets-check browser console-screenshots
 
 setup: $(STAMP)
 
@@ -18,9 +19,9 @@ $(STAMP): pyproject.toml
 run: setup
 	$(BIN)/punctual local $(ARGS)
 
-## Lint, type-check, then every test (unit, integration, end-to-end, infrastructure).
-test: lint infra-setup
-	$(MAKE) --no-print-directory cfn-lint
+## Lint, type-check, then every test (unit, integration, end-to-end, infrastructure, browser).
+test: lint infra-setup browser
+	$(MAKE) --no-print-directory cfn-lint console-assets-check
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 ## The logic on in-memory fakes, and every other test that needs no moto and no local stack: the
@@ -92,3 +93,35 @@ cfn-lint: synth
 ## Deploy to the AWS account of the current credentials (see docs/deploy.md); ARGS="-c stage=prod" etc.
 deploy: infra-setup
 	$(CDK) deploy $(ARGS)
+
+## ---- The web console (punctual/console/, docs/console.md).
+# Its front-end libraries are pinned in package.json and installed by npm; the copies the page loads
+# are committed under punctual/console/static/vendor/ (so make run, pip install and punctual console
+# need no Node). console-assets refreshes them after a version bump; make test checks they are
+# byte-for-byte what npm installed.
+CONSOLE_VENDOR := punctual/console/static/vendor
+CONSOLE_ASSETS := preact/dist/preact.mjs:preact.mjs preact/hooks/dist/hooks.mjs:hooks.mjs \
+	htm/dist/htm.module.js:htm.module.js uplot/dist/uPlot.iife.min.js:uPlot.iife.min.js \
+	uplot/dist/uPlot.min.css:uPlot.min.css preact/LICENSE:LICENSE.preact htm/LICENSE:LICENSE.htm \
+	uplot/LICENSE:LICENSE.uplot
+
+console-assets: $(NODE_STAMP)
+	mkdir -p $(CONSOLE_VENDOR)
+	for pair in $(CONSOLE_ASSETS); do cp node_modules/$${pair%%:*} $(CONSOLE_VENDOR)/$${pair##*:}; done
+
+console-assets-check: $(NODE_STAMP)
+	@for pair in $(CONSOLE_ASSETS); do \
+	  cmp -s node_modules/$${pair%%:*} $(CONSOLE_VENDOR)/$${pair##*:} || \
+	  { echo "$(CONSOLE_VENDOR)/$${pair##*:} differs from node_modules/$${pair%%:*}: run make console-assets"; exit 1; }; \
+	done
+
+## Headless Chromium and its driver for the browser tests (Debian's packages; installed only when missing).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  echo "installing chromium and chromium-driver (apt-get)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; }
+
+## Run the browser tests and keep their screenshots of the main views in docs/console/.
+console-screenshots: setup browser
+	PUNCTUAL_CONSOLE_SCREENSHOTS=docs/console $(BIN)/pytest tests/browser -q

@@ -1,14 +1,14 @@
 """The ``punctual`` command line: a client for the API, and the local stack.
 
 One module per command group: ``common`` (the root group ``main``, ``Context``, ``api_command``,
-option helpers), ``jobs``, ``runs``, ``schedule``, ``stats``, ``config`` and ``local``. Importing each command
-module attaches its commands to ``main``.
+option helpers), ``jobs``, ``runs``, ``schedule``, ``stats``, ``config``, ``console`` and ``local``.
+Importing each command module attaches its commands to ``main``.
 
 Exit codes: 0 success; 1 the API refused the request (4xx); 2 bad usage; 3 not found; 4 conflict with
 the job's state (409); 5 the API could not be reached or failed (5xx).
 """
 
-from punctual.cli import config, jobs, local, runs, schedule, stats
+from punctual.cli import config, console, jobs, local, runs, schedule, stats
 from punctual.cli.common import (
     EXIT_CONFLICT,
     EXIT_NOT_FOUND,
@@ -30,6 +30,7 @@ __all__ = [
     "Context",
     "api_command",
     "config",
+    "console",
     "jobs",
     "local",
     "main",

@@ -126,6 +126,7 @@ def local(
                     "",
                     f"  Punctual is running at {base}",
                     f"  token:      {token}   (Authorization: Bearer {token})",
+                    f"  console:    {base}/console   (the web console; sign in with the token)",
                     f"  API docs:   {base}/docs   (OpenAPI: {base}/openapi.json)",
                     f"  emulator:   {settings.aws_endpoint_url}  (table {settings.table_name})",
                     f"  dispatcher: every {tick_seconds:g}s, look-ahead {settings.lookahead_seconds}s;"

@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from functions.core.observability import logger
 from functions.core.resources import WORKER_TIMEOUT_SECONDS
+from punctual.console.assets import console_answer, is_console_path
 from punctual.local.httpserver import LocalHTTPServer
 
 PUBLIC_PATHS = ("/v1/health", "/openapi.json", "/docs")
@@ -125,6 +126,11 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
                 return
             body = self.rfile.read(length) if length else b""
             path = urlsplit(self.path).path
+            if is_console_path(path):
+                # The web console's static files; the page then calls /v1 with a bearer token.
+                answer = console_answer(path, self.command)
+                self._reply(answer.status, answer.headers, answer.body)
+                return
             principal = None
             if path not in PUBLIC_PATHS and not path.startswith(PUBLIC_PREFIXES):
                 auth = self.headers.get("Authorization", "")
