@@ -732,7 +732,8 @@ def job_history(job: Job, runs: list[Run]) -> JobHistory:
     A one-off job follows its run: ``COMPLETED`` once the run of its ``at`` time succeeded, ``FAILED``
     once it failed for good. A paused or cancelled job keeps the status it was given.
     """
-    finished = [run for run in runs if run.status.is_terminal]
+    # A pause span is a row of the history, not a run: it is neither the last run nor counted.
+    finished = [run for run in runs if run.status.is_terminal and run.kind is not RunKind.PAUSE]
     counts: dict[str, int] = {}
     for run in finished:
         counts[run.status.value] = counts.get(run.status.value, 0) + 1

@@ -77,3 +77,10 @@ def test_the_last_run_is_the_newest_finished_one_and_counts_cover_finished_runs(
     assert history.run_counts == {"FAILED": 1, "SUCCEEDED": 1, "SKIPPED": 1}
     only_running = job_history(job(recurring=True), runs[:1])
     assert only_running.last_run is None and only_running.run_counts == {}
+
+
+def test_a_pause_span_is_neither_the_last_run_nor_counted() -> None:
+    span = run(RunStatus.SKIPPED, NOW + timedelta(minutes=2), RunKind.PAUSE)
+    ran = run(RunStatus.SUCCEEDED, NOW + timedelta(minutes=1))
+    history = job_history(job(recurring=True), [span, ran])
+    assert history.last_run is ran and history.run_counts == {"SUCCEEDED": 1}
