@@ -183,10 +183,10 @@ class Client:
         cursor: str | None = None,
         status: str | None = None,
         name: str | None = None,
+        name_prefix: str | None = None,
     ) -> Any:
-        return self.request(
-            "GET", "/v1/jobs", query={"limit": limit, "cursor": cursor, "status": status, "name": name}
-        )
+        query = {"limit": limit, "cursor": cursor, "status": status, "name": name, "name_prefix": name_prefix}
+        return self.request("GET", "/v1/jobs", query=query)
 
     def get_job(self, job_id: str) -> Any:
         return self.request("GET", f"/v1/jobs/{quote(job_id, safe='')}")

@@ -196,10 +196,13 @@ def list_jobs(
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
     status: Annotated[JobStatus | None, Query()] = None,
     name: Annotated[str | None, Query(max_length=128)] = None,
+    name_prefix: Annotated[str | None, Query(max_length=128)] = None,
 ) -> JobPage:
-    """The caller's jobs, newest first."""
+    """The caller's jobs, newest first; ``name`` matches a name exactly, ``name_prefix`` its start."""
     return JobPage.model_validate(
-        service().list_jobs(current_owner(), limit=limit, cursor=cursor, status=status, name=name)
+        service().list_jobs(
+            current_owner(), limit=limit, cursor=cursor, status=status, name=name, name_prefix=name_prefix
+        )
     )
 
 

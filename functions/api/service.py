@@ -353,7 +353,14 @@ class JobService:
         return self.job_view(self._owned_job(owner, job_id), self.clock())
 
     def list_jobs(
-        self, owner: str, *, limit: int, cursor: str | None, status: JobStatus | None, name: str | None
+        self,
+        owner: str,
+        *,
+        limit: int,
+        cursor: str | None,
+        status: JobStatus | None,
+        name: str | None,
+        name_prefix: str | None = None,
     ) -> dict[str, Any]:
         # A one-off job's COMPLETED or FAILED is derived from its run: its item still says ACTIVE.
         stored = None if status is None else frozenset({status})
@@ -370,7 +377,13 @@ class JobService:
 
         try:
             jobs, next_cursor = self.store.list_jobs(
-                owner, limit=limit, cursor=cursor, statuses=stored, name=name, keep=keep
+                owner,
+                limit=limit,
+                cursor=cursor,
+                statuses=stored,
+                name=name,
+                keep=keep,
+                name_prefix=name_prefix,
             )
         except BadCursorError as error:
             raise InvalidInput(str(error), "cursor") from error

@@ -113,9 +113,11 @@ class JobStore(Protocol):
         statuses: frozenset[JobStatus] | None,
         name: str | None,
         keep: Callable[[Job], bool] | None = None,
+        name_prefix: str | None = None,
     ) -> tuple[list[Job], str | None]:
-        """The owner's jobs with one of the stored ``statuses``, newest first, less those ``keep``
-        refuses; raises ``BadCursorError`` for a cursor of another listing."""
+        """The owner's jobs with one of the stored ``statuses`` (and the ``name``, or a name starting
+        with ``name_prefix``), newest first, less those ``keep`` refuses; raises ``BadCursorError`` for
+        a cursor of another listing."""
 
     def owner_jobs(self, owner: str) -> list[Job]:
         """All of an owner's jobs."""

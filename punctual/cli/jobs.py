@@ -213,19 +213,29 @@ def _alerts_of(options: dict[str, Any]) -> dict[str, Any] | None:
 
 @jobs.command("list")
 @click.option("--status", type=click.Choice(["ACTIVE", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"]))
-@click.option("--name")
+@click.option("--name", help="Only the job of this exact name.")
+@click.option("--name-prefix", help="Only jobs whose name starts with this.")
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
 @click.option("--cursor", help="Continue from a previous page.")
 @click.option("--all", "everything", is_flag=True, help="Follow every page.")
 @api_command
 def jobs_list(
-    ctx: Context, status: str | None, name: str | None, limit: int, cursor: str | None, everything: bool
+    ctx: Context,
+    status: str | None,
+    name: str | None,
+    name_prefix: str | None,
+    limit: int,
+    cursor: str | None,
+    everything: bool,
 ) -> None:
     """Your jobs, newest first."""
     items: list[Any] = []
     next_cursor = None
     for page in pages(
-        lambda c: ctx.client.list_jobs(limit=limit, cursor=c or cursor, status=status, name=name), everything
+        lambda c: ctx.client.list_jobs(
+            limit=limit, cursor=c or cursor, status=status, name=name, name_prefix=name_prefix
+        ),
+        everything,
     ):
         items.extend(page["items"])
         next_cursor = page["next_cursor"]

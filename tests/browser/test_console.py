@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from typing import Any
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -274,6 +275,23 @@ def test_the_system_view_refreshes_the_stats_and_plots_them(console: Console) ->
     )
     assert len(console.driver.find_elements(By.CSS_SELECTOR, "figure.plot canvas")) == 2
     console.screenshot("system")
+
+
+def test_search_the_jobs_by_the_start_of_their_name(console: Console, stack: Stack) -> None:
+    prefix = unique("browser-search")
+    wanted = {stack.create_job(name=f"{prefix}-{n}", schedule=far_cron())["job_id"] for n in ("a", "b")}
+    stack.create_job(name=unique("browser-other"), schedule=far_cron())
+    console.open("#/jobs")
+    console.wait_for(By.ID, "jobs-table")
+    console.fill("filter-name", prefix)
+    console.driver.find_element(By.ID, "filter-name").submit()
+
+    def listed(driver: Any) -> set[str] | None:
+        links = driver.find_elements(By.CSS_SELECTOR, "#jobs-table tbody a")
+        ids = {link.get_attribute("href").rsplit("/", 1)[-1] for link in links}
+        return ids if ids == wanted else None
+
+    assert console.wait(listed, 10, "the jobs whose name starts with the text typed") == wanted
 
 
 def test_jobs_list_by_keyboard_and_on_a_phone(console: Console, stack: Stack) -> None:

@@ -209,3 +209,16 @@ def test_writing_the_same_update_again_is_harmless(world: World, tables: Tables)
     tables.update_job(job, changed)  # the SDK's retry of a write whose answer was lost: ours, not a conflict
     stored = tables.get_job(job.job_id)
     assert stored is not None and stored.name == "after"
+
+
+def test_jobs_are_found_by_the_start_of_their_name(world: World, tables: Tables) -> None:
+    for name in ("report-daily", "report-weekly", "backup", None):
+        tables.create_job(world.job(name=name), None)
+    found, _ = tables.list_jobs(
+        "alice", limit=10, cursor=None, statuses=None, name=None, name_prefix="report-"
+    )
+    assert sorted(job.name or "" for job in found) == ["report-daily", "report-weekly"]
+    exact, _ = tables.list_jobs(
+        "alice", limit=10, cursor=None, statuses=None, name="report", name_prefix=None
+    )
+    assert exact == [], "name stays an exact match"

@@ -226,6 +226,7 @@ class MemoryStore:
         statuses: frozenset[JobStatus] | None,
         name: str | None,
         keep: Callable[[Job], bool] | None = None,
+        name_prefix: str | None = None,
     ) -> tuple[list[Job], str | None]:
         with self.lock:
             jobs = sorted(
@@ -239,6 +240,7 @@ class MemoryStore:
                 lambda job: (
                     (statuses is None or job.status in statuses)
                     and (name is None or job.name == name)
+                    and (not name_prefix or (job.name or "").startswith(name_prefix))
                     and (keep is None or keep(job))
                 ),
                 limit,

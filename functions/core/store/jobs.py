@@ -293,6 +293,7 @@ class JobTable(TableBase):
         statuses: frozenset[JobStatus] | None,
         name: str | None,
         keep: Callable[[Job], bool] | None = None,
+        name_prefix: str | None = None,
     ) -> tuple[list[Job], str | None]:
         """The owner's jobs, newest first, from the owner index (eventually consistent on AWS).
 
@@ -318,6 +319,10 @@ class JobTable(TableBase):
             filters.append("#name = :name")
             names["#name"] = "name"
             values[":name"] = {"S": name}
+        if name_prefix:
+            filters.append("begins_with(#name, :prefix)")
+            names["#name"] = "name"
+            values[":prefix"] = {"S": name_prefix}
         if filters:
             request["FilterExpression"] = " AND ".join(filters)
         return read_page(

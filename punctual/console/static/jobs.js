@@ -1,4 +1,4 @@
-// The jobs list (GET /v1/jobs: newest first, status and name filters, cursor pages, live refresh) and
+// The jobs list (GET /v1/jobs: newest first, status and name-prefix filters, cursor pages, live refresh) and
 // bulk pause / resume / cancel by tag (POST /v1/jobs/bulk).
 import { useEffect, useState } from "preact/hooks";
 import {
@@ -20,7 +20,7 @@ export function JobsList({ notify }) {
 
   async function load() {
     try {
-      const answer = await api("GET", `/v1/jobs${query({ limit: PAGE, status, name: appliedName, cursor })}`);
+      const answer = await api("GET", `/v1/jobs${query({ limit: PAGE, status, name_prefix: appliedName, cursor })}`);
       setPage(answer);
       setError(null);
     } catch (failure) {
@@ -49,7 +49,7 @@ export function JobsList({ notify }) {
         <option value="">any</option>
         ${JOB_STATUSES.map((value) => html`<option value=${value}>${value}</option>`)}
       </select></label>
-      <label>Name <input id="filter-name" type="search" value=${name} placeholder="exact name"
+      <label>Name <input id="filter-name" type="search" value=${name} placeholder="name starts with"
         onInput=${(event) => setName(event.currentTarget.value)} /></label>
       <button type="submit">Filter</button>
       <label class="check"><input type="checkbox" id="live-jobs" checked=${live}
