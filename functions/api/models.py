@@ -514,6 +514,9 @@ class RunOut(BaseModel):
         ),
     )
     attempt: int = Field(description="attempts started")
+    duration_ms: int | None = Field(
+        default=None, description="how long the target took on the last attempt that finished"
+    )
     executions: int = Field(description="attempt starts including re-executions after a worker crash")
     next_attempt_at: str | None
     error: str | None

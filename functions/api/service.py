@@ -761,6 +761,11 @@ def run_view(run: Run, *, with_attempts: bool = False) -> dict[str, Any]:
         "by": run.by,
         "overlap_with": run.overlap_with,
         "attempt": run.attempt,
+        # How long its target took on its last attempt that finished (the run's own times include any
+        # waits between retries).
+        "duration_ms": next(
+            (a.duration_ms for a in reversed(run.attempts) if a.duration_ms is not None), None
+        ),
         "executions": run.executions,
         "next_attempt_at": iso(run.next_attempt_at) if run.status is RunStatus.RETRYING else None,
         "error": run.error,

@@ -226,7 +226,7 @@ function Runs({ job, version, notify }) {
     return [
       ran.map((run) => new Date(run.scheduled_for).getTime() / 1000),
       ran.map((run) => run.lateness_ms),
-      ran.map((run) => (run.finished_at ? new Date(run.finished_at) - new Date(run.started_at) : null)),
+      ran.map((run) => run.duration_ms ?? null),
     ];
   }, [page]);
 
@@ -259,7 +259,7 @@ function Runs({ job, version, notify }) {
           <td><${Time} iso=${run.started_at} ms=${true} /></td>
           <td class="lateness">${millis(run.lateness_ms)}</td>
           <td>${run.attempt}</td>
-          <td>${run.started_at && run.finished_at ? millis(new Date(run.finished_at) - new Date(run.started_at)) : "–"}</td>
+          <td>${run.duration_ms != null ? millis(run.duration_ms) : "–"}</td>
           <td class="why">${why(run)}${run.note ? html` <q>${run.note}</q>` : null}${run.by ? html` <span class="muted">by ${run.by}</span>` : null}
             ${run.error ? html`<div class="error-text">${run.error}</div>` : null}</td>
         </tr>`)}
