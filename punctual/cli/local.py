@@ -94,6 +94,9 @@ def local(
             f" (table {settings.table_name}); Ctrl-C stops it",
             err=True,
         )
+        # Ctrl-C stops it even when it was started with SIGINT ignored (a shell's background job, a test
+        # runner's worker process: the child inherits the ignoring), as the whole stack does.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         role_main([role, "--port", str(port), "--tick-seconds", str(tick_seconds)])
         return
     try:

@@ -648,7 +648,14 @@ class Started:
     at: float
 
 
-def _start(argv: list[str], cwd: Path) -> Started:
+IGNORING_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])"
+
+
+def _start(argv: list[str], cwd: Path, *, sigint_ignored: bool = False) -> Started:
+    """``sigint_ignored``: started as a shell's background job is (or by a test runner's worker
+    process), with SIGINT ignored, which the child inherits."""
+    if sigint_ignored:  # an exec keeps an ignored signal ignored
+        argv = [sys.executable, "-c", IGNORING_SIGINT, *argv]
     process = subprocess.Popen(
         argv, env=clean_env(cwd), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -678,8 +685,12 @@ def background(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Background]
         stderr=subprocess.DEVNULL,
     )
     wait_for_port(port, timeout=30)
+    # Started with SIGINT ignored: Ctrl-C must stop it all the same (under pytest-xdist it was started
+    # so, and a role alone then never stopped: the fresh-clone make test failed on it twice).
     worker = _start(
-        [*PUNCTUAL, "local", "--role", "worker", "--aws-endpoint", f"http://127.0.0.1:{port}"], role_dir
+        [*PUNCTUAL, "local", "--role", "worker", "--aws-endpoint", f"http://127.0.0.1:{port}"],
+        role_dir,
+        sigint_ignored=True,
     )
     yield Background(demo, worker)
     for started in (demo, worker):
