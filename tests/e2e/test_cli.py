@@ -648,7 +648,10 @@ class Started:
     at: float
 
 
-IGNORING_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])"
+IGNORING_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN);"
+    " os.execv(sys.argv[1], sys.argv[1:])"
+)
 
 
 def _start(argv: list[str], cwd: Path, *, sigint_ignored: bool = False) -> Started:
