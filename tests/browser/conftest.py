@@ -7,12 +7,9 @@ screenshots the tests take of the main views; otherwise they go to the test's te
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +26,9 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
+from tests.e2e.conftest import Api
 from tests.support.stack import local_stack
 
-TOKEN = "local-dev-token"
 DESKTOP = (1280, 900)
 PHONE = (390, 844)
 
@@ -48,19 +45,8 @@ def _find_browser() -> tuple[str, str]:
 
 
 @dataclass
-class Stack:
-    base_url: str
-
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.base_url + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        request.add_header("Authorization", f"Bearer {TOKEN}")
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read() or b"null")
+class Stack(Api):
+    """The local stack the browser tests drive, called as the end-to-end tests call it."""
 
     def create_job(self, **body: Any) -> dict[str, Any]:
         body.setdefault("target", {"type": "http", "url": f"{self.base_url}/v1/health", "method": "GET"})
@@ -73,7 +59,7 @@ class Stack:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     # Module-scoped (as the browser): both stop when the browser tests are done, not with the session.
     with local_stack(tmp_path_factory.mktemp("console-stack"), workers=1) as running:
-        stack = Stack(running.base_url)
+        stack = Stack(running.base_url, running.state_dir)
         # A recurring job that gathers a history while the other tests run (test_console.py's last test).
         stack.create_job(name="every-10s", schedule={"cron": "*/10 * * * * *"}, tags={"team": "console"})
         yield stack
