@@ -37,6 +37,31 @@ class ConnectionFailed(Exception):
     pass
 
 
+def aws_credentials(config: Config) -> tuple[Any, str]:
+    """The standard AWS credential chain's credentials and the region to sign for (the configured one,
+    else the session's): what SigV4 signing needs; ``ConnectionFailed`` when there are none."""
+    import boto3
+
+    session = boto3.session.Session()
+    credentials = session.get_credentials()
+    if credentials is None:
+        raise ConnectionFailed("no AWS credentials found for SigV4 signing (aws configure, or AWS_PROFILE)")
+    return credentials, config.region or session.region_name or "us-east-1"
+
+
+def sign_sigv4(
+    credentials: Any, region: str, method: str, url: str, data: bytes | None, headers: dict[str, str]
+) -> dict[str, str]:
+    """``headers`` with the SigV4 signature of an API Gateway (``execute-api``) request. Frozen afresh
+    for every request: temporary credentials (SSO, a role) refresh themselves."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    request = AWSRequest(method=method, url=url, data=data, headers=headers)
+    SigV4Auth(credentials.get_frozen_credentials(), "execute-api", region).add_auth(request)
+    return dict(request.headers.items())
+
+
 @dataclass
 class Config:
     """Where the API is and how to authenticate; from flags, environment, or the config file."""
@@ -135,20 +160,8 @@ class Client:
 
     def _sign(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
         """SigV4 with the standard AWS credential chain, for an API Gateway with IAM auth."""
-        import boto3
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
-
-        session = boto3.session.Session()
-        credentials = session.get_credentials()
-        if credentials is None:
-            raise ConnectionFailed(
-                "no AWS credentials found for SigV4 signing (aws configure, or AWS_PROFILE)"
-            )
-        region = self.config.region or session.region_name or "us-east-1"
-        request = AWSRequest(method=method, url=url, data=data, headers=headers)
-        SigV4Auth(credentials.get_frozen_credentials(), "execute-api", region).add_auth(request)
-        return dict(request.headers.items())
+        credentials, region = aws_credentials(self.config)
+        return sign_sigv4(credentials, region, method, url, data, headers)
 
     # ------------------------------------------------------------------------------------- the API
 

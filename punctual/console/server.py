@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import urllib3
 
-from punctual.client import Config, ConnectionFailed
+from punctual.client import Config, aws_credentials, sign_sigv4
 from punctual.console.assets import CONSOLE_PREFIX, console_answer, is_console_path
 from punctual.local.httpserver import LocalHTTPServer
 
@@ -48,16 +48,7 @@ class Forwarder:
     def __post_init__(self) -> None:
         self._http = urllib3.PoolManager(timeout=urllib3.Timeout(total=self.timeout), retries=False)
         if self.config.auth == "sigv4":
-            import boto3
-
-            session = boto3.session.Session()
-            credentials = session.get_credentials()
-            if credentials is None:
-                raise ConnectionFailed(
-                    "no AWS credentials found for SigV4 signing (aws configure, or AWS_PROFILE)"
-                )
-            self._credentials = credentials
-            self._region = self.config.region or session.region_name or "us-east-1"
+            self._credentials, self._region = aws_credentials(self.config)
 
     @property
     def description(self) -> str:
@@ -87,13 +78,7 @@ class Forwarder:
         return response.status, kept, response.data
 
     def _sign(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
-
-        request = AWSRequest(method=method, url=url, data=data, headers=headers)
-        # Frozen afresh for every request: temporary credentials (SSO, a role) refresh themselves.
-        SigV4Auth(self._credentials.get_frozen_credentials(), "execute-api", self._region).add_auth(request)
-        return dict(request.headers.items())
+        return sign_sigv4(self._credentials, self._region, method, url, data, headers)
 
 
 def _error(code: str, reason: str, field: str | None = None) -> bytes:
