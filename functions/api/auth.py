@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-
-from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import APIGatewayProxyEventV2
-from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
+from typing import Any
 
 from functions.api.errors import Unauthorized
 
@@ -14,21 +12,22 @@ _ASSUMED_ROLE = re.compile(
 )
 
 
-def owner_of(event: BaseProxyEvent, owner_mode: str) -> str:
+def owner_of(event: dict[str, Any], owner_mode: str) -> str:
     """The authenticated caller: a Lambda/local authorizer's principal, the IAM caller (a role, or a
     role's session, per the deployment's owner mode), or an API key.
 
     An HTTP API (payload 2.0) puts the IAM caller under ``authorizer.iam``; a REST API (1.0) under
     ``identity``, beside the API key's id."""
-    if isinstance(event, APIGatewayProxyEventV2):
-        iam = owner_of_arn(event.request_context.authorizer.iam.user_arn or None, owner_mode)
+    context = event.get("requestContext") or {}
+    authorizer = context.get("authorizer") or {}
+    if event.get("version") == "2.0":
+        iam = owner_of_arn((authorizer.get("iam") or {}).get("userArn") or None, owner_mode)
         if not iam:
             raise Unauthorized("missing or invalid credentials")
         return iam
-    context = event.request_context  # type: ignore[attr-defined]
-    authorizer = context.authorizer
-    principal = authorizer.get("principalId") if authorizer else None
-    owner = principal or owner_of_arn(context.identity.user_arn, owner_mode) or context.identity.api_key_id
+    identity = context.get("identity") or {}
+    principal = authorizer.get("principalId")
+    owner = principal or owner_of_arn(identity.get("userArn"), owner_mode) or identity.get("apiKeyId")
     if not owner:
         raise Unauthorized("missing or invalid credentials")
     return str(owner)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from functions.api.models import TARGET_TAGS
+from functions.core.targets.validation import TARGET_TYPES
 
-# Powertools reports header names in lower case; errors name them as the caller wrote them.
-HEADER_NAMES = {"idempotency-key": "Idempotency-Key"}
+# The tags of the target union: pydantic puts them in an error's location (target.http.url); fields
+# leave them out.
+TARGET_TAGS = frozenset(TARGET_TYPES)
 
 
 class ApiError(Exception):
@@ -97,21 +98,17 @@ def proxy_result(error: ApiError) -> dict[str, Any]:
 
 
 def from_validation(problems: list[dict[str, Any]]) -> ApiError:
-    """Pydantic's and Powertools' validation errors as one refusal naming the first field, with all
+    """Pydantic's validation errors of a body as one refusal naming the first field, with all
     of them under ``problems``."""
     named = []
     for problem in problems:
         if problem.get("type") == "json_invalid":
             return BadRequest("the body is not valid JSON", "body")
-        location = [str(part) for part in problem.get("loc", ()) if part != "body"]
+        location = [str(part) for part in problem.get("loc", ())]
         if location[:1] == ["target"]:
             location = target_location(location, problem)
         elif location[:2] == ["alerts", "target"]:
             location = ["alerts", *target_location(location[1:], problem)]
-        if location and location[0] == "header":
-            location = [HEADER_NAMES.get(name, name) for name in location[1:]]
-        elif location and location[0] in ("query", "path"):
-            location = location[1:]
         named.append({"field": ".".join(location) or "body", "reason": problem.get("msg", "invalid")})
     first = named[0] if named else {"field": "body", "reason": "invalid request"}
     return InvalidInput(first["reason"], first["field"], problems=named)

@@ -1,4 +1,4 @@
-"""Checks of a request's body that Powertools leaves to us, made before routing."""
+"""Checks of a request's body made before routing: size, media type, strict JSON, one object."""
 
 from __future__ import annotations
 
@@ -43,17 +43,6 @@ def check_body(event: dict[str, Any]) -> None:
         raise BadRequest(f"the body is not valid JSON: {error}", "body") from error
     if not isinstance(value, dict):
         raise InvalidInput("the body must be a JSON object", "body")
-    # Powertools parses only an exact application/json type.
-    event["headers"] = {
-        **{k: v for k, v in (event.get("headers") or {}).items() if k.lower() != "content-type"},
-        "Content-Type": "application/json",
-    }
-    if event.get("version") != "2.0":  # 2.0 has no multi-value headers
-        multi = event.get("multiValueHeaders") or {}
-        event["multiValueHeaders"] = {
-            **{k: v for k, v in multi.items() if k.lower() != "content-type"},
-            "Content-Type": ["application/json"],
-        }
     event["body"], event["isBase64Encoded"] = text, False
 
 

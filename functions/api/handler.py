@@ -1,8 +1,9 @@
-"""API Lambda: the routes, served by Powertools' resolvers for both API Gateway flavours.
+"""API Lambda: the routes, for both API Gateway flavours.
 
 A deployment with API keys sends REST API proxy events (payload 1.0); one with IAM (the default)
-sends HTTP API events (payload 2.0, which carries the IAM caller). The routes live on one ``Router``
-that both resolvers include; ``handler`` picks the resolver by the event's ``version``.
+sends HTTP API events (payload 2.0, which carries the IAM caller). ``routing.py`` reads both and
+resolves them to the routes declared here, each with its parameters, body model and answer model
+(by name: the models, and pydantic with them, load with the first request that has a body).
 
 Who is calling is ``auth.py``; the body checks made before routing are ``guards.py``; how every
 refusal becomes an HTTP answer is ``errors.py``; the OpenAPI document and Swagger UI are
@@ -11,77 +12,35 @@ refusal becomes an HTTP answer is ``errors.py``; the OpenAPI document and Swagge
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel
 
 from functions.api.auth import owner_of, owner_of_arn
-from functions.api.errors import (
-    ApiError,
-    InternalError,
-    NotFound,
-    from_validation,
-    proxy_result,
-    target_location,
-)
+from functions.api.errors import ApiError, NotFound, proxy_result, target_location
 from functions.api.guards import check_body
-from functions.api.models import (
-    BackfillIn,
-    BackfillOut,
-    BulkIn,
-    BulkOut,
-    CreatedJobsOut,
-    CreateJobIn,
-    CreateJobsIn,
-    ErrorOut,
-    JobOut,
-    JobPage,
-    PatchJobIn,
-    PauseIn,
-    PreviewIn,
-    PreviewOut,
-    RunOut,
-    RunPage,
-    StatsOut,
-)
+from functions.api.routing import Answer, Body, Param, Request, Router
 from functions.api.service import JobService
 from functions.core.factories import build_network_policy, build_store, default_dispatcher
 from functions.core.model import JobStatus, Reason, RunStatus
 from functions.core.observability import logger
 from functions.core.settings import get_settings
 
-# The OpenAPI document and Swagger UI are routes of their own (functions/api/openapi.py, imported on
-# demand) rather than Powertools' enable_swagger, whose models would be imported on every cold start.
-app = Router()  # type: ignore[no-untyped-call]
-rest_app = APIGatewayRestResolver(enable_validation=True)
-http_app = APIGatewayHttpResolver(enable_validation=True)
+if TYPE_CHECKING:
+    from functions.api.models import (
+        BackfillIn,
+        BulkIn,
+        CreateJobIn,
+        CreateJobsIn,
+        PatchJobIn,
+        PauseIn,
+        PreviewIn,
+    )
 
-ERRORS: dict[int, Any] = {
-    status: {"description": text, "content": {"application/json": {"model": ErrorOut}}}
-    for status, text in {
-        400: "Malformed request",
-        401: "Missing or bad credentials",
-        404: "No such job or run (or not yours)",
-        409: "Conflicts with the job's state",
-        413: "Body larger than 64 KiB",
-        422: "Invalid input: the body names the field and the reason",
-    }.items()
-}
+app = Router()
 
-
-def ok(model: type[BaseModel], status: int = 200) -> dict[int, Any]:
-    """The documented answers of a route: its success with its model, and the errors."""
-    return {status: {"description": "OK", "content": {"application/json": {"model": model}}}, **ERRORS}
-
-
-__all__ = ["app", "handler", "http_app", "owner_of_arn", "rest_app", "target_location"]
+__all__ = ["app", "handler", "owner_of_arn", "target_location"]
 
 
 @lru_cache(maxsize=1)
@@ -90,231 +49,233 @@ def service() -> JobService:
     return JobService(build_store(settings), default_dispatcher(), settings, build_network_policy(settings))
 
 
-def current_owner() -> str:
-    return owner_of(app.current_event, get_settings().owner_mode)
+def owner(request: Request) -> str:
+    return owner_of(request.event, get_settings().owner_mode)
 
 
-def _json(status: int, body: Any) -> Response[str]:
-    return Response(status_code=status, content_type="application/json", body=json.dumps(body))
-
-
-def _answer(error: ApiError) -> Response[str]:
-    return _json(error.status_code, error.body())
-
-
-def handle_api_error(error: ApiError) -> Response[str]:
-    return _answer(error)
-
-
-def handle_validation_error(error: RequestValidationError) -> Response[str]:
-    return _answer(from_validation(list(error.errors())))
-
-
-def handle_unknown_route(_error: Exception) -> Response[str]:
-    return _answer(NotFound("no such route", "path"))
-
-
-def handle_unexpected(error: Exception) -> Response[str]:
-    # A bug must not leak details; it is logged with the request for whoever runs the service.
-    logger.exception("unhandled error", extra={"path": app.current_event.path})
-    return _answer(InternalError("an unexpected error occurred; it has been logged"))
+LIMIT = Param("limit", int, default=20, ge=1, le=100)
+CURSOR = Param("cursor", max_length=2048)
+IDEMPOTENCY_KEY = Param("Idempotency-Key", where="header", min_length=1, max_length=128)
+# A batch stores job i under "<key>#<i>": room for the suffix within the same 128.
+BATCH_IDEMPOTENCY_KEY = Param("Idempotency-Key", where="header", min_length=1, max_length=120)
 
 
 # --------------------------------------------------------------------------------------- routes
 
 
-@app.get("/v1/health", tags=["system"])
-def health() -> dict[str, str]:
+@app.route("GET", "/v1/health", tags=("system",))
+def health(request: Request) -> dict[str, str]:
     return {"status": "ok"}
 
 
-@app.get("/openapi.json", include_in_schema=False)
-def openapi_document() -> Response[str]:
+@app.route("GET", "/openapi.json", in_schema=False)
+def openapi_document(request: Request) -> Answer:
     from functions.api import openapi
 
-    document = openapi.openapi_document(rest_app, app.current_event, get_settings().api_auth)
-    return _json(200, document)
+    return Answer(200, openapi.openapi_document(app, request, get_settings().api_auth))
 
 
-@app.get("/docs", include_in_schema=False)
-def swagger_ui() -> Response[str]:
+@app.route("GET", "/docs", in_schema=False)
+def swagger_ui(request: Request) -> Answer:
     from functions.api import openapi
 
-    return Response(
-        status_code=200, content_type="text/html; charset=utf-8", body=openapi.swagger_page(app.current_event)
-    )
+    return Answer(200, openapi.swagger_page(request), content_type="text/html; charset=utf-8")
 
 
-@app.get("/docs/<asset>", include_in_schema=False)
-def swagger_ui_asset(asset: str) -> Response[str]:
+@app.route("GET", "/docs/<asset>", in_schema=False)
+def swagger_ui_asset(request: Request, asset: str) -> Answer:
     from functions.api import openapi
 
     found = openapi.swagger_asset(asset)
     if found is None:
-        return _json(404, {"error": "not_found", "field": "path", "reason": "no such asset"})
+        raise NotFound("no such asset", "path")
     content_type, text = found
     # The assets change only with the Powertools version the deployment ships.
-    headers = {"Cache-Control": "public, max-age=86400"}
-    return Response(status_code=200, content_type=content_type, body=text, headers=headers)
+    return Answer(200, text, content_type=content_type, headers={"Cache-Control": "public, max-age=86400"})
 
 
-IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=128)]
-# A batch stores job i under "<key>#<i>": room for the suffix within the same 128.
-BatchIdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=120)]
-
-
-@app.post(
+@app.route(
+    "POST",
     "/v1/jobs",
-    tags=["jobs"],
-    responses=ok(JobOut, 201),
+    params=(IDEMPOTENCY_KEY,),
+    body=Body("CreateJobIn", "job"),
+    status=201,
+    answer="JobOut",
+    tags=("jobs",),
 )
-def create_job(job: CreateJobIn, idempotency_key: IdempotencyKey = None) -> Response[str]:
+def create_job(request: Request, job: CreateJobIn, idempotency_key: str | None) -> Answer:
     """Create a job; a retried create with the same Idempotency-Key returns the first result."""
-    return _json(201, service().create_job(current_owner(), job, idempotency_key))
+    return Answer(201, service().create_job(owner(request), job, idempotency_key))
 
 
-@app.post("/v1/jobs/batch", tags=["jobs"], responses=ok(CreatedJobsOut))
-def create_jobs(batch: CreateJobsIn, idempotency_key: BatchIdempotencyKey = None) -> Response[str]:
+@app.route(
+    "POST",
+    "/v1/jobs/batch",
+    params=(BATCH_IDEMPOTENCY_KEY,),
+    body=Body("CreateJobsIn", "batch"),
+    answer="CreatedJobsOut",
+    tags=("jobs",),
+)
+def create_jobs(request: Request, batch: CreateJobsIn, idempotency_key: str | None) -> dict[str, Any]:
     """Create up to 100 jobs, each validated and answered on its own (index, and the job or the
     error POST /v1/jobs would have answered); with an Idempotency-Key a retried batch answers each
     job as the first time."""
-    return _json(200, {"items": service().create_jobs(current_owner(), batch.jobs, idempotency_key)})
+    return {"items": service().create_jobs(owner(request), batch.jobs, idempotency_key)}
 
 
-@app.post("/v1/jobs/bulk", tags=["jobs"], responses=ok(BulkOut))
-def bulk_action(request: BulkIn) -> Response[str]:
+@app.route("POST", "/v1/jobs/bulk", body=Body("BulkIn"), answer="BulkOut", tags=("jobs",))
+def bulk_action(request: Request, body: BulkIn) -> dict[str, Any]:
     """Pause (with a note and until), resume or cancel every job of yours that carries all the given
     tags, each answered on its own (job_id, and the job or the error its single-job route would give)."""
     from functions.api.bulk import bulk_action as act
 
-    return _json(200, act(service(), current_owner(), request))
+    return act(service(), owner(request), body)
 
 
-@app.get("/v1/jobs", tags=["jobs"], responses=ok(JobPage))
+@app.route(
+    "GET",
+    "/v1/jobs",
+    params=(
+        LIMIT,
+        CURSOR,
+        Param("status", JobStatus),
+        Param("name", max_length=128),
+        Param("name_prefix", max_length=128),
+    ),
+    answer="JobPage",
+    tags=("jobs",),
+)
 def list_jobs(
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
-    status: Annotated[JobStatus | None, Query()] = None,
-    name: Annotated[str | None, Query(max_length=128)] = None,
-    name_prefix: Annotated[str | None, Query(max_length=128)] = None,
-) -> JobPage:
+    request: Request,
+    limit: int,
+    cursor: str | None,
+    status: JobStatus | None,
+    name: str | None,
+    name_prefix: str | None,
+) -> dict[str, Any]:
     """The caller's jobs, newest first; ``name`` matches a name exactly, ``name_prefix`` its start."""
-    return JobPage.model_validate(
-        service().list_jobs(
-            current_owner(), limit=limit, cursor=cursor, status=status, name=name, name_prefix=name_prefix
-        )
+    return service().list_jobs(
+        owner(request), limit=limit, cursor=cursor, status=status, name=name, name_prefix=name_prefix
     )
 
 
-@app.get("/v1/jobs/<job_id>", tags=["jobs"], responses=ok(JobOut))
-def get_job(job_id: str) -> JobOut:
-    return JobOut.model_validate(service().get_job(current_owner(), job_id))
+@app.route("GET", "/v1/jobs/<job_id>", answer="JobOut", tags=("jobs",))
+def get_job(request: Request, job_id: str) -> dict[str, Any]:
+    return service().get_job(owner(request), job_id)
 
 
-@app.patch("/v1/jobs/<job_id>", tags=["jobs"], responses=ok(JobOut))
-def patch_job(job_id: str, changes: PatchJobIn) -> JobOut:
+@app.route("PATCH", "/v1/jobs/<job_id>", body=Body("PatchJobIn", "changes"), answer="JobOut", tags=("jobs",))
+def patch_job(request: Request, job_id: str, changes: PatchJobIn) -> dict[str, Any]:
     """Change schedule, target, payload, retry, timeout, tags or name; future triggers follow."""
-    return JobOut.model_validate(service().patch_job(current_owner(), job_id, changes))
+    return service().patch_job(owner(request), job_id, changes)
 
 
-@app.delete("/v1/jobs/<job_id>", tags=["jobs"], responses=ok(JobOut))
-def cancel_job(job_id: str) -> JobOut:
+@app.route("DELETE", "/v1/jobs/<job_id>", answer="JobOut", tags=("jobs",))
+def cancel_job(request: Request, job_id: str) -> dict[str, Any]:
     """Cancel: no further runs; the history is kept."""
-    return JobOut.model_validate(service().cancel_job(current_owner(), job_id))
+    return service().cancel_job(owner(request), job_id)
 
 
-@app.post("/v1/jobs/<job_id>/pause", tags=["jobs"], responses=ok(JobOut))
-def pause_job(job_id: str, pause: Annotated[PauseIn | None, Body()] = None) -> JobOut:
+@app.route(
+    "POST",
+    "/v1/jobs/<job_id>/pause",
+    body=Body("PauseIn", "pause", optional=True),
+    answer="JobOut",
+    tags=("jobs",),
+)
+def pause_job(request: Request, job_id: str, pause: PauseIn | None) -> dict[str, Any]:
     """Pause, optionally with a note and an ``until`` at which it resumes by itself."""
     note, until = (pause.note, pause.until) if pause is not None else (None, None)
-    return JobOut.model_validate(service().pause_job(current_owner(), job_id, note, until))
+    return service().pause_job(owner(request), job_id, note, until)
 
 
-@app.post("/v1/jobs/<job_id>/resume", tags=["jobs"], responses=ok(JobOut))
-def resume_job(job_id: str) -> JobOut:
+@app.route("POST", "/v1/jobs/<job_id>/resume", answer="JobOut", tags=("jobs",))
+def resume_job(request: Request, job_id: str) -> dict[str, Any]:
     """Resume at the next occurrence; the misfire policy decides about occurrences missed meanwhile."""
-    return JobOut.model_validate(service().resume_job(current_owner(), job_id))
+    return service().resume_job(owner(request), job_id)
 
 
-@app.post(
-    "/v1/jobs/<job_id>/run",
-    tags=["runs"],
-    responses={
-        202: {"description": "Accepted", "content": {"application/json": {"model": RunOut}}},
-        **ERRORS,
-    },
-)
-def run_job_now(job_id: str) -> Response[str]:
+@app.route("POST", "/v1/jobs/<job_id>/run", status=202, answer="RunOut", tags=("runs",))
+def run_job_now(request: Request, job_id: str) -> Answer:
     """Run the job once, now (also while paused)."""
-    return _json(202, service().run_now(current_owner(), job_id))
+    return Answer(202, service().run_now(owner(request), job_id))
 
 
-@app.post(
+@app.route(
+    "POST",
     "/v1/jobs/<job_id>/backfill",
-    tags=["runs"],
-    responses={
-        202: {"description": "Accepted", "content": {"application/json": {"model": BackfillOut}}},
-        **ERRORS,
-    },
+    body=Body("BackfillIn"),
+    status=202,
+    answer="BackfillOut",
+    tags=("runs",),
 )
-def backfill_job(job_id: str, request: BackfillIn) -> Response[str]:
+def backfill_job(request: Request, job_id: str, body: BackfillIn) -> Answer:
     """Run the job's past occurrences between from and to again (runs of kind backfill), one after
     another (overlap buffer_all, the default) or all at once (allow)."""
     from functions.api.backfill import backfill
 
-    return _json(202, backfill(service(), current_owner(), job_id, request))
+    return Answer(202, backfill(service(), owner(request), job_id, body))
 
 
-@app.get("/v1/jobs/<job_id>/runs", tags=["runs"], responses=ok(RunPage))
+@app.route(
+    "GET",
+    "/v1/jobs/<job_id>/runs",
+    params=(
+        LIMIT,
+        CURSOR,
+        Param("status", RunStatus),
+        Param("reason", Reason, description="only the non-runs of this reason"),
+    ),
+    answer="RunPage",
+    tags=("runs",),
+)
 def list_runs(
+    request: Request,
     job_id: str,
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
-    status: Annotated[RunStatus | None, Query()] = None,
-    reason: Annotated[Reason | None, Query(description="only the non-runs of this reason")] = None,
-) -> RunPage:
+    limit: int,
+    cursor: str | None,
+    status: RunStatus | None,
+    reason: Reason | None,
+) -> dict[str, Any]:
     """Execution history, newest first, with a row for every occurrence that did not run (skipped by
     overlap or misfire, not run while paused, cancelled) and its reason."""
-    page = service().list_runs(
-        current_owner(), job_id, limit=limit, cursor=cursor, status=status, reason=reason
+    return service().list_runs(
+        owner(request), job_id, limit=limit, cursor=cursor, status=status, reason=reason
     )
-    return RunPage.model_validate(page)
 
 
-@app.get("/v1/jobs/<job_id>/runs/<run_id>", tags=["runs"], responses=ok(RunOut))
-def get_run(job_id: str, run_id: str) -> RunOut:
-    return RunOut.model_validate(service().get_run(current_owner(), job_id, run_id))
+@app.route("GET", "/v1/jobs/<job_id>/runs/<run_id>", answer="RunOut", tags=("runs",))
+def get_run(request: Request, job_id: str, run_id: str) -> dict[str, Any]:
+    return service().get_run(owner(request), job_id, run_id)
 
 
-@app.post("/v1/jobs/<job_id>/runs/<run_id>/cancel", tags=["runs"], responses=ok(RunOut))
-def cancel_run(job_id: str, run_id: str) -> RunOut:
+@app.route("POST", "/v1/jobs/<job_id>/runs/<run_id>/cancel", answer="RunOut", tags=("runs",))
+def cancel_run(request: Request, job_id: str, run_id: str) -> dict[str, Any]:
     """Cancel a run that has not finished: it never starts, or its HTTP call is aborted; no retries."""
-    return RunOut.model_validate(service().cancel_run(current_owner(), job_id, run_id))
+    return service().cancel_run(owner(request), job_id, run_id)
 
 
-@app.post("/v1/schedules/preview", tags=["schedules"], responses=ok(PreviewOut))
-def preview_schedule(preview: PreviewIn) -> Response[str]:
+@app.route(
+    "POST",
+    "/v1/schedules/preview",
+    body=Body("PreviewIn", "preview"),
+    answer="PreviewOut",
+    tags=("schedules",),
+)
+def preview_schedule(request: Request, preview: PreviewIn) -> dict[str, Any]:
     """The next fire times of a schedule (UTC and its zone, DST gaps and repeats marked) and, given an
     outage, what its misfire policy would run afterwards. Nothing is created."""
     from functions.api.previews import preview_schedule as preview_of
 
-    current_owner()  # the caller must be authenticated, as on every /v1 route
+    owner(request)  # the caller must be authenticated, as on every /v1 route
     jobs = service()
-    return _json(200, preview_of(preview, jobs.settings, jobs.clock()))
+    return preview_of(preview, jobs.settings, jobs.clock())
 
 
-@app.get("/v1/stats", tags=["system"], responses=ok(StatsOut))
-def stats() -> StatsOut:
+@app.route("GET", "/v1/stats", answer="StatsOut", tags=("system",))
+def stats(request: Request) -> dict[str, Any]:
     """The caller's job and run counts, plus queue depth, in-flight messages, DLQ depth and lag."""
-    return StatsOut.model_validate(service().stats(current_owner()))
-
-
-for _resolver in (rest_app, http_app):
-    _resolver.include_router(app)
-    _resolver.exception_handler(ApiError)(handle_api_error)
-    _resolver.exception_handler(RequestValidationError)(handle_validation_error)
-    _resolver.exception_handler(Exception)(handle_unexpected)
-    _resolver.not_found(handle_unknown_route)
+    return service().stats(owner(request))
 
 
 @logger.inject_lambda_context
@@ -323,5 +284,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         check_body(event)
     except ApiError as refused:
         return proxy_result(refused)
-    resolver = http_app if event.get("version") == "2.0" else rest_app
-    return resolver.resolve(event, context)
+    return app.resolve(event)

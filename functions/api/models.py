@@ -66,6 +66,14 @@ def whole_numbers(*fields: str) -> Any:
     return field_validator(*fields, mode="before")(_whole_number)
 
 
+class Answer(BaseModel):
+    """An answer's model: it documents what a route answers (the OpenAPI document) and the tests check
+    every answer against it; the api serves the service's JSON as it is, so these are built only when
+    the document is asked for (``defer_build``), not on a cold start."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
 class ScheduleIn(BaseModel):
     """Exactly one of ``at``, ``cron`` or ``rate``, with its options."""
 
@@ -262,8 +270,6 @@ Target = Annotated[
     Field(discriminator="type"),
     BeforeValidator(_target_object),
 ]
-# The tags of Target: pydantic puts them in an error's location (target.http.url); fields leave them out.
-TARGET_TAGS = frozenset(TARGET_TYPES)
 
 
 # Like EventBridge Scheduler's flexible time window, at most a day (1,440 minutes).
@@ -319,7 +325,7 @@ class BackfillIn(BaseModel):
     )
 
 
-class BackfillOut(BaseModel):
+class BackfillOut(Answer):
     model_config = ConfigDict(populate_by_name=True)
 
     job_id: str
@@ -330,7 +336,7 @@ class BackfillOut(BaseModel):
     occurrences: list[str] = Field(description="their scheduled times, oldest first: the runs' scheduled_for")
 
 
-class PauseOut(BaseModel):
+class PauseOut(Answer):
     at: str
     by: str | None
     note: str | None
@@ -463,7 +469,7 @@ RunReasonName = Literal[
 ]
 
 
-class RunSummaryOut(BaseModel):
+class RunSummaryOut(Answer):
     run_id: str
     status: RunStatusName
     scheduled_for: str | None = None
@@ -473,7 +479,7 @@ class RunSummaryOut(BaseModel):
     error: str | None = None
 
 
-class AttemptOut(BaseModel):
+class AttemptOut(Answer):
     attempt: int
     started_at: str | None
     finished_at: str | None
@@ -484,7 +490,7 @@ class AttemptOut(BaseModel):
     response: str
 
 
-class RunOut(BaseModel):
+class RunOut(Answer):
     run_id: str
     job_id: str
     status: RunStatusName
@@ -523,7 +529,7 @@ class RunOut(BaseModel):
     attempts: list[AttemptOut] | None = None
 
 
-class JobOut(BaseModel):
+class JobOut(Answer):
     job_id: str
     name: str | None
     status: JobStatusName
@@ -560,31 +566,31 @@ class JobOut(BaseModel):
     updated_at: str
 
 
-class JobPage(BaseModel):
+class JobPage(Answer):
     items: list[JobOut]
     next_cursor: str | None
 
 
-class RunPage(BaseModel):
+class RunPage(Answer):
     items: list[RunOut]
     next_cursor: str | None
 
 
-class QueueStats(BaseModel):
+class QueueStats(Answer):
     queued: int
     in_flight: int
     delayed: int
     dlq: int
 
 
-class StatsOut(BaseModel):
+class StatsOut(Answer):
     jobs: dict[str, int] = Field(description="the caller's jobs by status")
     runs: dict[str, int] = Field(description="the caller's finished runs by outcome")
     queue: QueueStats
     dispatcher_lag_seconds: float | None = Field(description="now minus the oldest unswept bucket")
 
 
-class ErrorOut(BaseModel):
+class ErrorOut(Answer):
     error: str
     reason: str
     field: str | None = None
@@ -603,7 +609,7 @@ class CreateJobsIn(BaseModel):
     )
 
 
-class CreatedJobOut(BaseModel):
+class CreatedJobOut(Answer):
     """One job of a batch: its place in the request, and the job created or why it was not."""
 
     index: int
@@ -612,11 +618,11 @@ class CreatedJobOut(BaseModel):
     error: ErrorOut | None = None
 
 
-class CreatedJobsOut(BaseModel):
+class CreatedJobsOut(Answer):
     items: list[CreatedJobOut]
 
 
-class DstOut(BaseModel):
+class DstOut(Answer):
     kind: Literal["gap", "repeat"] = Field(
         description="gap: the local time does not exist that day, it fires at the first instant after; "
         "repeat: the local time happens twice, it fires once, on the first pass"
@@ -624,13 +630,13 @@ class DstOut(BaseModel):
     local: str = Field(description="the local wall time the schedule names, in its zone (no offset)")
 
 
-class FireTimeOut(BaseModel):
+class FireTimeOut(Answer):
     at: str = Field(description="UTC")
     local: str = Field(description="in the schedule's zone, with its offset")
     dst: DstOut | None = None
 
 
-class MissedOut(BaseModel):
+class MissedOut(Answer):
     scheduled_for: str
     local: str
     fate: Literal["runs", "skipped", "collapsed"] = Field(
@@ -642,7 +648,7 @@ class MissedOut(BaseModel):
     )
 
 
-class OutageOut(BaseModel):
+class OutageOut(Answer):
     model_config = ConfigDict(populate_by_name=True)
 
     from_: str = Field(alias="from")
@@ -655,7 +661,7 @@ class OutageOut(BaseModel):
     resumes_with: str | None = Field(description="the first occurrence after the outage: on time again")
 
 
-class PreviewOut(BaseModel):
+class PreviewOut(Answer):
     schedule: dict[str, Any]
     timezone: str
     fire_times: list[FireTimeOut]
@@ -663,14 +669,14 @@ class PreviewOut(BaseModel):
     notes: list[str]
 
 
-class BulkItemOut(BaseModel):
+class BulkItemOut(Answer):
     job_id: str
     status: int = Field(description="what the single-job route would have answered: 200, or 4xx with error")
     job: JobOut | None
     error: ErrorOut | None
 
 
-class BulkOut(BaseModel):
+class BulkOut(Answer):
     action: Literal["pause", "resume", "cancel"]
     matched: int = Field(description="the caller's jobs that carry the tags and can take the action")
     items: list[BulkItemOut] = Field(description="one per job acted on (at most 500), oldest first")

@@ -1,7 +1,7 @@
 """The API's description of itself: the OpenAPI document and Swagger UI, as each deployment serves them.
 
-Imported only when ``/openapi.json`` or ``/docs`` is asked for: Powertools' OpenAPI models are a large
-share of a cold start, and no other route needs them.
+Imported only when ``/openapi.json`` or ``/docs`` is asked for: the document is built from the
+router's routes (``routing.py``) and the models' JSON Schemas, and no other route needs it.
 
 - **servers**: where this very request came in, with its stage (``https://<id>.execute-api.<region>.
   amazonaws.com/prod``), so a generated client calls the right base URL; locally ``/``.
@@ -13,13 +13,17 @@ share of a cold start, and no other route needs them.
 
 from __future__ import annotations
 
-import json
+import inspect
+import re
+from enum import Enum
 from importlib import resources
 from typing import Any, Final
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
-from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
+from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
+
+from functions.api import models
+from functions.api.routing import Param, Request, Route, Router
 
 __all__ = ["SWAGGER_ASSETS", "add_links", "base_path", "openapi_document", "swagger_asset", "swagger_page"]
 
@@ -67,48 +71,149 @@ SWAGGER_ASSETS: Final = {
 }
 
 
-def base_path(event: BaseProxyEvent) -> str:
+def base_path(request: Request) -> str:
     """The part of the URL before the API's own paths: ``/prod`` on the execute-api domain, a custom
     domain's base path mapping, or nothing (an HTTP API's ``$default`` stage, a custom domain at its
     root, the local stack)."""
-    if isinstance(event, APIGatewayProxyEventV2):
-        outer = event.raw_path or ""
+    event = request.event
+    if request.is_http_api:
+        outer = str(event.get("rawPath") or "")
     else:
-        outer = event.request_context.path or ""  # type: ignore[attr-defined]
-    inner = event.path or ""
+        outer = str((event.get("requestContext") or {}).get("path") or "")
+    inner = request.path
     if inner and outer.endswith(inner):
         return outer[: len(outer) - len(inner)].rstrip("/")
     return ""
 
 
-def server_url(event: BaseProxyEvent) -> str:
+def server_url(request: Request) -> str:
     """The base URL this request came in on (API Gateway's domain and stage), or ``/`` locally."""
-    domain = event.request_context.domain_name  # type: ignore[attr-defined]
-    prefix = base_path(event)
+    domain = (request.event.get("requestContext") or {}).get("domainName")
+    prefix = base_path(request)
     if domain:
         return f"https://{domain}{prefix}"
     return prefix or "/"
 
 
-def openapi_document(app: APIGatewayRestResolver, event: BaseProxyEvent, api_auth: str) -> dict[str, Any]:
-    """The document Powertools generates from the routes, with this deployment's servers, security
-    and the links between operations."""
+# The answers every /v1 route may give besides its success.
+ERRORS: Final = {
+    400: "Malformed request",
+    401: "Missing or bad credentials",
+    404: "No such job or run (or not yours)",
+    409: "Conflicts with the job's state",
+    413: "Body larger than 64 KiB",
+    422: "Invalid input: the body names the field and the reason",
+}
+REF: Final = "#/components/schemas/{model}"
+STATUS_TEXT: Final = {201: "Created", 202: "Accepted"}
+
+
+def openapi_document(router: Router, request: Request, api_auth: str) -> dict[str, Any]:
+    """The document of the router's routes, with this deployment's servers, security and the links
+    between operations. Bodies are described by their models' JSON Schemas (pydantic), request bodies
+    as validated and answers as serialized."""
     name, scheme, how = SECURITY_SCHEMES[api_auth]
-    document: dict[str, Any] = json.loads(
-        app.get_openapi_json_schema(title=TITLE, version=VERSION, description=f"{DESCRIPTION} {how}")
+    routes = [route for route in router.routes if route.in_schema]
+    used: dict[tuple[str, JsonSchemaMode], type[BaseModel]] = {("ErrorOut", "serialization"): models.ErrorOut}
+    for route in routes:
+        if route.body is not None:
+            used[(route.body.model, "validation")] = route.body.model_class()
+        if route.answer is not None:
+            used[(route.answer, "serialization")] = getattr(models, route.answer)
+    _, definitions = models_json_schema(
+        [(model, mode) for (_, mode), model in used.items()], ref_template=REF
     )
-    document["servers"] = [{"url": server_url(event)}]
-    document.setdefault("components", {})["securitySchemes"] = {name: scheme}
-    document["security"] = [{name: []}]
+    schemas: dict[str, Any] = dict(definitions.get("$defs", {}))
+    paths: dict[str, dict[str, Any]] = {}
+    for route in routes:
+        operation = _operation(route, schemas)
+        paths.setdefault(route.openapi_path, {})[route.method.lower()] = operation
+    document: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": TITLE, "version": VERSION, "description": f"{DESCRIPTION} {how}"},
+        "servers": [{"url": server_url(request)}],
+        "paths": paths,
+        "components": {"schemas": dict(sorted(schemas.items())), "securitySchemes": {name: scheme}},
+        "security": [{name: []}],
+    }
     for path, method in PUBLIC_OPERATIONS:
         document["paths"][path][method]["security"] = []
     add_links(document)
     return document
 
 
-def swagger_page(event: BaseProxyEvent) -> str:
+def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
+    doc = inspect.getdoc(route.endpoint)
+    operation: dict[str, Any] = {
+        "tags": list(route.tags),
+        "summary": f"{route.method} {route.openapi_path}",
+        "operationId": operation_id(route),
+    }
+    if doc:
+        operation["description"] = doc
+    parameters = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        for name in route.path_parameters
+    ]
+    parameters += [_parameter(param, schemas) for param in route.params]
+    if parameters:
+        operation["parameters"] = parameters
+    if route.body is not None:
+        body = {"$ref": REF.format(model=route.body.model)}
+        operation["requestBody"] = {
+            "content": {"application/json": {"schema": body}},
+            "required": not route.body.optional,
+        }
+    answer: dict[str, Any] = {"description": STATUS_TEXT.get(route.status, "OK")}
+    if route.answer is not None:
+        answer["content"] = {"application/json": {"schema": {"$ref": REF.format(model=route.answer)}}}
+    responses: dict[str, Any] = {str(route.status): answer}
+    if route.path.startswith("/v1/") and route.path != "/v1/health":
+        error = {"application/json": {"schema": {"$ref": REF.format(model="ErrorOut")}}}
+        responses.update(
+            {str(status): {"description": text, "content": error} for status, text in ERRORS.items()}
+        )
+    operation["responses"] = responses
+    return operation
+
+
+def _parameter(param: Param, schemas: dict[str, Any]) -> dict[str, Any]:
+    schema: dict[str, Any]
+    if issubclass(param.kind, Enum):
+        schemas[param.kind.__name__] = {
+            "type": "string",
+            "enum": [member.value for member in param.kind],
+            "title": param.kind.__name__,
+        }
+        if param.kind.__doc__ and "__doc__" in vars(param.kind):
+            schemas[param.kind.__name__]["description"] = inspect.cleandoc(param.kind.__doc__)
+        schema = {"$ref": REF.format(model=param.kind.__name__)}
+    elif param.kind is int:
+        schema = {"type": "integer"}
+        schema.update(
+            {key: value for key, value in (("minimum", param.ge), ("maximum", param.le)) if value is not None}
+        )
+    else:
+        schema = {"type": "string"}
+        lengths = (("minLength", param.min_length), ("maxLength", param.max_length))
+        schema.update({key: value for key, value in lengths if value is not None})
+    if param.default is not None:
+        schema = {**schema, "default": param.default}
+    described: dict[str, Any] = {"name": param.name, "in": param.where, "required": False, "schema": schema}
+    if param.description:
+        described["description"] = param.description
+    return described
+
+
+def operation_id(route: Route) -> str:
+    """``list_jobs_v1_jobs_get``: the endpoint's name, its path and method (FastAPI's and Powertools'
+    form, so generated clients keep their method names)."""
+    return re.sub(r"\W", "_", f"{route.endpoint.__name__}{route.openapi_path}") + f"_{route.method.lower()}"
+
+
+def swagger_page(request: Request) -> str:
     """Swagger UI: a few hundred bytes that load the UI's assets and the document by URL."""
-    prefix = base_path(event)
+    prefix = base_path(request)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>

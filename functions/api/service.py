@@ -10,10 +10,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-from pydantic import ValidationError
 
 from functions.api.errors import (
     ApiError,
@@ -24,7 +22,6 @@ from functions.api.errors import (
     from_validation,
 )
 from functions.api.guards import MAX_BODY_BYTES
-from functions.api.models import AlertsIn, CreateJobIn, PatchJobIn, ScheduleIn
 from functions.core.dispatching import Dispatcher
 from functions.core.model import (
     RUN_COUNT_WINDOW,
@@ -65,6 +62,9 @@ from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.targets.validation import TargetError, validate_target
 from functions.core.templating import TemplateError, check_templates
+
+if TYPE_CHECKING:  # the models load with pydantic, when a request has a body to check
+    from functions.api.models import AlertsIn, CreateJobIn, PatchJobIn, ScheduleIn
 
 # The most jobs one POST /v1/jobs/batch may create.
 MAX_BATCH = 100
@@ -109,6 +109,10 @@ class JobService:
         The jobs due within the look-ahead are dispatched together, in batches of messages."""
         if len(requests) > MAX_BATCH:
             raise InvalidInput(f"at most {MAX_BATCH} jobs in one request", "jobs")
+
+        from pydantic import ValidationError
+
+        from functions.api.models import CreateJobIn
 
         def one(index: int, raw: Any) -> tuple[dict[str, Any], Trigger | None]:
             try:
@@ -770,8 +774,8 @@ def run_view(run: Run, *, with_attempts: bool = False) -> dict[str, Any]:
         "next_attempt_at": iso(run.next_attempt_at) if run.status is RunStatus.RETRYING else None,
         "error": run.error,
     }
-    if with_attempts:
-        view["attempts"] = [attempt.to_dict() for attempt in run.attempts]
+    # A list's rows leave the attempts out (null), one run's view has them.
+    view["attempts"] = [attempt.to_dict() for attempt in run.attempts] if with_attempts else None
     return view
 
 

@@ -90,9 +90,8 @@ def build_event(
 
 
 def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTTPRequestHandler]:
-    # A Lambda execution environment serves one request at a time, and Powertools' resolver keeps the
-    # request it is serving on the app: concurrent requests in one process mixed up their route
-    # arguments (a 500 now and then under parallel reads). Connections are still accepted at once.
+    # A Lambda execution environment serves one request at a time, and so does the api process here
+    # (the handler's service and its clients are shared). Connections are still accepted at once.
     invocation = threading.Lock()
 
     class GatewayHandler(BaseHTTPRequestHandler):

@@ -6,10 +6,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import pytest
 
 from functions.api import handler as api
+from functions.api import models
+from functions.api.errors import ApiError
 from functions.api.models import CreateJobIn
 from functions.api.service import JobService
 from functions.core import aws
@@ -222,9 +225,30 @@ def make_call(service: JobService, monkeypatch: pytest.MonkeyPatch) -> Call:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else b""
         event = build_event(method, path, {"Content-Type": "application/json", **(headers or {})}, raw, owner)
         result = api.handler(event, LambdaContext())  # type: ignore[arg-type]
-        return result["statusCode"], json.loads(result["body"]) if result.get("body") else None
+        answer = json.loads(result["body"]) if result.get("body") else None
+        assert_answer_is_documented(method, path, result["statusCode"], answer)
+        return result["statusCode"], answer
 
     return invoke
+
+
+def assert_answer_is_documented(method: str, path: str, status: int, answer: Any) -> None:
+    """The api serves the service's JSON as it is (no response model on the request path): every
+    answer a test sees must be what its documented model makes of it, field for field, defaults
+    included, and every refusal an ``ErrorOut``."""
+    try:
+        route, _ = api.app.match(method.upper(), urlsplit(path).path)
+    except ApiError:
+        route = None
+    name = "ErrorOut" if status >= 400 else route.answer if route is not None else None
+    if name is None or answer is None:
+        return
+    model = getattr(models, name)
+    documented = model.model_validate(answer).model_dump(mode="json", by_alias=True)
+    if name == "ErrorOut":  # refusals may say more (problems, the conflicting job...)
+        documented = {key: value for key, value in documented.items() if key in answer or value is not None}
+        answer = {key: value for key, value in answer.items() if key in documented}
+    assert answer == documented, f"{method} {path} answered other than its model {name}"
 
 
 @pytest.fixture

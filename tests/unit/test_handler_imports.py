@@ -27,14 +27,19 @@ def modules_after_import(module: str) -> set[str]:
         # pydantic was a fifth of these two handlers' import time, for Settings alone
         ("functions.dispatcher.handler", ["pydantic", "functions.core.targets", "functions.core.ssrf_guard"]),
         ("functions.worker.handler", ["pydantic", "functions.api", "functions.core.dispatching"]),
-        # the OpenAPI document's models and Swagger UI load only when /openapi.json or /docs is asked for
+        # The document and Swagger UI load only when /openapi.json or /docs is asked for, pydantic and
+        # the request models with the first request that has a body; the routes are our own resolver's
+        # (Powertools' event_handler imports every resolver it has: issue 11's cold start).
         (
             "functions.api.handler",
             [
                 "functions.worker",
                 "functions.dispatcher",
                 "functions.api.openapi",
-                "aws_lambda_powertools.event_handler.openapi.models",
+                "functions.api.models",
+                "pydantic",
+                "aws_lambda_powertools.event_handler",
+                "aws_lambda_powertools.utilities.data_classes",
             ],
         ),
     ],
