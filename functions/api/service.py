@@ -499,9 +499,17 @@ class JobService:
         updated = replace(job, **changes)
         if "target" in given or "payload" in given:
             self._check_templates(updated.target, updated.payload)
-        # A new schedule of an active job starts its chain again from the first fire time.
-        active = first is not None and job.status is JobStatus.ACTIVE
-        trigger = self._trigger(updated, first, now) if first is not None and active else None
+        # A new schedule of an active job starts its chain again from the first fire time; of a job
+        # paused until a time, from its first occurrence after that time, as the pause wrote it (the
+        # pause's own trigger belongs to the old version and is dropped).
+        trigger = None
+        if first is not None and job.status is JobStatus.ACTIVE:
+            trigger = self._trigger(updated, first, now)
+        elif first is not None and updated.pause_until is not None:
+            resumes = updated.first_after_pause()
+            if resumes is not None:
+                due = max(fire_time(updated, resumes), updated.pause_until)
+                trigger = self._trigger(updated, resumes, now, due)
         self._write(job, updated, trigger)
         if trigger is not None:
             self._dispatch_if_due(trigger, now)

@@ -322,6 +322,11 @@ class Dispatcher:
             else:
                 # Its pause ends before this occurrence: dispatched ahead, so that it fires at its second.
                 job = job.as_of(job.pause_until or now)
+                if _reached_max_runs(job, trigger):
+                    # max_runs was lowered while paused: it ends instead, but only a job whose pause
+                    # has ended can be completed (the write expects it ACTIVE). The trigger stays for
+                    # the first sweep after ``until``, which writes the pause's end, then completes it.
+                    return _Outcome(report)
         if (
             job is not None
             and _reached_max_runs(job, trigger)

@@ -1283,3 +1283,47 @@ def test_a_backfill_of_an_occurrence_older_than_the_retention_runs_when_its_mess
     engine.executor.handle(message, None)
     run = engine.store.runs[job_id][message.run_id]
     assert run.status is RunStatus.SUCCEEDED and run.kind.value == "backfill"
+
+
+def test_changing_the_schedule_of_a_job_paused_until_keeps_its_resume_and_follows_the_new_schedule(
+    engine: Engine,
+) -> None:
+    created = engine.create(schedule={"cron": "0 * * * *"})
+    job_id = created["job_id"]
+    until = engine.clock().replace(hour=14, minute=59, second=30)
+    engine.service.pause_job("alice", job_id, note="migration", until=until.isoformat())
+    engine.clock.advance(600)
+    changed = engine.service.patch_job(
+        "alice", job_id, PatchJobIn.model_validate({"schedule": {"cron": "30 * * * *"}})
+    )
+    assert changed["status"] == "PAUSED" and changed["pause"]["until"] == iso(until), (
+        "still paused until then"
+    )
+    for hour in (13, 14):
+        engine.clock.now = engine.clock().replace(hour=hour, minute=30, second=30)
+        engine.dispatcher.sweep()
+    assert not engine.queue.sent, "nothing due while it is paused runs"
+    engine.clock.now = until.replace(hour=15, minute=29, second=30)
+    engine.dispatcher.sweep()
+    engine.clock.now = until.replace(hour=15, minute=31)
+    engine.deliver_all()
+    runs = [run for run in engine.store.runs[job_id].values() if run.status is RunStatus.SUCCEEDED]
+    assert [run.scheduled_for for run in runs] == [until.replace(hour=15, minute=30, second=0)], (
+        "the pause ends by itself and the new schedule's first occurrence after it runs"
+    )
+
+
+def test_lowering_max_runs_of_a_job_paused_until_ends_it_when_the_pause_ends_with_no_more_runs(
+    engine: Engine,
+) -> None:
+    created = engine.create(schedule={"cron": "*/10 * * * * *"}, max_runs=20)
+    job_id = created["job_id"]
+    run_for(engine, 25)
+    made = len(scheduled_runs(engine, job_id))
+    assert 2 <= made < 20
+    until = engine.clock() + timedelta(minutes=3)
+    engine.service.pause_job("alice", job_id, until=until.isoformat())
+    engine.service.patch_job("alice", job_id, PatchJobIn.model_validate({"max_runs": 2}))
+    run_for(engine, 300)
+    assert len(scheduled_runs(engine, job_id)) == made, "nothing more was set off, before or after until"
+    assert engine.service.get_job("alice", job_id)["status"] == "COMPLETED"
