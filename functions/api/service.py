@@ -96,8 +96,8 @@ class JobService:
         self, owner: str, request: CreateJobIn, idempotency_key: str | None = None
     ) -> dict[str, Any]:
         view, trigger = self._create(owner, request, idempotency_key)
-        if trigger is not None:
-            self._dispatch_if_due(trigger, self.clock())
+        if trigger is not None and self._dispatch_if_due(trigger, self.clock()):
+            return self._as_dispatched(view)
         return view
 
     def create_jobs(
@@ -147,6 +147,10 @@ class JobService:
         due = [trigger for _answer, trigger in answers if trigger and self._due_soon(trigger.fire_at, now)]
         if due:
             self.dispatcher.dispatch(due, now)
+        dispatched = {trigger.job_id for trigger in due}
+        for answer, _trigger in answers:
+            if "job" in answer and answer["job"]["job_id"] in dispatched:
+                answer["job"] = self._as_dispatched(answer["job"])
         return [answer for answer, _trigger in answers]
 
     def _create(
@@ -345,11 +349,25 @@ class JobService:
             runs_before=0 if new_job else self._runs_made(job),
         )
 
-    def _dispatch_if_due(self, trigger: Trigger, now: datetime) -> None:
-        if self._due_soon(trigger.fire_at, now):
-            # The sweep for this minute may have run already: dispatch now (the trigger is the safety
-            # net if this process dies before the message is sent).
-            self.dispatcher.dispatch([trigger], now)
+    def _dispatch_if_due(self, trigger: Trigger, now: datetime) -> bool:
+        """Dispatch the trigger now if it falls due before the next sweep could; whether it did."""
+        if not self._due_soon(trigger.fire_at, now):
+            return False
+        # The sweep for this minute may have run already: dispatch now (the trigger is the safety net
+        # if this process dies before the message is sent).
+        self.dispatcher.dispatch([trigger], now)
+        return True
+
+    def _as_dispatched(self, view: dict[str, Any]) -> dict[str, Any]:
+        """The view of a job this request has just dispatched: read again if the dispatch may have
+        ended it (a chain with ``max_runs`` or ``end_at`` set off its last run within the
+        look-ahead: the job is COMPLETED already, and a read right after says so)."""
+        if view["max_runs"] is None and view["schedule"].get("end_at") is None:
+            return view
+        job = self.store.get_job(view["job_id"])
+        if job is None or job.status is not JobStatus.COMPLETED:
+            return view
+        return self.job_view(job, self.clock())
 
     # ------------------------------------------------------------------------------------- reads
 
@@ -511,8 +529,8 @@ class JobService:
                 due = max(fire_time(updated, resumes), updated.pause_until)
                 trigger = self._trigger(updated, resumes, now, due)
         self._write(job, updated, trigger)
-        if trigger is not None:
-            self._dispatch_if_due(trigger, now)
+        if trigger is not None and self._dispatch_if_due(trigger, now):
+            return self._as_dispatched(self.job_view(updated, now))
         return self.job_view(updated, now)
 
     def pause_job(
@@ -565,8 +583,8 @@ class JobService:
         row = job.pause_row(now, now)
         if row is not None:
             self.store.put_run(row)  # the pause in the history: what did not run, why, who paused
-        if trigger is not None:
-            self._dispatch_if_due(trigger, now)
+        if trigger is not None and self._dispatch_if_due(trigger, now):
+            return self._as_dispatched(self.job_view(resumed, now))
         return self.job_view(resumed, now)
 
     def run_now(self, owner: str, job_id: str) -> dict[str, Any]:

@@ -1327,3 +1327,34 @@ def test_lowering_max_runs_of_a_job_paused_until_ends_it_when_the_pause_ends_wit
     run_for(engine, 300)
     assert len(scheduled_runs(engine, job_id)) == made, "nothing more was set off, before or after until"
     assert engine.service.get_job("alice", job_id)["status"] == "COMPLETED"
+
+
+@pytest.mark.parametrize(
+    "ending", [{"max_runs": 3}, {"schedule": {"cron": "*/10 * * * * *", "end_at": "2026-11-22T12:00:30Z"}}]
+)
+def test_a_create_whose_dispatch_sets_off_the_last_run_answers_as_a_read_right_after_it_would(
+    engine: Engine, ending: dict[str, Any]
+) -> None:
+    body: dict[str, Any] = {"schedule": {"cron": "*/10 * * * * *"}, **ending}
+    created = engine.create(**body)
+    read = engine.service.get_job("alice", created["job_id"])
+    assert read["status"] == "COMPLETED", "the whole chain was set off within the look-ahead"
+    assert created["status"] == read["status"] and created["remaining_runs"] == read["remaining_runs"]
+    assert created["upcoming"] == read["upcoming"]
+
+
+def test_a_batch_create_whose_dispatch_ends_a_job_answers_it_completed(engine: Engine) -> None:
+    body = {
+        "schedule": {"cron": "*/10 * * * * *"},
+        "target": {"type": "http", "url": "https://example.com/hook"},
+        "max_runs": 2,
+    }
+    (answer,) = engine.service.create_jobs("alice", [body])
+    assert answer["status"] == 201 and answer["job"]["status"] == "COMPLETED"
+    assert engine.service.get_job("alice", answer["job"]["job_id"])["status"] == "COMPLETED"
+
+
+def test_a_patch_lowering_max_runs_whose_dispatch_ends_the_job_answers_it_completed(engine: Engine) -> None:
+    created = engine.create(schedule={"cron": "*/10 * * * * *"})
+    changed = engine.service.patch_job("alice", created["job_id"], PatchJobIn.model_validate({"max_runs": 1}))
+    assert changed["status"] == "COMPLETED" == engine.service.get_job("alice", created["job_id"])["status"]
