@@ -76,6 +76,11 @@ def console_answer(path: str, method: str = "GET") -> ConsoleAnswer:
     if method not in ("GET", "HEAD"):
         return _not_found(405)
     relative = path[len(CONSOLE_PREFIX) :].lstrip("/") or "index.html"
+    if relative == "session":
+        # The page asks whether a `punctual console` holds a session for it (server.py answers that
+        # itself); served from here, there is none: the page asks for a bearer token. An empty answer,
+        # not a 404, so the browser's log stays clean.
+        return ConsoleAnswer(204, {"Cache-Control": "no-store"}, b"")
     # Only files that exist under static/, by name: no "..", no directories, no hidden files.
     parts = relative.split("/")
     if any(not part or part.startswith(".") for part in parts):

@@ -80,6 +80,12 @@ def test_the_files_are_read_only() -> None:
     assert console_answer("/console/app.js", "POST").status == 405
 
 
+def test_served_by_the_local_stack_the_page_is_told_it_has_no_session_without_an_error() -> None:
+    answer = console_answer("/console/session")
+    assert (answer.status, answer.body) == (204, b"")
+    assert answer.headers["Cache-Control"] == "no-store"
+
+
 def test_only_console_paths_are_the_consoles() -> None:
     assert is_console_path("/console") and is_console_path("/console/app.js")
     assert not is_console_path("/consoles") and not is_console_path("/v1/jobs")

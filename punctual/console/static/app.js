@@ -29,12 +29,13 @@ function useHash() {
 
 /**
  * `punctual console` (a local server that signs for a deployed API) answers /console/session with a
- * token of its own for this page; the local stack has no such file, and the page asks for a token.
+ * token of its own for this page; the local stack answers 204 (no session), and the page asks for a
+ * token.
  */
 async function proxySession() {
   try {
     const response = await fetch("/console/session", { cache: "no-store", credentials: "omit" });
-    if (!response.ok) return null;
+    if (response.status !== 200) return null;
     return await response.json();
   } catch {
     return null;
