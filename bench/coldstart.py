@@ -33,8 +33,21 @@ from functions.core.settings import Settings
 from infra.assets import LAMBDA_PYTHON_VERSION, build_twin, runtime_python, stage_code
 
 MODULES = ("boto3", "functions.api.handler", "functions.dispatcher.handler", "functions.worker.handler")
+# What a cold api pays, on top of its import, for its first request with a body (a create): pydantic
+# and the request models load then, and the body is checked (no AWS call). Not a target of the SPEC,
+# which is about the import; measured so the price the import no longer pays is seen where it went.
+FIRST_BODY = "functions.api.handler + first body"
+CREATE_BODY = {
+    "schedule": {"cron": "0 13 * * 1-5", "timezone": "Europe/Berlin"},
+    "target": {"type": "http", "url": "https://example.com/hook"},
+}
+STATEMENTS = {module: f"import {module}" for module in MODULES} | {
+    FIRST_BODY: "import functions.api.handler as api; "
+    f"api.app.match('POST', '/v1/jobs')[0].body.model_class().model_validate({CREATE_BODY!r})"
+}
+MEASURED = (*MODULES, FIRST_BODY)
 PROBE = (
-    "import sys; sys.path[:0] = {paths!r}; import time; t = time.perf_counter(); import {module}; "
+    "import sys; sys.path[:0] = {paths!r}; import time; t = time.perf_counter(); {statement}; "
     "print(time.perf_counter() - t)"
 )
 TARGET_RATIO = 1.5
@@ -54,7 +67,7 @@ def _env() -> dict[str, str]:
 def _import_once(python: str, paths: list[str], module: str) -> float:
     """Seconds the import took inside a fresh, isolated interpreter."""
     result = subprocess.run(
-        [python, "-I", "-S", "-B", "-c", PROBE.format(paths=paths, module=module)],
+        [python, "-I", "-S", "-B", "-c", PROBE.format(paths=paths, statement=STATEMENTS[module])],
         capture_output=True,
         text=True,
         env=_env(),
@@ -89,9 +102,9 @@ def _importtime(python: str, paths: list[str], module: str) -> dict[str, Any]:
         elif name == "boto3":
             after_boto3 = True
     by_package: dict[str, int] = {}
-    for self_us, name in rows:
-        top = name.split(".")[0]
-        by_package[top] = by_package.get(top, 0) + self_us
+    for micros, module_name in rows:
+        top = module_name.split(".")[0]
+        by_package[top] = by_package.get(top, 0) + micros
     packages = sorted(by_package.items(), key=lambda kv: -kv[1])
     slowest = sorted(rows, key=lambda r: -r[0])[:15]
     return {
@@ -116,11 +129,11 @@ def run(repeat: int = 15) -> dict[str, Any]:
         bare = [str(_without_bytecode(code, work / "code-bare"))]
         bare += [str(_without_bytecode(path, work / f"bare-{n}")) for n, path in enumerate(twin)]
         samples: dict[str, dict[str, list[float]]] = {
-            m: {"as_deployed": [], "no_bytecode": []} for m in MODULES
+            m: {"as_deployed": [], "no_bytecode": []} for m in MEASURED
         }
         for round_ in range(repeat):
             log(f"coldstart: round {round_ + 1} of {repeat}")
-            for module in MODULES:  # interleaved, so a busy moment hits every module alike
+            for module in MEASURED:  # interleaved, so a busy moment hits every module alike
                 samples[module]["as_deployed"].append(_import_once(python, deployed, module))
                 samples[module]["no_bytecode"].append(_import_once(python, bare, module))
         results: dict[str, Any] = {
@@ -132,7 +145,7 @@ def run(repeat: int = 15) -> dict[str, Any]:
         }
         base = results["boto3"]["as_deployed_import_ms"]["median"]
         base_bare = results["boto3"]["no_bytecode_import_ms"]["median"]
-        for module in MODULES[1:]:
+        for module in MEASURED[1:]:
             figures = results[module]
             figures["ratio_to_boto3_as_deployed"] = round(
                 figures["as_deployed_import_ms"]["median"] / base, 2
@@ -140,7 +153,8 @@ def run(repeat: int = 15) -> dict[str, Any]:
             figures["ratio_to_boto3_no_bytecode"] = round(
                 figures["no_bytecode_import_ms"]["median"] / base_bare, 2
             )
-            figures["meets_target"] = figures["ratio_to_boto3_as_deployed"] <= TARGET_RATIO
+            if module in MODULES:  # the SPEC's target is the handlers' import
+                figures["meets_target"] = figures["ratio_to_boto3_as_deployed"] <= TARGET_RATIO
         slowest = max(MODULES[1:], key=lambda m: results[m]["as_deployed_import_ms"]["median"])
         profiles = {module: _importtime(python, deployed, module) for module in MODULES[1:]}
     finally:

@@ -206,7 +206,12 @@ def _lateness_timeline(name: str, result: dict[str, Any]) -> Figure:
 
 def _coldstart(_name: str, result: dict[str, Any]) -> Figure:
     modules = list(result["modules"])
-    labels = ["import boto3" if m == "boto3" else f"{m.split('.')[1]} handler" for m in modules]
+    labels = [
+        "import boto3"
+        if m == "boto3"
+        else f"{m.split('.')[1]} handler" + ("\n+ first body" if "+" in m else "")
+        for m in modules
+    ]
     figure, (axes,) = _figure(9, 4.6)
     width = 0.38
     series = (
