@@ -693,7 +693,10 @@ class JobService:
             due = [run for run in history_runs if run.due_at <= now]
             remaining = max(0, job.max_runs - runs_made(due))
         upcoming: list[datetime] = []
-        if job.status is JobStatus.ACTIVE:
+        # A recurring job is COMPLETED once its last run is set off, up to the look-ahead before that
+        # run's time: the runs still to fire are still upcoming (the schedule's end or max_runs bounds).
+        ended_ahead = job.status is JobStatus.COMPLETED and job.schedule.is_recurring
+        if job.status is JobStatus.ACTIVE or ended_ahead:
             if job.schedule.is_recurring:
                 upcoming = job.schedule.upcoming(now, 5 if remaining is None else min(5, remaining))
             else:

@@ -1340,7 +1340,10 @@ def test_a_create_whose_dispatch_sets_off_the_last_run_answers_as_a_read_right_a
     read = engine.service.get_job("alice", created["job_id"])
     assert read["status"] == "COMPLETED", "the whole chain was set off within the look-ahead"
     assert created["status"] == read["status"] and created["remaining_runs"] == read["remaining_runs"]
-    assert created["upcoming"] == read["upcoming"]
+    assert created["upcoming"] == read["upcoming"] and len(read["upcoming"]) == 3, "still to fire"
+    assert read["next_run_at"] == read["upcoming"][0]
+    engine.clock.advance(31)
+    assert engine.service.get_job("alice", created["job_id"])["upcoming"] == [], "all fired"
 
 
 def test_a_batch_create_whose_dispatch_ends_a_job_answers_it_completed(engine: Engine) -> None:
