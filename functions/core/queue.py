@@ -30,9 +30,14 @@ class WorkMessage:
     job_id: str
     run_id: str
     queued: Run | None = None
+    # A copy sent by a worker whose handling of the last delivery SQS would make of the original
+    # failed (the table erred): the run ends as on that last delivery (``RunExecutor._last_delivery``).
+    exhausted: bool = False
 
     def to_json(self) -> str:
         body: dict[str, Any] = {"job_id": self.job_id, "run_id": self.run_id}
+        if self.exhausted:
+            body["exhausted"] = True
         if self.queued is not None:
             body.update(
                 scheduled_for=to_ms(self.queued.scheduled_for),
@@ -74,7 +79,7 @@ class WorkMessage:
                 jitter_ms=jitter,
                 backfill_until=from_ms(int(data["backfill_until"])) if "backfill_until" in data else None,
             )
-        return cls(job_id=job_id, run_id=run_id, queued=queued)
+        return cls(job_id=job_id, run_id=run_id, queued=queued, exhausted=data.get("exhausted") is True)
 
 
 def delay_for(fire_at: datetime, now: datetime) -> int:

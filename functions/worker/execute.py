@@ -52,6 +52,8 @@ from functions.core.targets.outcome import Delivery, TargetOutcome, traceparent_
 # heartbeat (a third of a lease after the second: 1.3 s by default), which then keeps it hidden while
 # the attempt runs. Short, so that a message whose worker died comes back within seconds.
 HOLD_MARGIN_SECONDS = 2
+# A last delivery that could not end its run (a table error) is tried again this much later.
+LAST_DELIVERY_RETRY_SECONDS = 30
 # The job is read again and the attempt's conditional start (a table write) is made this long before
 # the second, so that nothing but a sleep stands between the second and the call to the target: a
 # table that is slow for a moment (a dispatcher's burst of claims) no longer makes the call late. The
@@ -160,7 +162,29 @@ class RunExecutor:
         is stopped (an attempt that could not finish by then is left to a fresh invocation).
         """
         deadline = None if time_left_seconds is None else self.clock() + timedelta(seconds=time_left_seconds)
-        self._handle(message, receipt_handle, body, receive_count=receive_count, deadline=deadline)
+        last = receive_count >= WORK_QUEUE_MAX_RECEIVE_COUNT or message.exhausted
+        try:
+            self._handle(message, receipt_handle, body, receive_count=receive_count, deadline=deadline)
+        except ReturnLater as later:
+            if not last:
+                raise
+            delay = LAST_DELIVERY_RETRY_SECONDS if later.seconds is None else later.seconds
+            self._renew_last(message, delay, str(later))
+        except Exception as error:
+            if not last:
+                raise  # SQS delivers it again
+            self._renew_last(message, LAST_DELIVERY_RETRY_SECONDS, f"{type(error).__name__}: {error}")
+
+    def _renew_last(self, message: WorkMessage, delay: int, why: str) -> None:
+        """The last delivery of a message could not end its run (the table erred, say): SQS would move
+        it to the DLQ with the run still open. A fresh copy, marked ``exhausted``, ends it later as
+        that delivery would have (if sending fails too, the message reaches the DLQ: its alarm)."""
+        renewed = replace(message, exhausted=True)
+        self.queue.send([(renewed, max(1, min(SQS_MAX_DELAY_SECONDS, delay)))])
+        logger.warning(
+            "last delivery could not end the run: message renewed",
+            extra={"job_id": message.job_id, "run_id": message.run_id, "why": why},
+        )
 
     def _handle(
         self,
@@ -208,7 +232,7 @@ class RunExecutor:
         if isinstance(arrival, lifecycle.Cancel) or job is None:
             self._end(run, lifecycle.Cancel("job cancelled"), create=create)
             return
-        if receive_count >= WORK_QUEUE_MAX_RECEIVE_COUNT:
+        if receive_count >= WORK_QUEUE_MAX_RECEIVE_COUNT or message.exhausted:
             self._last_delivery(message, run, job, body or message.to_json(), receive_count)
             return
         now = self.clock()

@@ -402,3 +402,47 @@ def test_the_last_delivery_of_a_run_a_live_worker_holds_renews_the_message(
     renewed = harness.queue.sent[sent_before:]
     assert [m.run_id for m, _ in renewed] == [message.run_id]
     assert renewed[0][1] <= harness.settings.lease_seconds + HOLD_MARGIN_SECONDS
+
+
+@pytest.mark.parametrize("failing", ["get_run_and_job", "start_attempt"])
+def test_a_last_delivery_the_table_refuses_renews_the_message_so_the_run_still_ends(
+    harness: Harness, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    # Given a queued run whose message SQS is about to deliver for the last time, and a table that
+    # errs on that delivery (throttled, unavailable)
+    job = one_off(harness, receiver, "/never", seconds=0)
+    message, _ = harness.queue.sent[0]
+    sent_before = len(harness.queue.sent)
+    real = getattr(harness.store, failing)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("the table did not answer")
+
+    monkeypatch.setattr(harness.store, failing, refuse)
+    # When the last delivery arrives, it does not fail the message into the DLQ with the run open:
+    harness.executor.handle(message, None, receive_count=WORK_QUEUE_MAX_RECEIVE_COUNT)
+    assert harness.queue.dlq_bodies() == []
+    (renewed, delay), *_ = harness.queue.sent[sent_before:]
+    assert renewed.run_id == message.run_id and renewed.exhausted and delay > 0
+    assert WorkMessage.from_json(renewed.to_json()).exhausted, "the copy says so on the wire"
+    # Then, the table answering again, the copy's first delivery ends the run as the last would have
+    monkeypatch.setattr(harness.store, failing, real)
+    harness.executor.handle(renewed, None, receive_count=1)
+    run = only_run(harness, job["job_id"])
+    assert run.status is RunStatus.FAILED and run.error is not None and "delivery exhausted" in run.error
+    assert receiver.for_path("/never") == []
+    assert len(harness.queue.dlq_bodies()) == 1
+
+
+def test_a_message_that_is_not_the_last_delivery_still_fails_on_a_table_error(
+    harness: Harness, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one_off(harness, receiver, "/later", seconds=0)
+    message, _ = harness.queue.sent[0]
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("the table did not answer")
+
+    monkeypatch.setattr(harness.store, "get_run_and_job", refuse)
+    with pytest.raises(ConnectionError):
+        harness.executor.handle(message, None, receive_count=3)  # SQS delivers it again later
