@@ -166,7 +166,7 @@ class Request:
         if self.is_http_api:
             raw = str(self.event.get("rawPath") or "/")
             stage = self.event.get("requestContext", {}).get("stage")
-            if stage and stage != "$default" and raw.startswith(f"/{stage}"):
+            if stage and stage != "$default" and (raw == f"/{stage}" or raw.startswith(f"/{stage}/")):
                 return raw[len(stage) + 1 :] or "/"
             return raw
         return str(self.event.get("path") or "/")

@@ -100,6 +100,8 @@ def test_an_http_api_event_is_routed_without_its_stage_and_answers_with_headers(
     assert answer(result) == (200, {"thing_id": "abc"})
     assert result["headers"] == {"Content-Type": "application/json"} and "multiValueHeaders" not in result
     assert answer(router.resolve(http_event("GET", "/things/abc"))) == (200, {"thing_id": "abc"})
+    # Only a whole first segment is the stage: stage "th" leaves /things/abc alone.
+    assert answer(router.resolve(http_event("GET", "/things/abc", stage="th"))) == (200, {"thing_id": "abc"})
 
 
 @pytest.mark.parametrize(
