@@ -472,12 +472,13 @@ class RunExecutor:
         now = self.clock()
         if run.status is RunStatus.QUEUED and run.overlap_with is not None and job.overlap.buffers:
             # Waiting behind another run (a buffering policy) is not a failure: it goes on waiting.
-            self.queue.send([(message, SQS_MAX_DELAY_SECONDS)])
+            self.queue.send([(replace(message, exhausted=False), SQS_MAX_DELAY_SECONDS)])
             logger.warning("last delivery of a waiting run: message renewed", extra=log)
             return
         if run.status is RunStatus.RUNNING and run.lease_until is not None and now < run.lease_until:
             remaining = math.ceil((run.lease_until - now).total_seconds())
-            self.queue.send([(message, min(SQS_MAX_DELAY_SECONDS, remaining + HOLD_MARGIN_SECONDS))])
+            renewed = replace(message, exhausted=False)  # a fresh copy: nothing has failed
+            self.queue.send([(renewed, min(SQS_MAX_DELAY_SECONDS, remaining + HOLD_MARGIN_SECONDS))])
             logger.warning("last delivery of a running attempt: message renewed", extra=log)
             return
         reason = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -402,6 +403,12 @@ def test_the_last_delivery_of_a_run_a_live_worker_holds_renews_the_message(
     renewed = harness.queue.sent[sent_before:]
     assert [m.run_id for m, _ in renewed] == [message.run_id]
     assert renewed[0][1] <= harness.settings.lease_seconds + HOLD_MARGIN_SECONDS
+    # And so does a copy a failed last delivery sent (exhausted): the renewal is a fresh copy, which
+    # gets SQS's full count of deliveries should that worker die too
+    harness.executor.handle(replace(message, exhausted=True), None, receive_count=1)
+    assert only_run(harness, job["job_id"]).status is RunStatus.RUNNING
+    fresh, _ = harness.queue.sent[-1]
+    assert fresh.run_id == message.run_id and not fresh.exhausted
 
 
 @pytest.mark.parametrize("failing", ["get_run_and_job", "start_attempt"])
