@@ -580,7 +580,7 @@ class JobService:
         resumed = job.resumed(now, first)
         trigger = self._trigger(resumed, first, now) if first else None
         self._write(job, resumed, trigger)
-        row = job.pause_row(now, now)
+        row = self.dispatcher.pause_row(job, now, now)
         if row is not None:
             self.store.put_run(row)  # the pause in the history: what did not run, why, who paused
         if trigger is not None and self._dispatch_if_due(trigger, now):

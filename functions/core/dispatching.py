@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from functions.core import crash_points
 from functions.core.model import (
     MAX_ROW_COVERS,
+    RUN_COUNT_WINDOW,
     AlertKind,
     Job,
     JobStatus,
@@ -375,6 +376,17 @@ class Dispatcher:
         if job is not None and job.alerts_on(AlertKind.MISSED):
             self.queue.send([(WorkMessage(row.job_id, row.run_id), 0)])
 
+    def pause_row(self, job: Job, end: datetime, now: datetime) -> Run | None:
+        """The row of ``job``'s pause span ending at ``end`` (``Job.pause_row``), without the
+        occurrences that have a row of their own: those dispatched ahead before the pause (skipped
+        by the worker as they come). Read here, at a pause's end only: one consistent Query."""
+        if job.paused_at is None:
+            return None
+        since = run_id_for(job.job_id, job.paused_at)
+        later = self.store.runs_after(job.job_id, since, limit=RUN_COUNT_WINDOW)
+        own = {run.scheduled_for for run in later if run.kind is RunKind.SCHEDULED}
+        return job.pause_row(end, now, own)
+
     def _resume(self, job: Job, trigger: Trigger, now: datetime) -> Job | None:
         """Write the end of a pause whose ``until`` has come (readers count the job active from then
         on already; this is the first dispatch of it since): the same version, so its chain goes on.
@@ -384,7 +396,7 @@ class Dispatcher:
             self.store.update_job(job, resumed)
         except VersionChanged:
             return None
-        row = job.pause_row(job.pause_until or now, now)
+        row = self.pause_row(job, job.pause_until or now, now)
         if row is not None:
             self.store.put_run(row)  # the pause in the history: what did not run, why, who paused
         logger.info(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import random
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -384,9 +385,13 @@ class Job:
             return self.schedule.next_after(now - timedelta(microseconds=1))
         return self.schedule.first_fire_time()
 
-    def pause_row(self, end: datetime, now: datetime) -> Run | None:
+    def pause_row(
+        self, end: datetime, now: datetime, own_rows: Collection[datetime] = frozenset()
+    ) -> Run | None:
         """The history's row for this job's pause, from ``paused_at`` to ``end``: the occurrences due
-        in it, which did not run, with the pause's note and who paused (None if it was not paused)."""
+        in it, which did not run, with the pause's note and who paused (None if it was not paused).
+        ``own_rows``: the times of occurrences that have a row of their own (dispatched ahead before
+        the pause, then skipped), which the span does not count again."""
         if self.paused_at is None:
             return None
         # After the pause began (one due at that very moment was dispatched already) and before its end;
@@ -395,6 +400,7 @@ class Job:
         if self.schedule.is_recurring:
             before = end - timedelta(microseconds=1)
             due = self.schedule.occurrences_between(self.paused_at, before, limit=MAX_ROW_COVERS)
+            due = [moment for moment in due if moment not in own_rows]
         return replace(
             not_run_row(
                 self,

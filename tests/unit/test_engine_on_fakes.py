@@ -16,7 +16,17 @@ from functions.api.errors import Conflict, InvalidInput, NotFound, from_validati
 from functions.api.models import BackfillIn, CreateJobIn, PatchJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher, shard_groups
-from functions.core.model import JobStatus, Reason, Run, RunStatus, bucket_of, fire_time, iso, jitter_of
+from functions.core.model import (
+    JobStatus,
+    Reason,
+    Run,
+    RunKind,
+    RunStatus,
+    bucket_of,
+    fire_time,
+    iso,
+    jitter_of,
+)
 from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
@@ -1361,3 +1371,30 @@ def test_a_patch_lowering_max_runs_whose_dispatch_ends_the_job_answers_it_comple
     created = engine.create(schedule={"cron": "*/10 * * * * *"})
     changed = engine.service.patch_job("alice", created["job_id"], PatchJobIn.model_validate({"max_runs": 1}))
     assert changed["status"] == "COMPLETED" == engine.service.get_job("alice", created["job_id"])["status"]
+
+
+def test_a_pause_span_covers_only_the_occurrences_without_a_row_of_their_own(engine: Engine) -> None:
+    # Given a cron every 10 s whose occurrences were dispatched ahead (the look-ahead) when it is paused
+    created = engine.create(schedule={"cron": "*/10 * * * * *"})
+    job_id = created["job_id"]
+    engine.dispatcher.sweep()
+    ahead = {r.scheduled_for for r in engine.store.runs[job_id].values() if r.scheduled_for > engine.clock()}
+    assert len(ahead) >= 6
+    paused_at = engine.clock()
+    engine.service.pause_job("alice", job_id, note="deploy")
+    # When five minutes pass and it is resumed (the runs set off ahead are skipped as they come)
+    for _ in range(5):
+        engine.clock.advance(60)
+        engine.dispatcher.sweep()
+        engine.deliver_all()
+    resumed_at = engine.clock()
+    engine.service.resume_job("alice", job_id)
+    # Then every occurrence of the pause is counted once: by its own row, or by the pause's span
+    rows = list(engine.store.runs[job_id].values())
+    (span,) = [r for r in rows if r.kind is RunKind.PAUSE]
+    own = [r for r in rows if r.kind is RunKind.SCHEDULED and paused_at < r.scheduled_for < resumed_at]
+    assert own and all(r.status is RunStatus.SKIPPED for r in own)
+    assert (paused_at.second, (resumed_at - paused_at).total_seconds()) == (0, 300)
+    due = 29  # 12:00:10 to 12:04:50: after the pause began, before it ended
+    assert span.covers + len(own) == due, "no occurrence counted twice"
+    assert span.covers == due - len(ahead)
