@@ -7,7 +7,6 @@ the body every refusal has: ``{"error", "reason", "field"}`` naming the field th
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from functions.core.targets.validation import TARGET_TYPES
@@ -86,15 +85,6 @@ def status_of(error: ApiError) -> int:
         if kind in HTTP_STATUS:
             return HTTP_STATUS[kind]
     return 400
-
-
-def proxy_result(error: ApiError) -> dict[str, Any]:
-    """The error as a Lambda proxy result (for refusals made before routing)."""
-    return {
-        "statusCode": error.status_code,
-        "headers": {"Content-Type": "application/json"},
-        "body": json.dumps(error.body()),
-    }
 
 
 def from_validation(problems: list[dict[str, Any]]) -> ApiError:

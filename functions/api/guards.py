@@ -14,15 +14,16 @@ MAX_BATCH_BODY_BYTES = 1024 * 1024
 BATCH_PATH = "/v1/jobs/batch"
 
 
-def check_body(event: dict[str, Any]) -> None:
-    """Size, media type and strict JSON; raises the refusal, or leaves the event ready to route.
+def check_body(event: dict[str, Any]) -> dict[str, Any] | None:
+    """Size, media type and strict JSON; raises the refusal, or returns the body's object (None
+    without a body).
 
     JSON bodies must be one object of standard JSON (no NaN/Infinity, no unpaired surrogates) in
     UTF-8. curl's default form content type is accepted, since curl -d users send JSON that way.
     """
     raw = event.get("body")
     if not raw:
-        return
+        return None
     data = (
         base64.b64decode(raw) if event.get("isBase64Encoded") else str(raw).encode("utf-8", "surrogatepass")
     )
@@ -43,7 +44,7 @@ def check_body(event: dict[str, Any]) -> None:
         raise BadRequest(f"the body is not valid JSON: {error}", "body") from error
     if not isinstance(value, dict):
         raise InvalidInput("the body must be a JSON object", "body")
-    event["body"], event["isBase64Encoded"] = text, False
+    return value
 
 
 def _refuse_constant(name: str) -> Any:

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.api.auth import owner_of, owner_of_arn
-from functions.api.errors import ApiError, NotFound, proxy_result, target_location
-from functions.api.guards import check_body
+from functions.api.errors import NotFound, target_location
 from functions.api.routing import Answer, Body, Param, Request, Router
 from functions.api.service import JobService
 from functions.core.factories import build_network_policy, build_store, default_dispatcher
@@ -280,8 +279,4 @@ def stats(request: Request) -> dict[str, Any]:
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    try:
-        check_body(event)
-    except ApiError as refused:
-        return proxy_result(refused)
     return app.resolve(event)

@@ -9,6 +9,8 @@ resolver imports neither:
   (:class:`Param`, checked here: integers with bounds, strings with lengths, enum members) and their
   body (:class:`Body`, a pydantic model of ``functions.api.models`` named by string and imported by
   the first request that has a body to check, so a cold ``GET`` never loads pydantic);
+- **bodies** are checked once, before routing (``guards.check_body``: size, media type, strict
+  JSON, one object), and the parsed object goes to the route's model;
 - **answers** are the route's JSON as the service built it; the response models document it (the
   tests check every answer against its model, ``tests/integration/conftest.py``);
 - **refusals** are ``ApiError``s (``errors.py``), answered as every refusal is; an unexpected error is
@@ -20,7 +22,6 @@ One request at a time per process, as Lambda serves them; nothing of a request i
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -30,6 +31,7 @@ from importlib import import_module
 from typing import Any, Literal
 
 from functions.api.errors import ApiError, InternalError, InvalidInput, NotFound, from_validation
+from functions.api.guards import check_body
 from functions.core.observability import logger
 
 MODELS = "functions.api.models"
@@ -187,15 +189,6 @@ class Request:
         value = (self.event.get("queryStringParameters") or {}).get(name)
         return None if value is None else str(value)
 
-    def json_body(self) -> Any:
-        """The body as JSON (``guards.check_body`` has made sure it is one object), or None."""
-        raw = self.event.get("body")
-        if not raw:
-            return None
-        if self.event.get("isBase64Encoded"):
-            raw = base64.b64decode(raw).decode("utf-8")
-        return json.loads(raw)
-
 
 Handler = Callable[[ApiError], Answer]
 
@@ -237,8 +230,9 @@ class Router:
         """The proxy result of the event: the route's answer, or the refusal."""
         request = Request(event)
         try:
+            body = check_body(event)  # size, media type, strict JSON: refused before routing
             route, path_values = self.match(request.method, request.path)
-            answer = route.endpoint(request, **path_values, **_arguments(route, request))
+            answer = route.endpoint(request, **path_values, **_arguments(route, request, body))
         except ApiError as refused:
             answer = refusal(refused)
         except Exception:
@@ -265,7 +259,7 @@ def proxy_result(answer: Answer, *, http_api: bool) -> dict[str, Any]:
     return result
 
 
-def _arguments(route: Route, request: Request) -> dict[str, Any]:
+def _arguments(route: Route, request: Request, body: dict[str, Any] | None) -> dict[str, Any]:
     """The endpoint's arguments from the query, the headers and the body, or the refusal naming every
     parameter refused (the first as ``field``), as a body's refusal does."""
     arguments: dict[str, Any] = {}
@@ -282,12 +276,11 @@ def _arguments(route: Route, request: Request) -> dict[str, Any]:
     if problems:
         raise InvalidInput(problems[0]["reason"], problems[0]["field"], problems=problems)
     if route.body is not None:
-        arguments[route.body.arg] = _body(route.body, request)
+        arguments[route.body.arg] = _body(route.body, body)
     return arguments
 
 
-def _body(body: Body, request: Request) -> Any:
-    value = request.json_body()
+def _body(body: Body, value: dict[str, Any] | None) -> Any:
     if value is None:
         if body.optional:
             return None
