@@ -121,9 +121,38 @@ def _is_local(endpoint: str) -> bool:
     return host in ("localhost", "127.0.0.1", "::1")
 
 
+class Authenticator:
+    """How requests to the API are authenticated, as configured: SigV4 with the standard AWS
+    credential chain (read once; temporary credentials refresh themselves), or the bearer token.
+    The CLI's client and ``punctual console``'s forwarder both use it."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._aws: tuple[Any, str] | None = None
+
+    def aws(self) -> tuple[Any, str]:
+        """The credentials and the region SigV4 signs with; ``ConnectionFailed`` without any."""
+        if self._aws is None:
+            self._aws = aws_credentials(self.config)
+        return self._aws
+
+    def sign(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
+        credentials, region = self.aws()
+        return sign_sigv4(credentials, region, method, url, data, headers)
+
+    def apply(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
+        """``headers`` with the request's authentication added."""
+        if self.config.auth == "sigv4":
+            return self.sign(method, url, data, headers)
+        if self.config.token:
+            return {**headers, "Authorization": f"Bearer {self.config.token}"}
+        return headers
+
+
 class Client:
     def __init__(self, config: Config, timeout: float = 30.0) -> None:
         self.config = config
+        self.auth = Authenticator(config)
         self.http = urllib3.PoolManager(timeout=urllib3.Timeout(total=timeout), retries=False)
 
     # ------------------------------------------------------------------------------------ transport
@@ -142,10 +171,7 @@ class Client:
         all_headers = {"Accept": "application/json", **(headers or {})}
         if data is not None:
             all_headers["Content-Type"] = "application/json"
-        if self.config.auth == "sigv4":
-            all_headers = self._sign(method, url, data, all_headers)
-        elif self.config.token:
-            all_headers["Authorization"] = f"Bearer {self.config.token}"
+        all_headers = self.auth.apply(method, url, data, all_headers)
         try:
             response = self.http.request(method, url, body=data, headers=all_headers)
         except urllib3.exceptions.HTTPError as error:
@@ -160,8 +186,7 @@ class Client:
 
     def _sign(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
         """SigV4 with the standard AWS credential chain, for an API Gateway with IAM auth."""
-        credentials, region = aws_credentials(self.config)
-        return sign_sigv4(credentials, region, method, url, data, headers)
+        return self.auth.sign(method, url, data, headers)
 
     # ------------------------------------------------------------------------------------- the API
 

@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 
 import urllib3
 
-from punctual.client import Config, aws_credentials, sign_sigv4
+from punctual.client import Authenticator, Config
 from punctual.console.assets import CONSOLE_PREFIX, console_answer, is_console_path
-from punctual.local.httpserver import LocalHTTPServer
+from punctual.local.httpserver import LocalHTTPServer, reply
 
 __all__ = ["ConsoleServer", "Forwarder", "start_console"]
 
@@ -41,19 +41,19 @@ class Forwarder:
 
     config: Config
     timeout: float = 30.0
-    _credentials: Any = None
-    _region: str = "us-east-1"
+    _auth: Authenticator = field(init=False)
     _http: urllib3.PoolManager = field(init=False)
 
     def __post_init__(self) -> None:
         self._http = urllib3.PoolManager(timeout=urllib3.Timeout(total=self.timeout), retries=False)
+        self._auth = Authenticator(self.config)
         if self.config.auth == "sigv4":
-            self._credentials, self._region = aws_credentials(self.config)
+            self._auth.aws()  # no credentials: say so before serving
 
     @property
     def description(self) -> str:
         if self.config.auth == "sigv4":
-            return f"{self.config.endpoint} (SigV4, region {self._region})"
+            return f"{self.config.endpoint} (SigV4, region {self._auth.aws()[1]})"
         return f"{self.config.endpoint} (bearer token)"
 
     def forward(
@@ -63,10 +63,7 @@ class Forwarder:
         wanted = {name.lower() for name in FORWARDED_REQUEST_HEADERS}
         sent = {name: value for name, value in headers.items() if name.lower() in wanted}
         data = body or None
-        if self.config.auth == "sigv4":
-            sent = self._sign(method, url, data, sent)
-        elif self.config.token:
-            sent["Authorization"] = f"Bearer {self.config.token}"
+        sent = self._auth.apply(method, url, data, sent)
         try:
             response = self._http.request(method, url, body=data, headers=sent)
         except urllib3.exceptions.HTTPError as error:
@@ -76,9 +73,6 @@ class Forwarder:
             name: response.headers[name] for name in FORWARDED_RESPONSE_HEADERS if name in response.headers
         }
         return response.status, kept, response.data
-
-    def _sign(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
-        return sign_sigv4(self._credentials, self._region, method, url, data, headers)
 
 
 def _error(code: str, reason: str, field: str | None = None) -> bytes:
@@ -99,13 +93,7 @@ def make_handler_class(
             return
 
         def _reply(self, status: int, headers: dict[str, str], body: bytes) -> None:
-            self.send_response(status)
-            for key, value in {"Cache-Control": "no-store", **headers}.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
+            reply(self, status, {"Cache-Control": "no-store", **headers}, body)
 
         def _refuse(self, status: int, code: str, reason: str, field: str | None = None) -> None:
             self._reply(status, {"Content-Type": "application/json"}, _error(code, reason, field))
