@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, urlsplit
 from functions.core.observability import logger
 from functions.core.resources import WORKER_TIMEOUT_SECONDS
 from punctual.console.assets import console_answer, is_console_path
-from punctual.local.httpserver import LocalHTTPServer
+from punctual.local.httpserver import LocalHTTPServer, reply
 
 PUBLIC_PATHS = ("/v1/health", "/openapi.json", "/docs")
 # Swagger UI's script and style, under /docs/.
@@ -102,14 +102,7 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
             return
 
         def _reply(self, status: int, headers: dict[str, str], body: bytes) -> None:
-            self.send_response(status)
-            for key, value in headers.items():
-                if key.lower() not in ("content-length", "connection"):
-                    self.send_header(key, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
+            reply(self, status, headers, body)
 
         def _error(self, status: int, error: str, reason: str, field: str | None = None) -> None:
             payload: dict[str, Any] = {"error": error, "reason": reason}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class LocalHTTPServer(ThreadingHTTPServer):
@@ -16,3 +16,16 @@ class LocalHTTPServer(ThreadingHTTPServer):
 
     request_queue_size = 1024
     daemon_threads = True
+
+
+def reply(handler: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: bytes) -> None:
+    """Send a whole answer: ``headers`` (but the length and the connection's, which are the server's
+    to set), the body's length, and the body unless the request was a HEAD."""
+    handler.send_response(status)
+    for key, value in headers.items():
+        if key.lower() not in ("content-length", "connection"):
+            handler.send_header(key, value)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    if handler.command != "HEAD":
+        handler.wfile.write(body)

@@ -253,28 +253,25 @@ def test_with_a_bearer_token_configured_it_forwards_with_that_token(receiver: Re
     assert receiver.requests[0].headers["Authorization"] == "Bearer alice-token"
 
 
-def test_without_aws_credentials_it_says_so_before_serving(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
-) -> None:
+@pytest.fixture
+def no_aws_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """Nothing in the standard AWS credential chain."""
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+
+
+def test_without_aws_credentials_it_says_so_before_serving(no_aws_credentials: None) -> None:
     with pytest.raises(ConnectionFailed, match="no AWS credentials"):
         start_console(Config(endpoint="https://abc.execute-api.eu-west-1.amazonaws.com", auth="sigv4"))
 
 
-def test_the_command_exits_5_without_aws_credentials_for_a_deployed_api(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
-) -> None:
+def test_the_command_exits_5_without_aws_credentials_for_a_deployed_api(no_aws_credentials: None) -> None:
     from click.testing import CliRunner
 
     from punctual.cli import main
 
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     result = CliRunner().invoke(
         main, ["console", "--port", "0", "--endpoint", "https://abc.execute-api.eu-west-1.amazonaws.com"]
     )
