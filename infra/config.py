@@ -80,9 +80,9 @@ class DeploymentConfig(BaseModel):
     # alarm_email subscribes to (AWS sends a confirmation e-mail first).
     alarm_topic_arn: str | None = None
     alarm_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-    # Concurrency kept for the dispatcher, so a busy worker or api cannot throttle its ticks. AWS
-    # refuses a reservation that leaves an account less than 10 unreserved (a new account's quota is
-    # 10): there, raise the quota or set 0 (docs/deploy.md). Unset: a tick and its fan-out, twice.
+    # Concurrency kept for the dispatcher, so that a busy worker or api cannot throttle its ticks.
+    # Opt-in: Lambda refuses a reservation that leaves an account fewer than 10 unreserved, and a new
+    # account's quota is 10, so any default reservation would fail a first deploy. Unset or 0: none.
     dispatcher_reserved_concurrency: int | None = Field(default=None, ge=0, le=1000)
 
     @field_validator(*_LIST_FIELDS, mode="before")
@@ -127,15 +127,20 @@ class DeploymentConfig(BaseModel):
             raise ValueError("worker_batch_size above 10 needs worker_batching_window_seconds >= 1")
         if self.api_auth == "api_key" and not self.api_key_names:
             raise ValueError("api_auth=api_key needs at least one name in api_key_names")
+        reserved = self.dispatcher_concurrency
+        if reserved is not None and reserved < self.sweep_invocations + 1:
+            # A tick runs beside its fanned-out sweeps; fewer would throttle its own sweeps.
+            raise ValueError(
+                f"dispatcher_reserved_concurrency must be at least sweep_invocations + 1 "
+                f"({self.sweep_invocations + 1}): a tick and its sweeps run at once"
+            )
         return self
 
     @property
-    def dispatcher_concurrency(self) -> int:
-        """The dispatcher's reserved concurrency (0: none): by default room for two overlapping ticks,
-        each with its fanned-out sweeps."""
-        if self.dispatcher_reserved_concurrency is not None:
-            return self.dispatcher_reserved_concurrency
-        return 2 * (self.sweep_invocations + 1)
+    def dispatcher_concurrency(self) -> int | None:
+        """The dispatcher's reserved concurrency, or None for no reservation (the default; 0 too,
+        since a reservation of 0 would throttle every tick)."""
+        return self.dispatcher_reserved_concurrency or None
 
     @property
     def is_production(self) -> bool:

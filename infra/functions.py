@@ -110,8 +110,8 @@ class Functions(Construct):
             # A failed tick is not retried: the next one, a minute later, sweeps the same buckets.
             retry_attempts=0,
             max_event_age=Duration.minutes(1),
-            # Kept for it, so that a busy worker or api cannot throttle the ticks.
-            reserved_concurrency=config.dispatcher_concurrency or None,
+            # Only if asked for (dispatcher_reserved_concurrency): a new account cannot spare any.
+            reserved_concurrency=config.dispatcher_concurrency,
         )
         self.worker = self._function(
             _FunctionSpec(

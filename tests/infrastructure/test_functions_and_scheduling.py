@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 from packaging.requirements import Requirement
+from pydantic import ValidationError
 
 from functions.core.settings import Settings
 from infra.assets import LAMBDA_PYTHON_VERSION, LAYER_REQUIREMENTS
+from infra.config import DeploymentConfig
 from tests.infrastructure.conftest import PRODUCTION_CONTEXT, REPO_ROOT, Synthesized
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
@@ -197,9 +199,7 @@ def test_given_the_dispatcher_when_synthesized_then_a_rule_invokes_it_every_minu
     assert rule["State"] == "ENABLED"
     assert [target["Arn"] for target in rule["Targets"]] == [{"Fn::GetAtt": [dispatcher_id, "Arn"]}]
     dispatcher = default_stack.function("dispatcher")["Properties"]
-    # Correctness never assumes a single dispatcher, so concurrency is not pinned to one; but some is
-    # kept for it (two overlapping ticks), so a busy worker or api cannot throttle the ticks.
-    assert dispatcher["ReservedConcurrentExecutions"] == 4
+    # Correctness never assumes a single dispatcher, so concurrency is not pinned to one.
     assert dispatcher["Timeout"] >= 60
     default_stack.template.has_resource_properties(
         "AWS::Lambda::EventInvokeConfig",
@@ -207,16 +207,37 @@ def test_given_the_dispatcher_when_synthesized_then_a_rule_invokes_it_every_minu
     )
 
 
-def test_given_a_young_account_when_reservation_is_off_then_the_dispatcher_reserves_nothing() -> None:
-    from infra.app import build_app
-    from infra.config import DeploymentConfig
+def test_given_a_new_account_when_synthesized_by_default_then_no_function_reserves_concurrency(
+    default_stack: Synthesized,
+) -> None:
+    # A new account's concurrency quota is 10, and Lambda refuses any reservation that leaves fewer
+    # than 10 unreserved: a default reservation, however small, fails the first `cdk deploy` there.
+    for role in ROLES:
+        assert "ReservedConcurrentExecutions" not in default_stack.function(role)["Properties"], role
+    assert DeploymentConfig.from_mapping({"sweep_invocations": 8}).dispatcher_concurrency is None
 
-    assert DeploymentConfig.from_mapping({"dispatcher_reserved_concurrency": 0}).dispatcher_concurrency == 0
-    assert DeploymentConfig.from_mapping({"sweep_invocations": 8}).dispatcher_concurrency == 18
-    # 0 means no reservation, not a reservation of 0: that would throttle every tick.
-    _app, stack = build_app({"dispatcher_reserved_concurrency": 0}, nag=False)
+
+def _dispatcher_of(context: dict[str, Any]) -> dict[str, Any]:
+    from infra.app import build_app
+
+    _app, stack = build_app(context, nag=False)
     functions = Template.from_stack(stack).find_resources("AWS::Lambda::Function")
-    dispatcher = next(
+    return next(
         f["Properties"] for f in functions.values() if f["Properties"]["FunctionName"].endswith("-dispatcher")
     )
-    assert "ReservedConcurrentExecutions" not in dispatcher
+
+
+def test_given_a_reservation_asked_for_when_synthesized_then_the_dispatcher_keeps_exactly_that() -> None:
+    assert _dispatcher_of({"dispatcher_reserved_concurrency": 6})["ReservedConcurrentExecutions"] == 6
+    # 0 means no reservation, not a reservation of 0: that would throttle every tick.
+    none = DeploymentConfig.from_mapping({"dispatcher_reserved_concurrency": 0})
+    assert none.dispatcher_concurrency is None
+    assert "ReservedConcurrentExecutions" not in _dispatcher_of({"dispatcher_reserved_concurrency": 0})
+
+
+def test_given_a_reservation_smaller_than_one_fanned_out_tick_when_configured_then_synth_refuses_it() -> None:
+    # A tick and each of its fanned-out sweeps run at once: fewer would throttle the tick's own sweeps.
+    with pytest.raises(ValidationError, match="dispatcher_reserved_concurrency"):
+        DeploymentConfig.from_mapping({"sweep_invocations": 4, "dispatcher_reserved_concurrency": 4})
+    config = DeploymentConfig.from_mapping({"sweep_invocations": 4, "dispatcher_reserved_concurrency": 5})
+    assert config.dispatcher_concurrency == 5
