@@ -1,10 +1,10 @@
-"""A small client for the Punctual HTTP API: bearer tokens locally, SigV4 for a deployed API."""
+"""A small client for the Punctual HTTP API: bearer tokens locally, SigV4 or an API key for a deployed API."""
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -68,15 +68,20 @@ class Config:
 
     endpoint: str = DEFAULT_ENDPOINT
     token: str | None = None
-    auth: str = "bearer"  # bearer | sigv4
+    auth: str = "bearer"  # bearer | sigv4 | api_key
     region: str | None = None
+    # API-key mode (a deployment with api_auth=api_key): sent as x-api-key; kept out of repr.
+    api_key: str | None = field(default=None, repr=False)
 
     @classmethod
-    def load(cls, endpoint: str | None, token: str | None, auth: str | None = None) -> Config:
+    def load(
+        cls, endpoint: str | None, token: str | None, auth: str | None = None, api_key: str | None = None
+    ) -> Config:
         """Flags, then environment, then the saved file, then the local stack.
 
         The saved authentication belongs to the saved endpoint: another endpoint given by flag or
-        environment decides its own (bearer for a token or a local address, SigV4 otherwise).
+        environment decides its own (bearer for a token or a local address, an API key when one is
+        given, SigV4 otherwise).
         """
         saved: dict[str, Any] = {}
         if CONFIG_PATH.exists():
@@ -94,12 +99,20 @@ class Config:
         resolved_token = (
             token or os.environ.get("PUNCTUAL_TOKEN") or (saved.get("token") if use_saved else None)
         )
+        resolved_api_key = (
+            api_key or os.environ.get("PUNCTUAL_API_KEY") or (saved.get("api_key") if use_saved else None)
+        )
         resolved_auth = (
             auth
             or ("bearer" if resolved_token else None)
+            or ("api_key" if resolved_api_key else None)
             or (saved.get("auth") if use_saved else None)
-            or ("bearer" if _is_local(resolved_endpoint) else "sigv4")
+            or ("bearer" if is_local(resolved_endpoint) else "sigv4")
         )
+        if resolved_auth == "api_key" and not resolved_api_key:
+            raise ConfigError(
+                f'auth api_key needs a key: --api-key, PUNCTUAL_API_KEY or "api_key" in {CONFIG_PATH}'
+            )
         return cls(
             endpoint=str(resolved_endpoint).rstrip("/"),
             token=resolved_token or ("local-dev-token" if resolved_auth == "bearer" else None),
@@ -107,24 +120,39 @@ class Config:
             region=(saved.get("region") if use_saved else None)
             or os.environ.get("AWS_REGION")
             or os.environ.get("AWS_DEFAULT_REGION"),
+            api_key=resolved_api_key if resolved_auth == "api_key" else None,
         )
 
     def save(self) -> Path:
+        """Write the endpoint, its authentication and region (and the API key, in API-key mode) to the
+        config file, readable by its owner only."""
         CONFIG_PATH.parent.mkdir(parents=True, exist_ok=True)
-        data = {"endpoint": self.endpoint, "auth": self.auth, "region": self.region}
-        CONFIG_PATH.write_text(json.dumps(data, indent=2) + "\n")
+        data: dict[str, Any] = {"endpoint": self.endpoint, "auth": self.auth, "region": self.region}
+        if self.api_key is not None:
+            data["api_key"] = self.api_key
+        descriptor = os.open(CONFIG_PATH, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(json.dumps(data, indent=2) + "\n")
+        CONFIG_PATH.chmod(0o600)  # a file written before by an older version may be wider
         return CONFIG_PATH
 
 
-def _is_local(endpoint: str) -> bool:
+def is_local(endpoint: str) -> bool:
+    """Whether ``endpoint`` is on this machine (the local stack)."""
     host = urlsplit(endpoint).hostname or ""
     return host in ("localhost", "127.0.0.1", "::1")
 
 
+def masked(secret: str) -> str:
+    """A secret as it may be shown: its last four characters only (none of a short one)."""
+    return f"…{secret[-4:]}" if len(secret) >= 12 else "…"
+
+
 class Authenticator:
     """How requests to the API are authenticated, as configured: SigV4 with the standard AWS
-    credential chain (read once; temporary credentials refresh themselves), or the bearer token.
-    The CLI's client and ``punctual console``'s forwarder both use it."""
+    credential chain (read once; temporary credentials refresh themselves), the API key
+    (``x-api-key``), or the bearer token. The CLI's client and ``punctual console``'s forwarder both
+    use it."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -144,6 +172,8 @@ class Authenticator:
         """``headers`` with the request's authentication added."""
         if self.config.auth == "sigv4":
             return self.sign(method, url, data, headers)
+        if self.config.auth == "api_key" and self.config.api_key:
+            return {**headers, "x-api-key": self.config.api_key}
         if self.config.token:
             return {**headers, "Authorization": f"Bearer {self.config.token}"}
         return headers

@@ -1,8 +1,8 @@
 """The root ``punctual`` group and what every command group shares.
 
-``main`` (the root group), ``Context`` and ``api_command`` (--endpoint/--token/--json, the client, API
-errors → one line and an exit code), the exit codes, and option helpers: relative times (``parse_when``,
-``remembered_time``), KEY=VALUE pairs, --payload, and following pages.
+``main`` (the root group), ``Context`` and ``api_command`` (--endpoint/--token/--api-key/--json, the
+client, API errors → one line and an exit code), the exit codes, and option helpers: relative times
+(``parse_when``, ``remembered_time``), KEY=VALUE pairs, --payload, and following pages.
 """
 
 from __future__ import annotations
@@ -40,22 +40,35 @@ def parse_when(text: str, now: datetime | None = None) -> str:
 
 
 class Context:
-    def __init__(self, endpoint: str | None, token: str | None, as_json: bool) -> None:
-        self.config = Config.load(endpoint, token)
+    def __init__(
+        self, endpoint: str | None, token: str | None, as_json: bool, api_key: str | None = None
+    ) -> None:
+        self.config = Config.load(endpoint, token, api_key=api_key)
         self.client = Client(self.config)
         self.as_json = as_json
 
 
+api_key_option = click.option(
+    "--api-key",
+    envvar="PUNCTUAL_API_KEY",
+    help="API key (a deployment with api_auth=api_key), sent as x-api-key.",
+)
+
+
 def api_command(function: F) -> F:
-    """Adds --endpoint/--token/--json, builds the client, and turns API errors into one line + exit code."""
+    """Adds --endpoint/--token/--api-key/--json, builds the client, and turns API errors into one line
+    + exit code."""
 
     @click.option("--endpoint", envvar="PUNCTUAL_ENDPOINT", help="API URL (default: the local stack).")
     @click.option("--token", envvar="PUNCTUAL_TOKEN", help="Bearer token (local stack).")
+    @api_key_option
     @click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
     @functools.wraps(function)
-    def wrapper(endpoint: str | None, token: str | None, as_json: bool, **kwargs: Any) -> Any:
+    def wrapper(
+        endpoint: str | None, token: str | None, api_key: str | None, as_json: bool, **kwargs: Any
+    ) -> Any:
         try:
-            ctx = Context(endpoint, token, as_json)
+            ctx = Context(endpoint, token, as_json, api_key)
         except ConfigError as error:
             click.echo(f"error: {error}", err=True)
             sys.exit(EXIT_USAGE)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
-from punctual.cli.common import EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_USAGE, main
-from punctual.client import Config, ConfigError
+from punctual.cli.common import EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_USAGE, api_key_option, main
+from punctual.cli.stack import StackOutputs, read_stack
+from punctual.client import Config, ConfigError, masked
 from punctual.output import fields
+
+# The stack's outputs naming its API keys (infra/stack.py): there only in API-key mode.
+API_KEY_OUTPUT_PREFIX = "ApiKeyId"
 
 
 @main.group()
@@ -20,65 +25,81 @@ def config() -> None:
 @click.option("--stack-name", default=None, help="Default: the one deployed stack named punctual-<stage>.")
 @click.option("--region", default=None)
 @click.option("--output-key", default="ApiUrl", show_default=True)
-def config_from_stack(stack_name: str | None, region: str | None, output_key: str) -> None:
-    """Read the deployed API URL from the CloudFormation stack outputs and save it."""
+@click.option(
+    "--key",
+    "key_choice",
+    default=None,
+    help="API-key mode with several keys: which one, by its name (as in api_key_names) or id.",
+)
+def config_from_stack(
+    stack_name: str | None, region: str | None, output_key: str, key_choice: str | None
+) -> None:
+    """Read the deployed API URL from the CloudFormation stack outputs and save it, with how to
+    authenticate: SigV4, or in API-key mode (ApiKeyId outputs) the key's value, read from API Gateway."""
+    stack = read_stack(stack_name, region, output_key)
+    url = stack.require(output_key).rstrip("/")
+    key_ids = [key_id for _, key_id in stack.with_prefix(API_KEY_OUTPUT_PREFIX)]
+    if not key_ids:
+        saved = Config(endpoint=url, auth="sigv4", region=stack.region).save()
+        click.echo(f"endpoint {url} of {stack.name} (SigV4, region {stack.region}) saved to {saved}")
+        return
+    key = _api_key(stack, key_ids, key_choice)
+    saved = Config(endpoint=url, auth="api_key", region=stack.region, api_key=key["value"]).save()
+    disabled = "" if key.get("enabled", True) else "; the key is disabled: enable it in API Gateway"
+    click.echo(
+        f"endpoint {url} of {stack.name} (API key {key.get('name') or key['id']}, id {key['id']},"
+        f" region {stack.region}{disabled}) saved to {saved}"
+    )
+
+
+def _api_key(stack: StackOutputs, key_ids: list[str], choice: str | None) -> dict[str, Any]:
+    """The chosen key of the stack with its value (``get_api_key`` with ``includeValue``)."""
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    session = boto3.session.Session(region_name=region)
-    client = session.client("cloudformation")
-    try:
-        if stack_name is not None:
-            stacks = client.describe_stacks(StackName=stack_name)["Stacks"]
-        else:
-            stacks = [
-                stack
-                for page in client.get_paginator("describe_stacks").paginate()
-                for stack in page["Stacks"]
-                if stack["StackName"].lower().startswith("punctual")
-                and any(o["OutputKey"].startswith(output_key) for o in stack.get("Outputs", []))
-            ]
-    except ClientError as error:
-        missing = "does not exist" in str(error)
-        click.echo(f"error: cannot read stack {stack_name}: {error}", err=True)
-        sys.exit(EXIT_NOT_FOUND if missing else EXIT_UNAVAILABLE)
-    except BotoCoreError as error:
-        click.echo(f"error: cannot read CloudFormation stacks: {error}", err=True)
-        sys.exit(EXIT_UNAVAILABLE)
-    if not stacks:
+    client = boto3.session.Session(region_name=stack.region).client("apigateway")
+
+    def read(key_id: str, with_value: bool) -> dict[str, Any]:
+        try:
+            return dict(client.get_api_key(apiKey=key_id, includeValue=with_value))
+        except ClientError as error:
+            missing = error.response.get("Error", {}).get("Code") == "NotFoundException"
+            click.echo(f"error: cannot read API key {key_id} of stack {stack.name}: {error}", err=True)
+            sys.exit(EXIT_NOT_FOUND if missing else EXIT_UNAVAILABLE)
+        except BotoCoreError as error:
+            click.echo(f"error: cannot read API key {key_id} of stack {stack.name}: {error}", err=True)
+            sys.exit(EXIT_UNAVAILABLE)
+
+    if choice is None and len(key_ids) == 1:
+        return read(key_ids[0], True)
+    if choice in key_ids:
+        return read(choice, True)
+    keys = [read(key_id, False) for key_id in key_ids]
+    listed = ", ".join(f"{key.get('name')} ({key['id']})" for key in keys)
+    if choice is None:
         click.echo(
-            "error: no Punctual stack found here; deploy one (make deploy) or pass --stack-name", err=True
+            f"error: stack {stack.name} has several API keys: {listed}; choose one with --key", err=True
         )
-        sys.exit(EXIT_NOT_FOUND)
-    if len(stacks) > 1:
-        names = ", ".join(stack["StackName"] for stack in stacks)
-        click.echo(f"error: several Punctual stacks ({names}); choose one with --stack-name", err=True)
         sys.exit(EXIT_USAGE)
-    stack = stacks[0]
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
-    url = outputs.get(output_key) or next((v for k, v in outputs.items() if k.startswith(output_key)), None)
-    if not url:
-        click.echo(
-            f"error: stack {stack['StackName']} has no output {output_key} (outputs: {', '.join(outputs)})",
-            err=True,
-        )
+    chosen = [key for key in keys if key.get("name") == choice or str(key.get("name")).endswith(f"-{choice}")]
+    if len(chosen) != 1:
+        click.echo(f"error: no API key {choice!r} in stack {stack.name} (keys: {listed})", err=True)
         sys.exit(EXIT_NOT_FOUND)
-    saved = Config(endpoint=url.rstrip("/"), auth="sigv4", region=session.region_name).save()
-    click.echo(
-        f"endpoint {url} of {stack['StackName']} (SigV4, region {session.region_name}) saved to {saved}"
-    )
+    return read(chosen[0]["id"], True)
 
 
 @config.command("show")
 @click.option("--endpoint", envvar="PUNCTUAL_ENDPOINT")
 @click.option("--token", envvar="PUNCTUAL_TOKEN")
-def config_show(endpoint: str | None, token: str | None) -> None:
-    """The endpoint and authentication the other commands would use."""
+@api_key_option
+def config_show(endpoint: str | None, token: str | None, api_key: str | None) -> None:
+    """The endpoint and authentication the other commands would use (an API key only by its end)."""
     try:
-        resolved = Config.load(endpoint, token)
+        resolved = Config.load(endpoint, token, api_key=api_key)
     except ConfigError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(EXIT_USAGE)
-    click.echo(
-        fields([("endpoint", resolved.endpoint), ("auth", resolved.auth), ("region", resolved.region)])
-    )
+    shown = [("endpoint", resolved.endpoint), ("auth", resolved.auth), ("region", resolved.region)]
+    if resolved.api_key:
+        shown.append(("api key", masked(resolved.api_key)))
+    click.echo(fields(shown))

@@ -7,7 +7,7 @@ import webbrowser
 
 import click
 
-from punctual.cli.common import EXIT_UNAVAILABLE, EXIT_USAGE, main
+from punctual.cli.common import EXIT_UNAVAILABLE, EXIT_USAGE, api_key_option, main
 from punctual.client import Config, ConfigError, ConnectionFailed
 
 
@@ -18,16 +18,19 @@ from punctual.client import Config, ConfigError, ConnectionFailed
 @click.option("--open", "open_browser", is_flag=True, help="Open the console in a browser.")
 @click.option("--endpoint", envvar="PUNCTUAL_ENDPOINT", help="API URL (default: as the other commands).")
 @click.option("--token", envvar="PUNCTUAL_TOKEN", help="Bearer token (local stack).")
-def console(port: int, open_browser: bool, endpoint: str | None, token: str | None) -> None:
+@api_key_option
+def console(
+    port: int, open_browser: bool, endpoint: str | None, token: str | None, api_key: str | None
+) -> None:
     """Serve the web console on 127.0.0.1, forwarding its API calls to the configured endpoint.
 
-    Calls are signed here (SigV4 with your AWS credentials for a deployed API, or the bearer token),
-    so no credential reaches the browser. Ctrl-C stops it.
+    Calls are authenticated here (SigV4 with your AWS credentials or the API key for a deployed API,
+    or the bearer token), so no credential reaches the browser. Ctrl-C stops it.
     """
     from punctual.console.server import start_console
 
     try:
-        config = Config.load(endpoint, token)
+        config = Config.load(endpoint, token, api_key=api_key)
     except ConfigError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(EXIT_USAGE)

@@ -1,6 +1,6 @@
 """``punctual console``: the console's page on this machine, with its ``/v1`` calls forwarded to the
-configured API and signed there (SigV4 from the user's AWS credentials, or the configured bearer
-token), so that no AWS credential ever reaches the browser.
+configured API and authenticated there (SigV4 from the user's AWS credentials, the configured API
+key, or the configured bearer token), so that no credential ever reaches the browser.
 
 The server is a signing proxy on loopback, which a web page of any other site could try to use: it
 answers only requests whose ``Host`` is its own address (a DNS-rebinding page has another name), and
@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import urllib3
 
-from punctual.client import Authenticator, Config
+from punctual.client import Authenticator, Config, masked
 from punctual.console.assets import CONSOLE_PREFIX, console_answer, is_console_path
 from punctual.local.httpserver import LocalHTTPServer, reply
 
@@ -54,6 +54,8 @@ class Forwarder:
     def description(self) -> str:
         if self.config.auth == "sigv4":
             return f"{self.config.endpoint} (SigV4, region {self._auth.aws()[1]})"
+        if self.config.auth == "api_key" and self.config.api_key:
+            return f"{self.config.endpoint} (API key {masked(self.config.api_key)})"
         return f"{self.config.endpoint} (bearer token)"
 
     def forward(

@@ -33,7 +33,14 @@ def config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "punctual" / "config.json"
     monkeypatch.setattr(punctual.client, "CONFIG_PATH", path)
     monkeypatch.setenv("PUNCTUAL_CONFIG", str(path))
-    for key in ("PUNCTUAL_ENDPOINT", "PUNCTUAL_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+    for key in (
+        "PUNCTUAL_ENDPOINT",
+        "PUNCTUAL_TOKEN",
+        "PUNCTUAL_API_KEY",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_PROFILE",
+    ):
         monkeypatch.delenv(key, raising=False)
     return path
 
@@ -271,6 +278,61 @@ def test_config_show_prints_what_the_other_commands_would_use(
     assert "auth      sigv4" in result.stdout
 
 
+API_KEY = "k3yV4lu3-0f-th3-d3pl0ym3nt-Xy9z"
+
+
+def test_a_saved_api_key_config_is_used_when_nothing_overrides_it(config_file: Path) -> None:
+    save(config_file, endpoint=DEPLOYED, auth="api_key", region="eu-west-1", api_key=API_KEY)
+    config = Config.load(None, None)
+    assert config == Config(
+        endpoint=DEPLOYED, token=None, auth="api_key", region="eu-west-1", api_key=API_KEY
+    )
+    assert API_KEY not in repr(config)
+
+
+def test_an_api_key_from_flag_or_environment_means_api_key_mode(
+    config_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = Config.load(DEPLOYED, None, api_key="flag-key")
+    assert (config.auth, config.api_key, config.token) == ("api_key", "flag-key", None)
+    monkeypatch.setenv("PUNCTUAL_API_KEY", "env-key")
+    assert Config.load(DEPLOYED, None).api_key == "env-key"
+    assert Config.load(DEPLOYED, None, api_key="flag-key").api_key == "flag-key"
+
+
+def test_a_token_or_another_endpoint_beats_a_saved_api_key(
+    config_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    save(config_file, endpoint=DEPLOYED, auth="api_key", region="eu-west-1", api_key=API_KEY)
+    config = Config.load(None, "flag-token")
+    assert (config.auth, config.token, config.api_key) == ("bearer", "flag-token", None)
+    monkeypatch.setenv("PUNCTUAL_ENDPOINT", "http://127.0.0.1:8000")
+    config = Config.load(None, None)
+    assert (config.auth, config.token, config.api_key) == ("bearer", "local-dev-token", None)
+
+
+def test_api_key_mode_without_a_key_is_a_one_line_error(config_file: Path) -> None:
+    save(config_file, endpoint=DEPLOYED, auth="api_key", region="eu-west-1")
+    result = CliRunner().invoke(main, ["jobs", "list"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: auth api_key needs a key: --api-key, PUNCTUAL_API_KEY")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_config_show_never_prints_the_api_key_in_full(config_file: Path) -> None:
+    save(config_file, endpoint=DEPLOYED, auth="api_key", region="eu-west-1", api_key=API_KEY)
+    result = CliRunner().invoke(main, ["config", "show"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        f"endpoint  {DEPLOYED}",
+        "auth      api_key",
+        "region    eu-west-1",
+        "api key   …Xy9z",
+    ]
+    result = CliRunner().invoke(main, ["config", "show", "--api-key", "short"])
+    assert "short" not in result.stdout and "api key   …" in result.stdout
+
+
 def test_a_malformed_config_file_is_a_one_line_error(config_file: Path) -> None:
     config_file.parent.mkdir(parents=True)
     config_file.write_text("{not json")
@@ -356,6 +418,20 @@ def test_the_bearer_token_and_accept_header_are_sent(fake_api: FakeApi) -> None:
     assert result.exit_code == 0, result.output
     assert fake_api.headers[-1]["Authorization"] == "Bearer t0k"
     assert fake_api.headers[-1]["Accept"] == "application/json"
+
+
+def test_the_api_key_is_sent_as_x_api_key_without_any_authorization(
+    fake_api: FakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = CliRunner().invoke(main, ["jobs", "list", "--endpoint", fake_api.url, "--api-key", API_KEY])
+    assert result.exit_code == 0, result.output
+    assert fake_api.headers[-1]["x-api-key"] == API_KEY
+    assert "Authorization" not in fake_api.headers[-1]
+    # PUNCTUAL_API_KEY, like PUNCTUAL_TOKEN
+    monkeypatch.setenv("PUNCTUAL_API_KEY", "env-key")
+    result = CliRunner().invoke(main, ["jobs", "list", "--endpoint", fake_api.url])
+    assert result.exit_code == 0, result.output
+    assert fake_api.headers[-1]["x-api-key"] == "env-key"
 
 
 def test_an_unreachable_endpoint_exits_5_with_one_line(config_file: Path) -> None:
@@ -519,6 +595,70 @@ def test_from_stack_saves_the_api_url_with_sigv4(aws: None, config_file: Path) -
     assert "saved to" in result.stdout and str(config_file) in result.stdout
     # and the other commands now use it
     assert Config.load(None, None) == Config(endpoint=DEPLOYED, token=None, auth="sigv4", region="us-east-1")
+
+
+def _api_key(name: str) -> tuple[str, str]:
+    """An API key in moto's API Gateway: (id, value)."""
+    key = boto3.client("apigateway", region_name="us-east-1").create_api_key(name=name, enabled=True)
+    return key["id"], key["value"]
+
+
+def test_from_stack_in_api_key_mode_saves_the_keys_value(aws: None, config_file: Path) -> None:
+    # Given a stack deployed with api_auth=api_key: its ApiKeyId output names the key (infra/stack.py)
+    key_id, value = _api_key("punctual-prod-default")
+    _stack("punctual-prod", {"ApiUrl": {"Value": DEPLOYED + "/"}, "ApiKeyId0": {"Value": key_id}})
+    # When the CLI is configured from it
+    result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1"])
+    # Then it saved API-key mode with the key's value, read from API Gateway, and never printed it
+    assert result.exit_code == 0, result.output
+    assert json.loads(config_file.read_text()) == {
+        "endpoint": DEPLOYED,
+        "auth": "api_key",
+        "region": "us-east-1",
+        "api_key": value,
+    }
+    assert config_file.stat().st_mode & 0o777 == 0o600
+    assert value not in result.output
+    assert f"(API key punctual-prod-default, id {key_id}, region us-east-1) saved to" in result.stdout
+    assert Config.load(None, None) == Config(
+        endpoint=DEPLOYED, token=None, auth="api_key", region="us-east-1", api_key=value
+    )
+
+
+def test_from_stack_with_several_api_keys_needs_key(aws: None, config_file: Path) -> None:
+    first, _ = _api_key("punctual-prod-default")
+    second, value = _api_key("punctual-prod-ci")
+    _stack(
+        "punctual-prod",
+        {
+            "ApiUrl": {"Value": DEPLOYED + "/"},
+            "ApiKeyId0": {"Value": first},
+            "ApiKeyId1": {"Value": second},
+        },
+    )
+    result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: stack punctual-prod has several API keys: punctual-prod-default ({first}),"
+        f" punctual-prod-ci ({second}); choose one with --key\n"
+    )
+    assert not config_file.exists()
+    for choice in ("ci", "punctual-prod-ci", second):
+        config_file.unlink(missing_ok=True)
+        result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1", "--key", choice])
+        assert result.exit_code == 0, result.output
+        assert json.loads(config_file.read_text())["api_key"] == value
+    result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1", "--key", "nope"])
+    assert result.exit_code == 3
+    assert result.stderr.startswith("error: no API key 'nope' in stack punctual-prod")
+
+
+def test_from_stack_with_a_key_that_cannot_be_read_exits_3(aws: None, config_file: Path) -> None:
+    _stack("punctual-prod", {"ApiUrl": {"Value": DEPLOYED + "/"}, "ApiKeyId0": {"Value": "gone123"}})
+    result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1"])
+    assert result.exit_code == 3
+    assert result.stderr.startswith("error: cannot read API key gone123 of stack punctual-prod:")
+    assert not config_file.exists()
 
 
 def test_from_stack_finds_the_stack_make_deploy_creates_by_default(aws: None, config_file: Path) -> None:

@@ -1,6 +1,7 @@
 """``punctual console``: every forwarded call is signed with SigV4 from the user's AWS credentials (a
-receiver recomputes each signature with the same known credentials), the browser's own token never
-goes further, and the server refuses what a page of another site could send it."""
+receiver recomputes each signature with the same known credentials), or carries the configured bearer
+token or API key; the browser's own token never goes further, and the server refuses what a page of
+another site could send it."""
 
 from __future__ import annotations
 
@@ -251,6 +252,30 @@ def test_with_a_bearer_token_configured_it_forwards_with_that_token(receiver: Re
         server.stop()
     assert status == 200
     assert receiver.requests[0].headers["Authorization"] == "Bearer alice-token"
+
+
+def test_with_an_api_key_configured_it_forwards_with_x_api_key(receiver: Receiver) -> None:
+    # Given a console for a deployment in API-key mode (punctual config from-stack saved the key)
+    key = "k3yV4lu3-0f-th3-d3pl0ym3nt-Xy9z"
+    server = start_console(Config(endpoint=receiver.url, auth="api_key", api_key=key), background=True)
+    try:
+        # When its page calls the API, even trying a key of its own
+        bearer = {"Authorization": f"Bearer {session_token(server)}", "x-api-key": "from-the-page"}
+        calls = [("GET", "/v1/jobs", None), ("POST", "/v1/jobs/job_1/pause", {"note": "x"})]
+        for method, path, body in calls:
+            status, _, answer = call(server, method, path, body, bearer)
+            assert status == 200, answer
+        session = json.loads(call(server, "GET", "/console/session")[2])
+    finally:
+        server.stop()
+    # Then every call carried the configured key, and nothing else that authenticates
+    assert [(r.method, r.path) for r in receiver.requests] == [(m, p) for m, p, _ in calls]
+    for received in receiver.requests:
+        assert received.headers["x-api-key"] == key
+        assert "Authorization" not in received.headers
+    # and the key stays on this machine: neither the page nor the startup line gets it
+    assert session["auth"] == "api_key" and key not in json.dumps(session)
+    assert server.forwarder.description == f"{receiver.url} (API key …Xy9z)"
 
 
 @pytest.fixture
