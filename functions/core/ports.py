@@ -242,6 +242,9 @@ class Queue(Protocol):
 
     def change_visibility(self, receipt_handle: str, seconds: int) -> None: ...
 
+    def delete_messages(self, receipt_handles: list[str]) -> None:
+        """Delete received messages (a worker's records that ended before their batch did)."""
+
     def send_to_dlq(self, body: str, reason: str) -> None: ...
 
     def depth(self) -> dict[str, int]:

@@ -118,6 +118,16 @@ class WorkQueue:
             VisibilityTimeout=max(0, min(seconds, 43_200)),
         )
 
+    def delete_messages(self, receipt_handles: list[str]) -> None:
+        """Delete in batches of ten. A handle whose message is gone already is no error (SQS deletes
+        a message once; the event source mapping may delete the same one after the invocation)."""
+        for start in range(0, len(receipt_handles), 10):
+            chunk = receipt_handles[start : start + 10]
+            self.client.delete_message_batch(
+                QueueUrl=self.queue_url,
+                Entries=[{"Id": str(index), "ReceiptHandle": handle} for index, handle in enumerate(chunk)],
+            )
+
     def send_to_dlq(self, body: str, reason: str) -> None:
         self.client.send_message(
             QueueUrl=self.dlq_url,

@@ -47,6 +47,7 @@ from functions.core.resources import (
 )
 from functions.core.settings import Settings
 from functions.core.targets.outcome import Delivery, TargetOutcome, traceparent_of
+from functions.worker.heartbeat import AgeAlarm, Heartbeat, next_beat_by
 
 # How long past the due time a held message stays hidden if its worker dies. Longer than the first
 # heartbeat (a third of a lease after the second: 1.3 s by default), which then keeps it hidden while
@@ -75,54 +76,6 @@ class ReturnLater(Exception):
     def __init__(self, reason: str, seconds: int | None = None) -> None:
         super().__init__(reason)
         self.seconds = seconds
-
-
-class _Heartbeat:
-    """Extends the run's lease and the message's visibility while the target runs.
-
-    It also notices when the run was cancelled or taken over, and then signals the target to abort;
-    ``on_beat`` is told how long the attempt has run at each beat (the ``running_long`` alert).
-    """
-
-    def __init__(
-        self,
-        executor: RunExecutor,
-        run: Run,
-        receipt_handle: str | None,
-        on_beat: Callable[[float], None] | None = None,
-    ) -> None:
-        self.executor = executor
-        self.run = run
-        self.receipt_handle = receipt_handle
-        self.on_beat = on_beat
-        self.started = time.monotonic()
-        self.stopped = threading.Event()
-        self.lost = threading.Event()
-        self.thread = threading.Thread(target=self._beat, name=f"heartbeat-{run.run_id}", daemon=True)
-
-    def __enter__(self) -> _Heartbeat:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.stopped.set()
-        self.thread.join(timeout=5)
-
-    def _beat(self) -> None:
-        lease = self.executor.settings.lease_seconds
-        while not self.stopped.wait(max(1.0, lease / 3)):
-            try:
-                if not self.executor.store.renew_lease(
-                    self.run, self.executor.clock() + timedelta(seconds=lease)
-                ):
-                    self.lost.set()
-                    return
-                if self.receipt_handle:
-                    self.executor.queue.change_visibility(self.receipt_handle, lease)
-                if self.on_beat is not None:
-                    self.on_beat(time.monotonic() - self.started)
-            except Exception:  # a missed beat is not fatal: the lease still has time
-                logger.exception("heartbeat failed", extra={"run_id": self.run.run_id})
 
 
 class RunExecutor:
@@ -328,7 +281,15 @@ class RunExecutor:
             if late_ms > job.alerts.late_seconds * 1000:
                 detail = f"started {late_ms / 1000:.1f} s after its due time"
                 sending.append(self.alerts.send_soon(AlertKind.LATE, job, run, detail, called_at))
-        with _Heartbeat(self, run, receipt_handle, self._running_long(job, run, sending)) as heartbeat:
+        with Heartbeat(
+            self.store,
+            self.queue,
+            run,
+            receipt_handle,
+            base_lease=self.settings.lease_seconds,
+            clock=self.clock,
+            alarm=self._running_long(job, run, sending),
+        ) as heartbeat:
             outcome = self._deliver(job, run, heartbeat.lost)
         self.crash_point("after_execute_before_record")
         self._record(job, run, called_at, outcome, body or message.to_json(), started_late=started_late)
@@ -336,23 +297,17 @@ class RunExecutor:
             if thread is not None:
                 thread.join(ALERT_TIMEOUT_SECONDS + 2)
 
-    def _running_long(
-        self, job: Job, run: Run, sending: list[threading.Thread | None]
-    ) -> Callable[[float], None] | None:
-        """The heartbeat's check for the ``running_long`` alert: once, when the attempt has run for
+    def _running_long(self, job: Job, run: Run, sending: list[threading.Thread | None]) -> AgeAlarm | None:
+        """The heartbeat's alarm for the ``running_long`` alert: once, when the attempt has run for
         the job's ``running_seconds`` (None for a job that does not want it)."""
         if job.alerts is None or job.alerts.running_seconds is None:
             return None
-        threshold = job.alerts.running_seconds
-        told = threading.Event()
 
-        def check(elapsed: float) -> None:
-            if elapsed >= threshold and not told.is_set():
-                told.set()
-                detail = f"attempt {run.attempt} still running after {elapsed:.0f} s"
-                sending.append(self.alerts.send_soon(AlertKind.RUNNING_LONG, job, run, detail, self.clock()))
+        def alert(elapsed: float) -> None:
+            detail = f"attempt {run.attempt} still running after {elapsed:.0f} s"
+            sending.append(self.alerts.send_soon(AlertKind.RUNNING_LONG, job, run, detail, self.clock()))
 
-        return check
+        return AgeAlarm(float(job.alerts.running_seconds), alert)
 
     # -------------------------------------------------------------------------------------------
 
@@ -396,10 +351,10 @@ class RunExecutor:
                     },
                 )
                 if other.status is RunStatus.RUNNING:
-                    # Its worker renews the lease every third of one: its next beat finds the run
-                    # cancelled and aborts the call. Start after that, not beside it.
-                    beat = max(1.0, self.settings.lease_seconds / 3)
-                    settle_until = now + timedelta(seconds=beat + CANCEL_SETTLE_SECONDS)
+                    # Its worker's next beat finds the run cancelled and aborts the call. Start
+                    # after that, not beside it.
+                    beat = next_beat_by(other, self.settings.lease_seconds, now)
+                    settle_until = beat + timedelta(seconds=CANCEL_SETTLE_SECONDS)
             # Not cancelled: it changed meanwhile (ended, or moved on): the next look reads it again.
         else:
             raise ReturnLater("overlap: the runs before kept changing", 1)

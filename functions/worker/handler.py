@@ -21,6 +21,7 @@ from functions.core.factories import build_queue, build_store, build_target_exec
 from functions.core.observability import logger
 from functions.core.queue import WorkMessage
 from functions.core.settings import get_settings
+from functions.worker.batch import Settler, VisibilityLedger, retry_visibility
 from functions.worker.execute import ReturnLater, RunExecutor
 
 
@@ -28,41 +29,85 @@ from functions.worker.execute import ReturnLater, RunExecutor
 def run_executor() -> RunExecutor:
     settings = get_settings()
     return RunExecutor(
-        build_store(settings), build_queue(settings), build_target_executor(settings), settings
+        build_store(settings),
+        VisibilityLedger(build_queue(settings)),
+        build_target_executor(settings),
+        settings,
     )
 
 
 def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:
-    executor = run_executor()
-    time_left = None if lambda_context is None else lambda_context.get_remaining_time_in_millis() / 1000
+    """One record. Whatever it raises, its message is visible again within seconds (``ReturnLater``
+    says when; any other error backs off by receive count), never after the queue's long timeout."""
+    # SQS always sends it; a hand-made event without it counts as a first delivery.
+    receive_count = int(record.attributes.get("ApproximateReceiveCount") or 1)
+    executor: RunExecutor | None = None
     try:
+        executor = run_executor()
+        time_left = None if lambda_context is None else lambda_context.get_remaining_time_in_millis() / 1000
         executor.handle(
             WorkMessage.from_json(record.body),
             record.receipt_handle,
             record.body,
-            # SQS always sends it; a hand-made event without it counts as a first delivery.
-            receive_count=int(record.attributes.get("ApproximateReceiveCount") or 1),
+            receive_count=receive_count,
             time_left_seconds=time_left,
         )
     except ReturnLater as later:
-        if later.seconds is not None:
-            executor.queue.change_visibility(record.receipt_handle, later.seconds)
+        seconds = retry_visibility(receive_count) if later.seconds is None else later.seconds
+        _give_back(executor, record, seconds)
+        raise
+    except Exception as error:
+        seconds = retry_visibility(receive_count)
+        logger.warning(
+            "record failed: its message comes back soon",
+            extra={
+                "message_id": record.message_id,
+                "receive_count": receive_count,
+                "visible_in_seconds": seconds,
+                "error": f"{type(error).__name__}: {error}",
+            },
+        )
+        _give_back(executor, record, seconds)
         raise
 
 
-def _handle(record: SQSRecord, context: LambdaContext) -> None:
-    """``record_handler``, given the Lambda context when it takes one (as Powertools does)."""
+def _give_back(executor: RunExecutor | None, record: SQSRecord, seconds: int) -> None:
+    """Make the record's message visible again in ``seconds`` (best effort: if this fails too, the
+    queue's own timeout brings it back)."""
+    try:
+        queue = executor.queue if executor is not None else build_queue(get_settings())
+        queue.change_visibility(record.receipt_handle, seconds)
+    except Exception:
+        logger.exception("message visibility not shortened", extra={"message_id": record.message_id})
+
+
+def _handle(record: SQSRecord, context: LambdaContext, settler: Settler | None = None) -> None:
+    """``record_handler``, given the Lambda context when it takes one (as Powertools does); a record
+    that ended is handed to the invocation's ``settler``."""
     handle = record_handler  # looked up at call time: tests put their own in its place
     if "lambda_context" in inspect.signature(handle).parameters:
         handle(record, lambda_context=context)
     else:
         handle(record)
+    if settler is not None:
+        settler.ended(record.receipt_handle)
+
+
+def _settler() -> Settler | None:
+    try:
+        queue = run_executor().queue
+    except Exception:  # the records fail one by one, each given back soon (record_handler)
+        logger.exception("worker not configured")
+        return None
+    ledger = queue if isinstance(queue, VisibilityLedger) else None
+    return Settler(queue, ledger.visible_at if ledger is not None else lambda _handle: None)
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     """Powertools' async batch processor runs the records concurrently, each on a thread of its own
-    (a record blocks: it waits for its second, then on its target), so none waits for another.
+    (a record blocks: it waits for its second, then on its target), so none waits for another. A
+    record that ends while others still run has its message deleted before it could reappear.
 
     A processor per invocation: it holds the batch's records and outcomes, and the local runtime runs
     several invocations at once in one process (Lambda runs one at a time). Every record handed back
@@ -70,11 +115,16 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
     """
     records = event.get("Records") or []
     processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-    with ThreadPoolExecutor(max_workers=max(1, len(records)), thread_name_prefix="record") as pool:
+    settler = _settler() if len(records) > 1 else None  # a lone record ends with its invocation
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, len(records)), thread_name_prefix="record") as pool:
 
-        async def on_thread(record: SQSRecord) -> None:
-            await asyncio.get_running_loop().run_in_executor(pool, _handle, record, context)
+            async def on_thread(record: SQSRecord) -> None:
+                await asyncio.get_running_loop().run_in_executor(pool, _handle, record, context, settler)
 
-        return async_process_partial_response(
-            event=event, record_handler=on_thread, processor=processor, context=context
-        )
+            return async_process_partial_response(
+                event=event, record_handler=on_thread, processor=processor, context=context
+            )
+    finally:
+        if settler is not None:
+            settler.close()

@@ -56,3 +56,16 @@ def test_a_dead_letter_keeps_its_body_and_counts_in_the_depth(queue: QueueUnderT
     queue.send_to_dlq('{"job_id":"j","run_id":"r"}', "failed for good")
     assert queue.depth()["dlq"] == 1
     assert queue.dlq_bodies() == ['{"job_id":"j","run_id":"r"}']
+
+
+def test_received_messages_are_deleted_in_batches_and_a_second_delete_is_harmless(
+    queue: QueueUnderTest,
+) -> None:
+    queue.send([(WorkMessage("j", f"r{n}"), 0) for n in range(12)])
+    received = queue.receive(10) + queue.receive(10)
+    assert len(received) == 12
+    handles = [m["ReceiptHandle"] for m in received]
+    queue.delete_messages(handles)
+    queue.delete_messages(handles[:3])  # the event source mapping deletes them again afterwards
+    assert queue.receive(10) == []
+    assert queue.depth()["in_flight"] == 0

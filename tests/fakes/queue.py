@@ -85,6 +85,13 @@ class MemoryQueue:
             if message is not None:
                 message.visible_at = time.monotonic() + max(0, min(seconds, MAX_VISIBILITY_SECONDS))
 
+    def delete_messages(self, receipt_handles: list[str]) -> None:
+        with self.lock:
+            for handle in receipt_handles:
+                message = self.work.find(handle)
+                if message is not None:
+                    self.work.messages.remove(message)
+
     def send_to_dlq(self, body: str, reason: str) -> None:
         with self.lock:
             self.dlq.messages.append(_Message(body, time.monotonic(), reason=reason[:1000] or "failed"))

@@ -5,13 +5,21 @@ from __future__ import annotations
 import threading
 import time
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from functions.core.model import RunStatus, iso
-from functions.core.resources import MAX_JOB_TIMEOUT_SECONDS, WORK_QUEUE_MAX_RECEIVE_COUNT
+from functions.core.queue import WorkMessage
+from functions.core.resources import (
+    MAX_JOB_TIMEOUT_SECONDS,
+    WORK_QUEUE_MAX_RECEIVE_COUNT,
+    WORKER_TIMEOUT_SECONDS,
+)
 from functions.worker import handler as worker
+from functions.worker.batch import MAX_RETRY_VISIBILITY_SECONDS, VisibilityLedger, retry_visibility
 from functions.worker.execute import ReturnLater
 from punctual.local.gateway import LambdaContext
 from punctual.local.roles import _to_event
@@ -134,3 +142,75 @@ def test_invocations_running_at_once_in_one_process_each_answer_for_their_own_re
         thread.join()
     assert results["back"]["batchItemFailures"] == [{"itemIdentifier": "back"}]
     assert results["done"]["batchItemFailures"] == [], "another invocation's failure was reported here"
+
+
+# The work queue's visibility timeout as deployed: six times the worker's timeout plus the batching
+# window (AWS's guidance for an SQS event source; infra/queues.py). Locally it is 30 s.
+DEPLOYED_VISIBILITY_SECONDS = 6 * WORKER_TIMEOUT_SECONDS + 1
+
+
+def throttled(*_args: Any, **_kwargs: Any) -> Any:
+    raise ClientError(
+        {"Error": {"Code": "ThrottlingException", "Message": "Rate of requests exceeds the allowed"}},
+        "GetItem",
+    )
+
+
+def test_a_record_that_fails_before_holding_its_message_is_back_within_seconds_not_90_minutes(
+    wired: Harness, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = wired.create(
+        schedule={"at": iso(wired.clock())}, target={"type": "http", "url": receiver.url + "/t"}
+    )
+    (message,) = wired.queue.receive(visibility=DEPLOYED_VISIBILITY_SECONDS)  # as Lambda receives it
+    with monkeypatch.context() as patch:
+        patch.setattr(wired.store, "get_run_and_job", throttled)  # before the worker's first hold
+        result = invoke([message])
+    assert [item["itemIdentifier"] for item in result["batchItemFailures"]] == [message["MessageId"]]
+    time.sleep(retry_visibility(1) + 0.3)
+    (again,) = wired.queue.receive(visibility=DEPLOYED_VISIBILITY_SECONDS)
+    assert again["MessageId"] == message["MessageId"]
+    assert again["Attributes"]["ApproximateReceiveCount"] == "2"
+    assert invoke([again])["batchItemFailures"] == []
+    runs, _ = wired.store.list_runs(job["job_id"], limit=5)
+    assert runs[0].status is RunStatus.SUCCEEDED
+
+
+def test_a_record_that_raised_comes_back_later_at_each_receive() -> None:
+    waits = [retry_visibility(count) for count in range(1, WORK_QUEUE_MAX_RECEIVE_COUNT + 1)]
+    assert waits[:4] == [1, 2, 4, 8]
+    assert waits == sorted(waits) and max(waits) == MAX_RETRY_VISIBILITY_SECONDS
+    # Before the queue's redrive, a message that always fails is tried for about three quarters of
+    # an hour, not 50 x 90 minutes.
+    assert 30 * 60 < sum(waits) < 60 * 60
+
+
+def test_a_record_that_ended_is_not_delivered_again_while_the_rest_of_its_batch_runs(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = VisibilityLedger(harness.queue)
+    monkeypatch.setattr(worker, "run_executor", lambda: SimpleNamespace(queue=ledger))
+
+    def handle(record: Any) -> None:
+        run_id = WorkMessage.from_json(record.body).run_id
+        if run_id == "fast":
+            ledger.change_visibility(record.receipt_handle, 2)  # what a hold or a lease leaves
+        elif run_id == "slow":
+            ledger.change_visibility(record.receipt_handle, 10)  # its heartbeat would keep it hidden
+            time.sleep(4.5)
+        # "quiet" ends at once without the worker setting its visibility (a duplicate, say)
+
+    monkeypatch.setattr(worker, "record_handler", handle)
+    harness.queue.send([(WorkMessage("j", run_id), 0) for run_id in ("fast", "quiet", "slow")])
+    messages = harness.queue.receive(visibility=3)
+    assert len(messages) == 3
+    results: list[dict[str, Any]] = []
+    invocation = threading.Thread(target=lambda: results.append(invoke(messages)))
+    invocation.start()
+    seen_again: list[str] = []
+    while invocation.is_alive():  # another poller, receiving whatever becomes visible
+        seen_again += [WorkMessage.from_json(m["Body"]).run_id for m in harness.queue.receive(visibility=30)]
+        time.sleep(0.2)
+    invocation.join()
+    assert results[0]["batchItemFailures"] == []
+    assert seen_again == [], "records that ended came back while their batch still ran"

@@ -1,0 +1,164 @@
+"""The heartbeat of a running attempt: it renews the run's lease and hides its message meanwhile.
+
+A lease is how long other workers wait before they take a RUNNING attempt over (its worker died).
+Short attempts keep the short lease of the settings (``lease_seconds``, 4 s): a worker dying in the
+first seconds of an attempt is replaced within seconds. A long attempt's lease grows with its age
+(``lease_for``): each beat costs a conditional write and an SQS call, and an 840 s attempt beating
+every 1.3 s would make about 630 of each; with the lease at half the attempt's age (at most
+``MAX_LEASE_SECONDS``), it makes about 45. The price: a worker that dies ten minutes into an attempt
+is replaced up to two minutes later, and a cancel reaches a long call at its next beat (a third of
+its lease), which is what a ``cancel_other`` start waits for (``next_beat_by``).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Final
+
+from functions.core.model import Run
+from functions.core.observability import logger
+
+if TYPE_CHECKING:
+    from functions.core.ports import Queue, RunStore
+
+# The lease is this share of the attempt's age, once that exceeds the base lease...
+LEASE_GROWTH: Final = 0.5
+# ...up to this: the longest a dead worker's attempt waits before another worker takes it over.
+MAX_LEASE_SECONDS: Final = 120
+# A beat renews the lease when a third of it has passed: two beats may fail before the lease ends.
+BEATS_PER_LEASE: Final = 3
+MIN_BEAT_SECONDS: Final = 1.0
+
+
+def lease_for(age_seconds: float, base: int) -> int:
+    """The lease (seconds) a beat takes for an attempt that has run ``age_seconds``."""
+    return max(base, min(MAX_LEASE_SECONDS, math.floor(age_seconds * LEASE_GROWTH)))
+
+
+def beat_interval(lease_seconds: float) -> float:
+    """How long after a beat that took ``lease_seconds`` the next one comes."""
+    return max(MIN_BEAT_SECONDS, lease_seconds / BEATS_PER_LEASE)
+
+
+def beats_for(duration_seconds: float, base: int) -> int:
+    """How many beats (each a write and an SQS call) an attempt of ``duration_seconds`` makes."""
+    age, beats = beat_interval(base), 0
+    while age < duration_seconds:
+        beats += 1
+        age += beat_interval(lease_for(age, base))
+    return beats
+
+
+def next_beat_by(run: Run, base: int, now: datetime) -> datetime:
+    """The latest moment by which the worker holding ``run`` (RUNNING, with a lease) beats next.
+
+    A beat at ``t`` sets ``lease_until = t + L`` and the next one comes at ``t + L / 3``, so by
+    ``lease_until - 2 L / 3``. ``L`` is at least the base lease: with ``L = base`` the bound holds
+    whatever the attempt's age (later than the true beat for a long attempt, never earlier). A beat
+    already overdue (its write is slow, or its worker died) is given one more base interval.
+    """
+    lease = lease_for(0, base)
+    if run.lease_until is not None:
+        bound = run.lease_until - timedelta(seconds=lease - beat_interval(lease))
+        if bound > now:
+            return bound
+    return now + timedelta(seconds=beat_interval(lease))
+
+
+@dataclass(frozen=True)
+class AgeAlarm:
+    """Call ``action`` (with the attempt's age) once the attempt has run ``after_seconds``."""
+
+    after_seconds: float
+    action: Callable[[float], None]
+
+
+class Heartbeat:
+    """Renews the run's lease and the message's visibility while the target runs.
+
+    It also notices when the run was cancelled or taken over (the renewal is refused), and then
+    sets ``lost``: the target's call watches it and aborts. ``alarm`` fires once at its age (the
+    ``running_long`` alert), between beats if need be.
+    """
+
+    def __init__(
+        self,
+        store: RunStore,
+        queue: Queue,
+        run: Run,
+        receipt_handle: str | None,
+        *,
+        base_lease: int,
+        clock: Callable[[], datetime],
+        alarm: AgeAlarm | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        wait: Callable[[float], bool] | None = None,
+    ) -> None:
+        self.store = store
+        self.queue = queue
+        self.run = run
+        self.receipt_handle = receipt_handle
+        self.base_lease = base_lease
+        self.clock = clock
+        self.alarm = alarm
+        self.monotonic = monotonic
+        self.started = monotonic()
+        self.beats = 0
+        self.stopped = threading.Event()
+        self.lost = threading.Event()
+        # Waits up to the given seconds; True once stopped (tests pass a simulated one).
+        self.wait = wait or self.stopped.wait
+        self.thread = threading.Thread(target=self._run, name=f"heartbeat-{run.run_id}", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=5)
+
+    def _age(self) -> float:
+        return self.monotonic() - self.started
+
+    def _run(self) -> None:
+        next_beat = beat_interval(self.base_lease)
+        alarm = self.alarm
+        while True:
+            wake = next_beat if alarm is None else min(next_beat, alarm.after_seconds)
+            if self.wait(max(0.0, wake - self._age())):
+                return
+            age = self._age()
+            if alarm is not None and age >= alarm.after_seconds:
+                self._ring(alarm, age)
+                alarm = None
+            if age < next_beat:
+                continue
+            lease = lease_for(age, self.base_lease)
+            if not self.beat(lease):
+                return
+            next_beat = age + beat_interval(lease)
+
+    def beat(self, lease: int) -> bool:
+        """One renewal; False once the run is no longer ours (the caller stops beating)."""
+        self.beats += 1
+        try:
+            if not self.store.renew_lease(self.run, self.clock() + timedelta(seconds=lease)):
+                self.lost.set()
+                return False
+            if self.receipt_handle:
+                self.queue.change_visibility(self.receipt_handle, lease)
+        except Exception:  # a missed beat is not fatal: the lease still has two thirds to go
+            logger.exception("heartbeat failed", extra={"run_id": self.run.run_id})
+        return True
+
+    def _ring(self, alarm: AgeAlarm, age: float) -> None:
+        try:
+            alarm.action(age)
+        except Exception:  # an alert is not worth the heartbeat
+            logger.exception("heartbeat alarm failed", extra={"run_id": self.run.run_id})
