@@ -8,6 +8,7 @@ would refuse at start-up fails the synth instead.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
@@ -24,7 +25,10 @@ TARGET_ACTIONS: Final = {
 }
 ALLOW_ALL_TARGETS: Final = "*"
 
-_LIST_FIELDS: Final = ("http_allow_list", "allowed_target_arns", "api_key_names")
+_LIST_FIELDS: Final = ("http_allow_list", "allowed_target_arns", "target_kms_key_arns", "api_key_names")
+# A KMS key's ARN (a single- or multi-Region key). IAM authorises a key's use by this ARN only: an
+# alias ARN in a policy's Resource grants nothing.
+_KMS_KEY_ARN: Final = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/(mrk-[0-9a-f]{32}|[0-9a-f-]{36})")
 # The retention periods CloudWatch Logs accepts, in days.
 LOG_RETENTION_DAYS: Final = frozenset(
     (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)
@@ -50,6 +54,9 @@ class DeploymentConfig(BaseModel):
     run_trace_percent: int = 5
     http_allow_list: tuple[str, ...] = ()
     allowed_target_arns: tuple[str, ...] = ()
+    # Customer-managed KMS keys of encrypted targets (SNS topics, SQS queues): publishing to them
+    # encrypts with the key as the worker, which may use only the keys named here.
+    target_kms_key_arns: tuple[str, ...] = ()
     # Fan-out of each tick's sweep (asynchronous invocations of the dispatcher, each over a group of
     # shards) and concurrent claims per shard; docs/benchmarks.md sizes them for a million jobs a minute.
     sweep_invocations: int = Field(default=1, ge=1, le=1000)
@@ -112,6 +119,17 @@ class DeploymentConfig(BaseModel):
                 raise ValueError(f"allowed_target_arns: {pattern!r}: IAM patterns know only '*' and '?'")
         return patterns
 
+    @field_validator("target_kms_key_arns")
+    @classmethod
+    def _check_key_arns(cls, arns: tuple[str, ...]) -> tuple[str, ...]:
+        for arn in arns:
+            if not _KMS_KEY_ARN.fullmatch(arn):
+                raise ValueError(
+                    f"target_kms_key_arns: {arn!r} is not a KMS key ARN "
+                    "(arn:aws:kms:<region>:<account>:key/<key id>; not an alias, no wildcards)"
+                )
+        return arns
+
     @field_validator("log_retention_days")
     @classmethod
     def _check_log_retention(cls, days: int) -> int:
@@ -141,6 +159,14 @@ class DeploymentConfig(BaseModel):
         """The dispatcher's reserved concurrency, or None for no reservation (the default; 0 too,
         since a reservation of 0 would throttle every tick)."""
         return self.dispatcher_reserved_concurrency or None
+
+    @property
+    def may_target_sns(self) -> bool:
+        """Whether jobs may publish to some SNS topic (the stack's own alarm topic among them)."""
+        return any(
+            pattern == ALLOW_ALL_TARGETS or target_service(pattern) == "sns"
+            for pattern in self.allowed_target_arns
+        )
 
     @property
     def is_production(self) -> bool:

@@ -73,6 +73,7 @@ class Functions(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
+        self._target_keys_suppressed = False
         self.log_groups: dict[str, logs.LogGroup] = {}
         settings = config.runtime_settings(
             table_name=table.table_name,
@@ -221,6 +222,30 @@ class Functions(Construct):
                 iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[own_arn])
             )
 
+    def allow_worker_target_keys(self, *key_arns: str) -> None:
+        """Let the worker publish to targets encrypted with these keys (target_kms_key_arns, and the
+        stack's own alarm-topic key): exactly TARGET_KEY_ACTIONS, on exactly these keys."""
+        role = self._role(self.worker)
+        role.add_to_principal_policy(permissions.target_key_statement(key_arns))
+        if self._target_keys_suppressed:
+            return
+        self._target_keys_suppressed = True
+        NagSuppressions.add_resource_suppressions(
+            role,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason=(
+                        "kms:GenerateDataKey* is what AWS documents a publisher to an SNS topic encrypted "
+                        "with a customer-managed key needs (with kms:Decrypt); it is granted on the named "
+                        "keys of the deployment's targets only, never on every key."
+                    ),
+                    applies_to=["Action::kms:GenerateDataKey*"],
+                )
+            ],
+            apply_to_children=True,
+        )
+
     def _grant_worker(self, table: dynamodb.ITable, queues: WorkQueues) -> None:
         role = self._role(self.worker)
         role.add_to_principal_policy(permissions.table_items(table, "worker"))
@@ -236,6 +261,8 @@ class Functions(Construct):
         patterns = self._config.allowed_target_arns
         for statement in permissions.target_statements(patterns):
             role.add_to_principal_policy(statement)
+        if self._config.target_kms_key_arns:
+            self.allow_worker_target_keys(*self._config.target_kms_key_arns)
         if ALLOW_ALL_TARGETS in patterns:
             reason = (
                 "The deployment's allowed_target_arns is '*': the operator chose to let jobs target any "

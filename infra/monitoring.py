@@ -133,6 +133,8 @@ class Monitoring(Construct):
             ),
         ]
         self.alarms: dict[str, cloudwatch.Alarm] = {a.node.id: a for a in alarms}
+        # The key of the stack's own alarm topic; None with an operator's topic (alarm_topic_arn).
+        self.alarm_topic_key: kms.IKey | None = None
         self.alarm_topic = self._alarm_topic(config)
         for alarm in self.alarms.values():
             alarm.add_alarm_action(actions.SnsAction(self.alarm_topic))
@@ -163,6 +165,9 @@ class Monitoring(Construct):
                 resources=["*"],  # in a key policy, "*" is this key
             )
         )
+        # The key policy's other statement (CDK's default) hands the key to the account's IAM
+        # policies: that is how the worker's own policy may grant it (a job alerting to this topic).
+        self.alarm_topic_key = key
         topic = sns.Topic(
             self,
             "AlarmTopic",

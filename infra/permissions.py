@@ -43,6 +43,17 @@ def queue_actions(actions: Iterable[str], *queues: sqs.IQueue) -> iam.PolicyStat
     return iam.PolicyStatement(actions=sorted(actions), resources=[queue.queue_arn for queue in queues])
 
 
+# What SNS and SQS need of the sender to a topic or queue encrypted with a customer-managed key: a data
+# key to encrypt the message with, and Decrypt to reuse a cached one. AWS documents the first as the
+# wildcard kms:GenerateDataKey*.
+TARGET_KEY_ACTIONS: Final = ("kms:Decrypt", "kms:GenerateDataKey*")
+
+
+def target_key_statement(key_arns: Iterable[str]) -> iam.PolicyStatement:
+    """The worker's use of the keys of encrypted targets, by their key ARNs."""
+    return iam.PolicyStatement(actions=list(TARGET_KEY_ACTIONS), resources=list(dict.fromkeys(key_arns)))
+
+
 def target_statements(patterns: Iterable[str]) -> list[iam.PolicyStatement]:
     """What the worker may do to job targets: one statement per service, on exactly these ARN patterns.
 

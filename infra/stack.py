@@ -67,6 +67,10 @@ class PunctualStack(Stack):
             queues=queues,
             table=storage.table,
         )
+        if monitoring.alarm_topic_key is not None and config.may_target_sns:
+            # Jobs may then alert to the stack's own alarm topic (allowed_target_arns names it once
+            # it exists, or allows '*'), which its key encrypts; no setting can name that key.
+            functions.allow_worker_target_keys(monitoring.alarm_topic_key.key_arn)
 
         CfnOutput(self, "ApiUrl", value=api.url, description="Base URL of the API (append v1/...)")
         CfnOutput(self, "TableName", value=storage.table.table_name)

@@ -1,7 +1,8 @@
 """Synthesizes the CDK app once per configuration and session, the way ``cdk synth`` does.
 
 The default configuration is exactly the context in ``cdk.json``; the production one adds what an
-operator would set for a real account (prod stage, API keys, allowed targets, an alarm topic).
+operator would set for a real account (prod stage, API keys, allowed targets and their keys, an
+alarm topic).
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ PRODUCTION_TARGETS = (
     "arn:aws:sns:eu-west-1:123456789012:alerts",
     "arn:aws:events:eu-west-1:123456789012:event-bus/default",
 )
+# Customer-managed keys of encrypted targets (an SNS topic, an SQS queue).
+PRODUCTION_TARGET_KEYS = (
+    "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    "arn:aws:kms:eu-west-1:123456789012:key/mrk-0123456789abcdef0123456789abcdef",
+)
 PRODUCTION_CONTEXT: dict[str, Any] = {
     "stage": "prod",
     "shard_count": 32,
@@ -34,6 +40,7 @@ PRODUCTION_CONTEXT: dict[str, Any] = {
     "run_trace_percent": 100,
     "http_allow_list": ["10.20.0.0/16", "hooks.internal.example"],
     "allowed_target_arns": list(PRODUCTION_TARGETS),
+    "target_kms_key_arns": list(PRODUCTION_TARGET_KEYS),
     "api_auth": "api_key",
     "api_key_names": ["team-a", "team-b"],
     "api_quota_per_day": 100000,

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from infra.config import DeploymentConfig
 from infra.permissions import TABLE_ITEM_ACTIONS, target_statements
-from tests.infrastructure.conftest import PRODUCTION_TARGETS, Synthesized
+from tests.infrastructure.conftest import PRODUCTION_TARGET_KEYS, PRODUCTION_TARGETS, Synthesized
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
 
@@ -19,6 +19,12 @@ pytestmark = pytest.mark.xdist_group("infrastructure")
 DATA_SERVICES = {"dynamodb", "sqs", "sns", "lambda", "events", "s3", "kms", "logs", "secretsmanager", "ssm"}
 # Actions that support no resource-level permissions and touch no data.
 RESOURCE_STAR_ALLOWED = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+# The one wildcard action granted, because AWS documents it by that name: a publisher to an SNS topic
+# encrypted with a customer-managed key needs kms:GenerateDataKey* (with kms:Decrypt) on the key. It
+# only ever names keys, never "*" (test_given_target_keys_...).
+DOCUMENTED_WILDCARDS = {"kms:GenerateDataKey*"}
+# What the worker may do with the key of an encrypted target: what publishing to it needs.
+TARGET_KEY_ACTIONS = {"kms:Decrypt", "kms:GenerateDataKey*"}
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -80,6 +86,8 @@ def wildcard_data_grants(template: dict[str, Any]) -> list[str]:
             found.append(f"{logical_id}: NotAction {statement['NotAction']}")
         for action in _as_list(statement.get("Action", [])):
             service = action.split(":")[0] if ":" in action else "*"
+            if action in DOCUMENTED_WILDCARDS:
+                continue
             if "*" in action and (
                 service == "*" or service.replace("*", "") in DATA_SERVICES or "*" in service
             ):
@@ -325,3 +333,86 @@ def test_given_each_role_when_synthesized_then_it_gets_exactly_its_own_item_acti
     assert granted == set(TABLE_ITEM_ACTIONS[role])
     if role == "worker":  # it claims nothing and deletes triggers one by one at most
         assert not granted & {"dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"}
+
+
+def _kms_grants(statements: list[dict[str, Any]]) -> list[tuple[set[str], list[Any]]]:
+    """(actions, resources) of each statement granting a kms: action."""
+    return [
+        ({str(a) for a in _as_list(s["Action"])}, _as_list(s["Resource"]))
+        for s in statements
+        if any(str(a).startswith("kms:") for a in _as_list(s["Action"]))
+    ]
+
+
+def test_given_target_keys_when_synthesized_then_the_worker_may_encrypt_for_exactly_those_keys(
+    default_stack: Synthesized, production_stack: Synthesized
+) -> None:
+    # SNS and SQS encrypt what the worker publishes or sends with the target's key, as the worker:
+    # without the key, a job targeting an encrypted topic or queue fails with KMS.AccessDenied.
+    assert _kms_grants(_statements_of(production_stack, "worker")) == [
+        (TARGET_KEY_ACTIONS, list(PRODUCTION_TARGET_KEYS))
+    ]
+    for role in ("api", "dispatcher"):
+        assert _kms_grants(_statements_of(production_stack, role)) == [], role
+    for role in ("api", "dispatcher", "worker"):
+        assert _kms_grants(_statements_of(default_stack, role)) == [], f"no key was named: {role}"
+
+
+@pytest.mark.parametrize(
+    "arn",
+    [
+        "arn:aws:kms:eu-west-1:123456789012:alias/orders",  # IAM authorises a key's use by its key ARN
+        "arn:aws:kms:eu-west-1:123456789012:key/*",
+        "*",
+        "1234abcd-12ab-34cd-56ef-1234567890ab",
+        "arn:aws:sns:eu-west-1:123456789012:alerts",
+    ],
+)
+def test_given_a_target_key_that_is_no_key_arn_when_configured_then_synth_refuses_it(arn: str) -> None:
+    with pytest.raises(ValidationError, match="target_kms_key_arns"):
+        DeploymentConfig.from_mapping({"target_kms_key_arns": [arn]})
+
+
+def test_given_target_keys_from_the_command_line_when_read_then_they_become_a_list() -> None:
+    config = DeploymentConfig.from_mapping({"target_kms_key_arns": ",".join(PRODUCTION_TARGET_KEYS)})
+    assert config.target_kms_key_arns == PRODUCTION_TARGET_KEYS
+
+
+def test_given_sns_targets_when_the_stack_owns_the_alarm_topic_then_the_worker_may_use_its_key() -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    from tests.infrastructure.conftest import synthesize
+
+    # The stack's alarm topic (its ARN is the output AlarmTopicArn) may be a job's alert target
+    # once allowed_target_arns names it; its key is the stack's own, so no setting can name it.
+    synthesized = synthesize({"allowed_target_arns": ["arn:aws:sns:eu-west-1:123456789012:*"]})
+    key_id = synthesized.logical_id("AWS::KMS::Key")
+    assert _kms_grants(_statements_of(synthesized, "worker")) == [
+        (TARGET_KEY_ACTIONS, [{"Fn::GetAtt": [key_id, "Arn"]}])
+    ]
+    # The worker's IAM grant takes effect because the key policy hands the key to the account's IAM
+    # policies (the account root's statement), as CloudWatch's statement does not.
+    key_policy = synthesized.only("AWS::KMS::Key")["Properties"]["KeyPolicy"]
+    delegating = [
+        s
+        for s in _as_list(key_policy["Statement"])
+        if s["Effect"] == "Allow"
+        and isinstance(s.get("Principal"), dict)
+        and _text(s["Principal"].get("AWS", "")).endswith(":root")
+    ]
+    assert delegating, "the key policy must let IAM policies of the account grant the key"
+    annotations = Annotations.from_stack(synthesized.stack)
+    findings = annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*"))
+    findings += annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*"))
+    assert [str(finding.entry.data) for finding in findings] == []
+    assert wildcard_data_grants(synthesized.raw) == []
+
+
+def test_given_no_sns_target_or_an_operators_alarm_topic_when_synthesized_then_no_alarm_key_is_granted(
+    default_stack: Synthesized, production_stack: Synthesized
+) -> None:
+    # No SNS target: the worker cannot publish to the alarm topic, so it needs none of its key.
+    assert _kms_grants(_statements_of(default_stack, "worker")) == []
+    # An operator's topic (alarm_topic_arn): the stack has no key; a key of theirs goes in
+    # target_kms_key_arns like any target's.
+    assert not production_stack.resources("AWS::KMS::Key")
