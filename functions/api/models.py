@@ -351,6 +351,10 @@ ON_COMPLETE_TEXT = (
     "what becomes of the job once it ends (a one-off's run done, end_at passed, max_runs reached): "
     "keep it, or delete it, with its history, delete_after_days after"
 )
+DEAD_LETTER_TEXT = (
+    "an SQS queue of the deployment's allow-list that receives each run that ended FAILED: the job, "
+    'the run, its last error and the payload (docs/api.md, "Dead letters")'
+)
 DELETE_AFTER_TEXT = "on_complete delete: how long the ended job and its history stay readable, in days"
 
 
@@ -398,6 +402,7 @@ class CreateJobIn(BaseModel):
     )
     max_runs: int | None = Field(default=None, ge=1, le=1000, strict=True, description=MAX_RUNS_TEXT)
     alerts: AlertsIn | None = None
+    dead_letter: SqsTargetIn | None = Field(default=None, description=DEAD_LETTER_TEXT)
     on_complete: Literal["keep", "delete"] = Field(default="keep", description=ON_COMPLETE_TEXT)
     delete_after_days: int = Field(default=7, ge=1, le=365, strict=True, description=DELETE_AFTER_TEXT)
 
@@ -427,6 +432,7 @@ class PatchJobIn(BaseModel):
     )
     max_runs: int | None = Field(default=None, ge=1, le=1000, strict=True, description=MAX_RUNS_TEXT)
     alerts: AlertsIn | None = Field(default=None, description="replaced as a whole; null removes them")
+    dead_letter: SqsTargetIn | None = Field(default=None, description=DEAD_LETTER_TEXT + "; null removes it")
     on_complete: Literal["keep", "delete"] | None = Field(default=None, description=ON_COMPLETE_TEXT)
     delete_after_days: int | None = Field(
         default=None, ge=1, le=365, strict=True, description=DELETE_AFTER_TEXT
@@ -552,6 +558,9 @@ class JobOut(Answer):
     )
     remaining_runs: int | None = Field(
         default=None, description="with max_runs: the runs left, max_runs less those set off so far"
+    )
+    dead_letter: dict[str, Any] | None = Field(
+        default=None, description="the SQS queue that receives the job's failed runs (type, queue_url)"
     )
     on_complete: Literal["keep", "delete"] = "keep"
     delete_after_days: int | None = Field(default=None, description="with on_complete delete")

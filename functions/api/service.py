@@ -64,7 +64,7 @@ from functions.core.targets.validation import TargetError, validate_target
 from functions.core.templating import TemplateError, check_templates
 
 if TYPE_CHECKING:  # the models load with pydantic, when a request has a body to check
-    from functions.api.models import AlertsIn, CreateJobIn, PatchJobIn, ScheduleIn
+    from functions.api.models import AlertsIn, CreateJobIn, PatchJobIn, ScheduleIn, SqsTargetIn
 
 # The most jobs one POST /v1/jobs/batch may create.
 MAX_BATCH = 100
@@ -186,6 +186,7 @@ class JobService:
             pause_on_failures=request.pause_on_failures,
             max_runs=request.max_runs,
             alerts=alerts,
+            dead_letter=self._dead_letter(request.dead_letter),
             on_complete=OnComplete(request.on_complete),
             delete_after_days=request.delete_after_days,
             tags=request.tags,
@@ -301,6 +302,16 @@ class JobService:
                 "name at least one alert: failed, missed, late_seconds or running_seconds", "alerts"
             )
         return alerts
+
+    def _dead_letter(self, request: SqsTargetIn | None) -> dict[str, Any] | None:
+        """The job's dead-letter queue, validated like a target (the deployment's allow-list)."""
+        if request is None:
+            return None
+        try:
+            return self._validate_target(request.spec())
+        except InvalidInput as error:
+            field = (error.field or "target").removeprefix("target")
+            raise InvalidInput(error.reason, f"dead_letter{field}") from error
 
     def _runs_made(self, job: Job) -> int:
         """The runs counted against ``max_runs`` so far, from the history (a chain the API starts
@@ -500,6 +511,8 @@ class JobService:
             changes["max_runs"] = request.max_runs
         if "alerts" in given:
             changes["alerts"] = self._alerts(request.alerts)
+        if "dead_letter" in given:
+            changes["dead_letter"] = self._dead_letter(request.dead_letter)
         if "on_complete" in given and request.on_complete is not None:
             changes["on_complete"] = OnComplete(request.on_complete)
         if "delete_after_days" in given and request.delete_after_days is not None:
@@ -725,6 +738,7 @@ class JobService:
             "pause_on_failures": job.pause_on_failures,
             "max_runs": job.max_runs,
             "alerts": job.alerts.to_dict() if job.alerts is not None else None,
+            "dead_letter": job.dead_letter,
             "remaining_runs": remaining,
             "on_complete": job.on_complete.value,
             "delete_after_days": job.delete_after_days if job.on_complete is OnComplete.DELETE else None,

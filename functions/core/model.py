@@ -310,6 +310,8 @@ class Job:
     delete_after_days: int = 7  # on_complete delete: how long an ended job stays readable
     expires_at: datetime | None = None  # on_complete delete: gone from then on (the item's TTL)
     alerts: Alerts | None = None
+    # An SQS target (of the allow-list) that receives each run that ended FAILED, with its error.
+    dead_letter: dict[str, Any] | None = None
 
     def alerts_on(self, kind: AlertKind) -> bool:
         """Whether this job wants an alert of ``kind``."""

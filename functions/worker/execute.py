@@ -47,6 +47,7 @@ from functions.core.resources import (
 )
 from functions.core.settings import Settings
 from functions.core.targets.outcome import Delivery, TargetOutcome, traceparent_of
+from functions.worker.dead_letter import DeadLetters, DeadLetterUndelivered
 from functions.worker.heartbeat import AgeAlarm, Heartbeat, next_beat_by
 
 # How long past the due time a held message stays hidden if its worker dies. Longer than the first
@@ -98,6 +99,7 @@ class RunExecutor:
         self.crash_point = crash_point or crash_points.crash_point
         self.rng = random.Random()
         self.alerts = AlertSender(store, targets)
+        self.dead_letters = DeadLetters(store, targets)
 
     def handle(
         self,
@@ -117,12 +119,19 @@ class RunExecutor:
         deadline = None if time_left_seconds is None else self.clock() + timedelta(seconds=time_left_seconds)
         last = receive_count >= WORK_QUEUE_MAX_RECEIVE_COUNT or message.exhausted
         try:
-            self._handle(message, receipt_handle, body, receive_count=receive_count, deadline=deadline)
+            self._handle(message, receipt_handle, receive_count=receive_count, deadline=deadline)
         except ReturnLater as later:
             if not last:
                 raise
             delay = LAST_DELIVERY_RETRY_SECONDS if later.seconds is None else later.seconds
             self._renew_last(message, delay, str(later))
+        except DeadLetterUndelivered as error:
+            if not last:
+                raise
+            # The run has ended; only its dead letter is missing: the deployment's DLQ keeps it,
+            # with the reason (``punctual dlq``), rather than a renewal that may never succeed.
+            self.queue.send_to_dlq(body or message.to_json(), str(error))
+            logger.error("dead letter given up: message kept in the DLQ", extra={"run_id": message.run_id})
         except Exception as error:
             if not last:
                 raise  # SQS delivers it again
@@ -143,7 +152,6 @@ class RunExecutor:
         self,
         message: WorkMessage,
         receipt_handle: str | None,
-        body: str,
         *,
         receive_count: int,
         deadline: datetime | None,
@@ -180,13 +188,15 @@ class RunExecutor:
                 self._wake_waiting(job, run)
                 if run.reason in MISSED_REASONS:  # the dispatcher's note of a misfire row, or a redelivery
                     self.alerts.send(AlertKind.MISSED, job, run, run.error or str(run.reason), self.clock())
+                if run.status is RunStatus.FAILED:  # its dead letter may not have gone out yet
+                    self.dead_letters.send(job, run, self.clock())
             return
         assert run is not None
         if isinstance(arrival, lifecycle.Cancel) or job is None:
             self._end(run, lifecycle.Cancel("job cancelled"), create=create)
             return
         if receive_count >= WORK_QUEUE_MAX_RECEIVE_COUNT or message.exhausted:
-            self._last_delivery(message, run, job, body or message.to_json(), receive_count)
+            self._last_delivery(message, run, job, receive_count)
             return
         now = self.clock()
         if run.status is RunStatus.RUNNING and run.lease_until is not None and now < run.lease_until:
@@ -198,9 +208,7 @@ class RunExecutor:
                 raise ReturnLater("attempt in progress elsewhere", math.ceil(remaining))
             self._hold(receipt_handle, remaining)
             self._sleep_until(run.lease_until)
-            self._handle(
-                message, receipt_handle, body, receive_count=receive_count, deadline=deadline, held=True
-            )
+            self._handle(message, receipt_handle, receive_count=receive_count, deadline=deadline, held=True)
             return
         skip = lifecycle.superseded(run, job)
         if skip is not None:
@@ -292,7 +300,7 @@ class RunExecutor:
         ) as heartbeat:
             outcome = self._deliver(job, run, heartbeat.lost)
         self.crash_point("after_execute_before_record")
-        self._record(job, run, called_at, outcome, body or message.to_json(), started_late=started_late)
+        self._record(job, run, called_at, outcome, started_late=started_late)
         for thread in sending:  # an alert sent beside the call ends with this invocation
             if thread is not None:
                 thread.join(ALERT_TIMEOUT_SECONDS + 2)
@@ -414,7 +422,7 @@ class RunExecutor:
             )
             raise ReturnLater("not enough time left in this invocation", 0)
 
-    def _last_delivery(self, message: WorkMessage, run: Run, job: Job, body: str, receive_count: int) -> None:
+    def _last_delivery(self, message: WorkMessage, run: Run, job: Job, receive_count: int) -> None:
         """SQS will not deliver this message again: end the run now rather than let the queue move the
         message to the DLQ with the run still open.
 
@@ -459,7 +467,7 @@ class RunExecutor:
             duration_ms=0,
         )
         logger.error("run failed: delivery exhausted", extra=log)
-        self._record(job, run, now, outcome, body)
+        self._record(job, run, now, outcome)
 
     def _wait_until_due(self, run: Run, receipt_handle: str | None) -> bool:
         """Hold the message until the attempt is due, or give it back if that is too far off.
@@ -552,7 +560,6 @@ class RunExecutor:
         run: Run,
         started_at: datetime,
         outcome: TargetOutcome,
-        body: str,
         *,
         started_late: datetime | None = None,
     ) -> None:
@@ -597,15 +604,23 @@ class RunExecutor:
             f"run {decision.status.value.lower()}",
             extra={**log, **self._outcome_fields(run, attempt)},
         )
+        failed = None
         if decision.status is RunStatus.FAILED:
-            self.queue.send_to_dlq(body, outcome.error or "failed")
-            failed = replace(run, status=RunStatus.FAILED)
+            failed = replace(
+                run,
+                status=RunStatus.FAILED,
+                attempts=(*run.attempts, attempt),
+                error=outcome.error,
+                finished_at=finished_at,
+            )
             self.alerts.send(AlertKind.FAILED, job, failed, outcome.error or "failed", finished_at)
             if job.pause_on_failures:
                 self._pause_after_failures(job, finished_at)
         self._end_of_one_off(job, run, finished_at)
         self._next_backfill(job, run)
         self._wake_waiting(job, run)
+        if failed is not None:  # last: if it raises, a redelivery sends it again (``_handle``)
+            self.dead_letters.send(job, failed, finished_at)
 
     def _next_backfill(self, job: Job, run: Run) -> None:
         """A buffered backfill goes on: the end of one of its runs dispatches the next occurrence up

@@ -43,6 +43,7 @@ API_OWNED = (
     "pause_on_failures",
     "max_runs",
     "alerts",
+    "dead_letter",
     "on_complete",
     "delete_after_days",
     "updated_at",

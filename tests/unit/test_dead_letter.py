@@ -1,0 +1,141 @@
+"""A job's own dead-letter queue, on the in-memory fakes: the deployment's DLQ keeps only what
+Punctual itself could not process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+from functions.api.errors import InvalidInput
+from functions.api.models import PatchJobIn
+from functions.api.service import JobService
+from functions.core.dispatching import Dispatcher
+from functions.core.model import RunStatus
+from functions.core.queue import WorkMessage
+from functions.core.resources import WORK_QUEUE_MAX_RECEIVE_COUNT
+from functions.core.ssrf_guard import NetworkPolicy
+from functions.worker.dead_letter import DEAD_LETTER, DeadLetterUndelivered
+from functions.worker.execute import RunExecutor
+from tests.conftest import Clock
+from tests.fakes.queue import MemoryQueue
+from tests.fakes.store import MemoryStore
+from tests.fakes.targets import ScriptedTargets, failure
+from tests.unit.test_engine_on_fakes import SETTINGS, Engine
+
+QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/report-failures"
+DEAD_LETTER_QUEUE = {"type": "sqs", "queue_url": QUEUE_URL}
+
+
+@pytest.fixture
+def engine(clock: Clock) -> Iterator[Engine]:
+    settings = SETTINGS.replace(
+        allowed_target_arns=("arn:aws:sqs:us-east-1:123456789012:report-*",), account_id="123456789012"
+    )
+    store, queue, targets = MemoryStore(), MemoryQueue(delays=False), ScriptedTargets()
+    dispatcher = Dispatcher(store, queue, settings, clock=clock, crash_point=lambda _name: None)
+    policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
+    service = JobService(store, dispatcher, settings, policy, clock=clock)
+    executor = RunExecutor(
+        store, queue, targets, settings, clock=clock, sleep=clock.sleep, crash_point=lambda _name: None
+    )
+    yield Engine(clock, store, queue, targets, dispatcher, service, executor)
+
+
+def failing_one_off(engine: Engine, **body: object) -> tuple[str, WorkMessage]:
+    engine.targets.outcomes = [failure(404, retriable=False)]
+    job = engine.create(
+        name="nightly", schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()}, **body
+    )
+    engine.clock.advance(5)
+    message, _delay = engine.queue.sent[-1]
+    return job["job_id"], message
+
+
+def test_a_run_that_failed_on_its_target_goes_to_the_jobs_dead_letter_queue_not_the_deployments(
+    engine: Engine,
+) -> None:
+    job_id, message = failing_one_off(
+        engine,
+        dead_letter=DEAD_LETTER_QUEUE,
+        payload={"report": "sales"},
+        target={"type": "http", "url": "https://example.com/hook", "headers": {"Authorization": "secret"}},
+    )
+    engine.executor.handle(message, None)
+    (run,) = engine.store.runs[job_id].values()
+    assert run.status is RunStatus.FAILED
+    assert engine.queue.dlq_bodies() == [], "a user's broken webhook is not the deployment's alarm"
+    (_call, (spec, delivery, _timeout)) = engine.targets.deliveries
+    assert spec == DEAD_LETTER_QUEUE
+    assert delivery.idempotency_key == f"{run.run_id}.alert-{DEAD_LETTER}"
+    body = delivery.payload
+    assert body["job_id"] == job_id and body["run_id"] == run.run_id and body["job_name"] == "nightly"
+    assert body["error"] == "HTTP 404" and body["status_code"] == 404 and body["attempts"] == 1
+    assert body["payload"] == {"report": "sales"}
+    assert "headers" not in body["target"], "the target's headers may carry credentials"
+    assert DEAD_LETTER in engine.store.runs[job_id][run.run_id].alerts_sent
+    # a redelivery of the ended run's message sends nothing more
+    engine.executor.handle(message, None)
+    assert len(engine.targets.deliveries) == 2
+
+
+def test_a_job_without_a_dead_letter_queue_fails_its_run_and_sends_nothing_more(engine: Engine) -> None:
+    job_id, message = failing_one_off(engine)
+    engine.executor.handle(message, None)
+    assert [run.status for run in engine.store.runs[job_id].values()] == [RunStatus.FAILED]
+    assert len(engine.targets.deliveries) == 1 and engine.queue.dlq_bodies() == []
+
+
+def test_a_dead_letter_queue_that_refuses_is_tried_again_by_the_runs_redelivered_message(
+    engine: Engine,
+) -> None:
+    job_id, message = failing_one_off(engine, dead_letter=DEAD_LETTER_QUEUE)
+    engine.targets.outcomes.append(failure(403, retriable=False))  # the queue refuses the dead letter
+    with pytest.raises(DeadLetterUndelivered):
+        engine.executor.handle(message, None)  # the message comes back (record_handler's backoff)
+    (run,) = engine.store.runs[job_id].values()
+    assert run.status is RunStatus.FAILED and DEAD_LETTER not in run.alerts_sent
+    engine.executor.handle(message, None, receive_count=2)
+    assert DEAD_LETTER in engine.store.runs[job_id][run.run_id].alerts_sent
+    assert [spec for spec, _delivery, _timeout in engine.targets.deliveries][1:] == [DEAD_LETTER_QUEUE] * 2
+
+
+def test_a_dead_letter_refused_until_the_last_delivery_is_kept_in_the_deployments_dlq(engine: Engine) -> None:
+    _job_id, message = failing_one_off(engine, dead_letter=DEAD_LETTER_QUEUE)
+    engine.targets.outcomes.append(failure(403, retriable=False))
+    with pytest.raises(DeadLetterUndelivered):
+        engine.executor.handle(message, None)
+    engine.targets.outcomes.append(failure(403, retriable=False))
+    engine.executor.handle(message, None, receive_count=WORK_QUEUE_MAX_RECEIVE_COUNT)
+    (kept,) = engine.queue.dlq.messages
+    assert WorkMessage.from_json(kept.body).run_id == message.run_id
+    assert kept.reason is not None and kept.reason.startswith(f"dead letter not delivered to {QUEUE_URL}")
+
+
+def test_a_dead_letter_queue_outside_the_allow_list_is_refused_naming_the_field(engine: Engine) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        engine.create(
+            schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()},
+            dead_letter={
+                "type": "sqs",
+                "queue_url": "https://sqs.us-east-1.amazonaws.com/123456789012/other",
+            },
+        )
+    assert refused.value.field == "dead_letter.queue_url"
+
+
+def test_a_dead_letter_queue_is_shown_changed_and_removed_by_patch(engine: Engine) -> None:
+    job = engine.create(schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()})
+    assert job["dead_letter"] is None
+    other = f"{QUEUE_URL}-2"
+    changed = engine.service.patch_job(
+        "alice",
+        job["job_id"],
+        PatchJobIn.model_validate({"dead_letter": {"type": "sqs", "queue_url": other}}),
+    )
+    assert changed["dead_letter"] == {"type": "sqs", "queue_url": other}
+    removed = engine.service.patch_job(
+        "alice", job["job_id"], PatchJobIn.model_validate({"dead_letter": None})
+    )
+    assert removed["dead_letter"] is None
