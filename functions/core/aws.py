@@ -1,7 +1,7 @@
 """boto3 clients, created once per process and shared by every role.
 
-Clients are built lazily (a handler's cold start pays only for the clients it uses) and pointed at
-``aws_endpoint_url`` when one is set (the local moto server, or LocalStack).
+Clients are built lazily (a handler's cold start pays only for the clients it uses), one per service
+and region, and pointed at ``aws_endpoint_url`` when one is set (the local moto server, or LocalStack).
 """
 
 from __future__ import annotations
@@ -35,15 +35,38 @@ _TARGET_LAMBDA_CONFIG = Config(
 )
 
 
-def client(service: str, settings: Settings) -> Any:
-    key = (service, settings.aws_endpoint_url, settings.region)
+def client(service: str, settings: Settings, region: str | None = None) -> Any:
+    """The process's client of ``service`` in ``region`` (by default the deployment's).
+
+    A client reaches one region only, so a target in another region has a client of its own. With
+    ``aws_endpoint_url`` set, every region's client goes to that endpoint: an emulator serves all
+    regions and keeps them apart by the region a request is signed for, as AWS's endpoints do.
+    """
+    return _cached(service, settings.aws_endpoint_url, region or settings.region)
+
+
+def client_in_region(home: Any, region: str) -> Any:
+    """The client of ``home``'s service and endpoint in ``region``, shared as :func:`client`'s are.
+
+    For callers that hold a client rather than the settings (the target executor is given the
+    deployment region's clients). A client this module did not make (a test's) is taken to use the
+    service's standard endpoints.
+    """
+    with _lock:
+        origin = next(((s, e) for (s, e, _), made in _clients.items() if made is home), None)
+    service, endpoint = origin or (home.meta.service_model.service_name, None)
+    return _cached(service, endpoint, region)
+
+
+def _cached(service: str, endpoint: str | None, region: str) -> Any:
+    key = (service, endpoint, region)
     with _lock:
         existing = _clients.get(key)
         if existing is None:
             existing = boto3.session.Session().client(
                 service,  # type: ignore[call-overload]
-                region_name=settings.region,
-                endpoint_url=settings.aws_endpoint_url,
+                region_name=region,
+                endpoint_url=endpoint,
                 config=_TARGET_LAMBDA_CONFIG if service == "lambda" else _CONFIG,
             )
             _clients[key] = existing

@@ -3,6 +3,9 @@ and the classification of botocore errors as retriable or not (:data:`_AWS_RETRI
 
 Lambda and EventBridge carry the delivery headers as fields of the event, SQS and SNS as message
 attributes; FIFO queues and topics deduplicate on the run id.
+
+A target in another region of the deployment's partition is called through a client of its region
+(``target_region``: from its ARN or queue URL); a bare name is the deployment's region.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any, Final
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
+    InvalidRegionError,
     NoCredentialsError,
     ParamValidationError,
     PartialCredentialsError,
@@ -24,6 +28,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectTimeoutError as BotoConnectTimeoutError
 from botocore.exceptions import ReadTimeoutError as BotoReadTimeoutError
 
+from functions.core.aws import client_in_region
 from functions.core.targets.outcome import (
     EXCERPT_BYTES,
     Delivery,
@@ -36,6 +41,7 @@ from functions.core.targets.outcome import (
     success,
     traceparent,
 )
+from functions.core.targets.validation import target_region
 
 __all__ = ["AwsDeliveries"]
 
@@ -105,11 +111,29 @@ _AWS_RETRIABLE: Final[Mapping[str, bool]] = {
 }
 
 
+class OtherPartitionError(Exception):
+    """A target in a region of another partition (aws-cn, aws-us-gov, ...) than the deployment's: its
+    credentials are not valid there, so no call is made and no retry can help."""
+
+
 class AwsDeliveries:
-    """Builds the work of one attempt at an AWS target, with clients from ``client`` (shared, lazy)."""
+    """Builds the work of one attempt at an AWS target, with the deployment region's clients from
+    ``client`` (shared, lazy) and, for a target in another region, that region's."""
 
     def __init__(self, client: Callable[[str], Any]) -> None:
         self._client = client
+
+    def _client_for(self, service: str, region: str | None) -> Any:
+        home = self._client(service)
+        if region is None or region == home.meta.region_name:
+            return home
+        regional = client_in_region(home, region)
+        if regional.meta.partition != home.meta.partition:
+            raise OtherPartitionError(
+                f"the target's region {region} is in the partition {regional.meta.partition}, "
+                f"this deployment's is {home.meta.partition}"
+            )
+        return regional
 
     def lambda_work(self, target: Mapping[str, Any], delivery: Delivery) -> Callable[[], TargetOutcome]:
         event = {
@@ -122,10 +146,11 @@ class AwsDeliveries:
             "payload": delivery.payload,
         }
         event_bytes = json_text(event).encode("utf-8")
+        region = target_region(target)
 
         def work() -> TargetOutcome:
             try:
-                response = self._client("lambda").invoke(
+                response = self._client_for("lambda", region).invoke(
                     FunctionName=target["function"], InvocationType="RequestResponse", Payload=event_bytes
                 )
                 stream = response.get("Payload")
@@ -155,7 +180,7 @@ class AwsDeliveries:
         }
         if queue_url.endswith(".fifo"):
             params.update(_fifo_params(delivery))
-        return self._message_work("sqs", "send_message", params)
+        return self._message_work("sqs", target_region(target), "send_message", params)
 
     def sns_work(
         self, target: Mapping[str, Any], delivery: Delivery, body_text: str
@@ -168,16 +193,16 @@ class AwsDeliveries:
         }
         if topic_arn.endswith(".fifo"):
             params.update(_fifo_params(delivery))
-        return self._message_work("sns", "publish", params)
+        return self._message_work("sns", target_region(target), "publish", params)
 
     def _message_work(
-        self, service: str, operation: str, params: dict[str, Any]
+        self, service: str, region: str | None, operation: str, params: dict[str, Any]
     ) -> Callable[[], TargetOutcome]:
         """SQS SendMessage and SNS Publish: one call, success carries the MessageId."""
 
         def work() -> TargetOutcome:
             try:
-                response = getattr(self._client(service), operation)(**params)
+                response = getattr(self._client_for(service, region), operation)(**params)
             except Exception as exc:
                 return _aws_failure(exc)
             return success(json.dumps({"MessageId": response.get("MessageId")}))
@@ -202,10 +227,11 @@ class AwsDeliveries:
             "DetailType": target["detail_type"],
             "Detail": json_text(detail),
         }
+        region = target_region(target)
 
         def work() -> TargetOutcome:
             try:
-                response = self._client("events").put_events(Entries=[entry])
+                response = self._client_for("events", region).put_events(Entries=[entry])
             except Exception as exc:
                 return _aws_failure(exc)
             entries = response.get("Entries") or [{}]
@@ -248,7 +274,11 @@ def _aws_failure(exc: Exception) -> TargetOutcome:
         return failure(code, retriable=retriable, excerpt=excerpt_of(f"{code}: {message}".encode()))
     if isinstance(exc, BotoConnectTimeoutError | BotoReadTimeoutError):
         return failure(f"timeout: {exc}", retriable=True)
-    if isinstance(exc, ParamValidationError | NoCredentialsError | PartialCredentialsError):
+    if isinstance(exc, OtherPartitionError):
+        return failure(str(exc), retriable=False)
+    if isinstance(
+        exc, ParamValidationError | InvalidRegionError | NoCredentialsError | PartialCredentialsError
+    ):
         return failure(f"{type(exc).__name__}: {exc}", retriable=False)
     if isinstance(exc, BotoCoreError | OSError):
         return failure(f"{type(exc).__name__}: {exc}", retriable=True)

@@ -37,6 +37,7 @@ __all__ = [
     "NetworkPolicy",
     "TargetError",
     "normalize_target",
+    "target_region",
     "validate_target",
 ]
 
@@ -81,14 +82,28 @@ MAX_HEADER_VALUE: Final = 8192
 HEADER_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADER_VALUE_FORBIDDEN: Final = re.compile(r"[\x00\r\n]")
 
+# An AWS region as ARNs and endpoints spell it: us-east-1, us-gov-west-1, cn-north-1, eusc-de-east-1.
+# A target's client is made for its region, so a malformed one is refused here rather than failing
+# (or reaching the wrong region) at every delivery.
+_REGION: Final = r"[a-z]{2,}(?:-[a-z]+)+-\d+"
 FUNCTION_NAME: Final = re.compile(
     r"(arn:(aws[a-zA-Z-]*)?:lambda:)?([a-z]{2}((-gov)|(-iso[a-z]?))?-[a-z]+-\d:)?(\d{12}:)?"
     r"(function:)?[a-zA-Z0-9_.-]+(:(\$LATEST|[a-zA-Z0-9_-]+))?"
 )
 _QUEUE_PATH: Final = re.compile(r"/\d{12}/([A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)")
-TOPIC_ARN: Final = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?")
+TOPIC_ARN: Final = re.compile(rf"arn:aws[a-z-]*:sns:{_REGION}:\d{{12}}:[A-Za-z0-9_-]{{1,256}}(\.fifo)?")
 BUS_NAME: Final = re.compile(r"[/.\-_A-Za-z0-9]{1,256}")
-BUS_ARN: Final = re.compile(r"arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus/[/.\-_A-Za-z0-9]{1,256}")
+BUS_ARN: Final = re.compile(rf"arn:aws[a-z-]*:events:{_REGION}:\d{{12}}:event-bus/[/.\-_A-Za-z0-9]{{1,256}}")
+_ARN_REGION: Final = re.compile(rf"arn:[^:]*:(?:sns|events):({_REGION}):")
+# A function's region is named by its ARN, or by a partial ARN that goes on with the account or
+# "function:" ("eu-west-1:123456789012:function:f"); "my-fn-1:live" is a name and an alias.
+_FUNCTION_REGION: Final = re.compile(rf"arn:[^:]*:lambda:({_REGION}):|({_REGION}):(?:\d{{12}}:|function:)")
+# The hosts an SQS queue URL may have: sqs.<region>.amazonaws.com (and .com.cn, .eu, FIPS, VPC endpoints,
+# LocalStack's sqs.<region>.localhost.localstack.cloud) and the legacy <region>.queue.amazonaws.com;
+# the legacy queue.amazonaws.com is us-east-1's.
+_QUEUE_HOST_REGION: Final = re.compile(rf"(?:.+\.)?sqs(?:-fips)?\.({_REGION})\..+|({_REGION})\.queue\..+")
+_LEGACY_US_EAST_1_QUEUE_HOST: Final = "queue.amazonaws.com"
+_AWS_HOST: Final = re.compile(r"(?:.+\.)?amazonaws\.(?:com|com\.cn|eu)")
 
 
 def _is_reserved_header(name: str) -> bool:
@@ -124,6 +139,13 @@ def normalize_target(spec: Mapping[str, Any], policy: NetworkPolicy, *, strict: 
             raise TargetError(
                 "target.queue_url", "must be an SQS queue URL (https://sqs.<region>.../<account>/<name>)"
             )
+        # An AWS host that names no region would send the run to the deployment's region, where a queue
+        # of the same name may exist. Other hosts (an emulator's) are the deployment's region.
+        if _AWS_HOST.fullmatch(parts.hostname or "") and _queue_region(queue_url) is None:
+            raise TargetError(
+                "target.queue_url",
+                "the host must name the queue's region (https://sqs.<region>.amazonaws.com/...)",
+            )
         return {"type": kind, "queue_url": queue_url}
     if kind == "sns":
         _check_keys(spec, kind, {"topic_arn"})
@@ -140,6 +162,29 @@ def normalize_target(spec: Mapping[str, Any], policy: NetworkPolicy, *, strict: 
         raise TargetError("target.source", "sources starting with 'aws.' are reserved for AWS services")
     detail_type = _optional_str(spec, "detail_type", DEFAULT_EVENT_DETAIL_TYPE, MAX_LENGTHS["detail_type"])
     return {"type": kind, "bus": bus, "source": source, "detail_type": detail_type}
+
+
+def target_region(target: Mapping[str, Any]) -> str | None:
+    """The region of the AWS resource a normalised target names, or None where it names none: a bare
+    function or bus name, which Lambda and EventBridge resolve in the caller's (the deployment's) region,
+    or a queue URL of an emulator."""
+    kind = target["type"]
+    if kind == "sqs":
+        return _queue_region(str(target["queue_url"]))
+    if kind == "lambda":
+        found = _FUNCTION_REGION.match(str(target["function"]))
+        return (found.group(1) or found.group(2)) if found else None
+    name = {"sns": "topic_arn", "eventbridge": "bus"}.get(kind)
+    found = _ARN_REGION.match(str(target[name])) if name is not None else None
+    return found.group(1) if found else None
+
+
+def _queue_region(queue_url: str) -> str | None:
+    host = urlsplit(queue_url).hostname or ""
+    if host == _LEGACY_US_EAST_1_QUEUE_HOST:
+        return "us-east-1"
+    found = _QUEUE_HOST_REGION.fullmatch(host)
+    return (found.group(1) or found.group(2)) if found else None
 
 
 def _check_keys(spec: Mapping[str, Any], kind: str, allowed: set[str]) -> None:
