@@ -141,11 +141,16 @@ class Dispatcher:
         settings: Settings,
         clock: Callable[[], datetime] = utcnow,
         crash_point: Callable[[str], None] | None = None,
+        *,
+        deletes: bool = True,
     ) -> None:
         self.store = store
         self.queue = queue
         self.settings = settings
         self.clock = clock
+        # False for a worker going on with a buffered backfill: its role may not delete items, so a
+        # trigger it finds stale (the job was cancelled meanwhile) is left for the next sweep.
+        self.deletes = deletes
         # Occurrences this process saw dispatched (their run exists), by trigger key and job version,
         # with their fire time. A sent trigger stays in its bucket until the cursor passes its minute,
         # so every tick lists it again; remembering it spares the re-check of its run (a read, and on
@@ -289,9 +294,10 @@ class Dispatcher:
 
     def _delete(self, triggers: list[Trigger]) -> None:
         """Delete triggers that are done but have no run of their own: a sent retry wake-up, an
-        occurrence the misfire policy replaced (both rare)."""
-        for trigger in triggers:
-            self.store.delete_trigger(trigger)
+        occurrence the misfire policy replaced (both rare), a stale one."""
+        if self.deletes:
+            for trigger in triggers:
+                self.store.delete_trigger(trigger)
 
     def _dispatch_one(self, trigger: Trigger, now: datetime, jobs: dict[str, Job | None]) -> _Outcome:
         """Prepare one trigger; ``jobs`` caches the jobs read so far (shared by concurrent threads)."""
@@ -334,7 +340,7 @@ class Dispatcher:
             and self.store.complete_job(job, job.expiry_after_end(now))
         ):
             # max_runs was lowered below the runs made: the job ends instead of this occurrence.
-            self.store.delete_trigger(trigger)
+            self._delete([trigger])
             logger.info("job completed: max_runs reached", extra={"job_id": job.job_id})
             report.stale += 1
             return _Outcome(report)
@@ -347,7 +353,7 @@ class Dispatcher:
             )
         ):
             # Paused, changed or ended since the trigger was written: it must not fire.
-            self.store.delete_trigger(trigger)
+            self._delete([trigger])
             report.stale += 1
             return _Outcome(report)
         run, next_trigger, collapsed = self._plan(trigger, job, now)

@@ -638,9 +638,12 @@ class RunExecutor:
         from functions.core.dispatching import Dispatcher  # only a buffered backfill needs it
 
         now = self.clock()
+        current = self.store.get_job(job.job_id)  # ours was read before the run: it may be cancelled
+        if current is None or current.status is JobStatus.CANCELLED or current.gone(now):
+            return
         trigger = replace(
             make_trigger(
-                job,
+                current,
                 following,
                 now=now,
                 shard_count=self.settings.shard_count,
@@ -651,7 +654,10 @@ class RunExecutor:
             backfill_until=run.backfill_until,
         )
         self.store.put_trigger(trigger)
-        Dispatcher(self.store, self.queue, self.settings, clock=self.clock).dispatch([trigger], now)
+        # The worker may not delete items: a trigger found stale meanwhile is the next sweep's to delete.
+        Dispatcher(self.store, self.queue, self.settings, clock=self.clock, deletes=False).dispatch(
+            [trigger], now
+        )
 
     def _end_of_one_off(self, job: Job, run: Run, now: datetime) -> None:
         """A one-off job ends with its own run (its status follows the run when read): with

@@ -3,6 +3,8 @@ backfill on the in-memory store and on DynamoDB alike (the trigger and run carry
 
 from __future__ import annotations
 
+import pytest
+
 from functions.core.model import RunKind, RunStatus
 from tests.integration.conftest import Harness, http_target
 from tests.support.receiver import Receiver
@@ -53,3 +55,38 @@ def test_backfill_refusals_name_the_field(call, harness: Harness) -> None:
         {"from": "2026-11-22T12:00:00Z", "to": "2026-11-22T13:00:00Z"},
     )
     assert status == 404
+
+
+def test_a_backfill_whose_job_is_cancelled_during_a_run_stops_without_the_worker_deleting(
+    call, harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker's role may not delete items (infra/permissions.py): going on with a buffered
+    # backfill, it judged the job from the copy it read before the run, and its dispatch deleted the
+    # next trigger of a job cancelled meanwhile: AccessDenied on AWS.
+    deletes: list[str] = []
+    real_delete = harness.store.delete_trigger
+
+    def cancel_during_the_call(path: str, _n: int) -> tuple[int, bytes]:
+        call("DELETE", f"/v1/jobs/{job['job_id']}")
+        return 200, b"{}"
+
+    with Receiver(cancel_during_the_call) as receiver:
+        status, job = call(
+            "POST", "/v1/jobs", {"schedule": {"cron": "0 * * * *"}, "target": http_target(receiver, "/bf")}
+        )
+        assert status == 201, job
+        harness.clock.advance(4 * 3600)
+        body = {"from": "2026-11-22T13:00:00Z", "to": "2026-11-22T15:00:00Z"}
+        status, answer = call("POST", f"/v1/jobs/{job['job_id']}/backfill", body)
+        assert status == 202 and answer["count"] == 3, answer
+        monkeypatch.setattr(
+            harness.store,
+            "delete_trigger",
+            lambda trigger: (deletes.append(trigger.run_id), real_delete(trigger))[1],
+        )
+        for _ in range(3):
+            harness.work()
+    assert len(receiver.for_path("/bf")) == 1, "the backfill stopped with its job"
+    assert deletes == [], "the worker deleted a trigger"
+    runs, _ = harness.store.list_runs(job["job_id"], limit=20)
+    assert [run.status for run in runs] == [RunStatus.SUCCEEDED]

@@ -26,6 +26,7 @@ from functions.core.model import (
     fire_time,
     iso,
     jitter_of,
+    make_trigger,
 )
 from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
 from functions.core.settings import Settings
@@ -1398,3 +1399,19 @@ def test_a_pause_span_covers_only_the_occurrences_without_a_row_of_their_own(eng
     due = 29  # 12:00:10 to 12:04:50: after the pause began, before it ended
     assert span.covers + len(own) == due, "no occurrence counted twice"
     assert span.covers == due - len(ahead)
+
+
+def test_a_dispatcher_that_may_not_delete_leaves_a_stale_trigger_for_the_sweep(engine: Engine) -> None:
+    # The worker going on with a buffered backfill dispatches with deletes=False (its role may not
+    # delete items): a trigger whose job was cancelled just before is left, and the sweep deletes it.
+    created = engine.create(schedule={"cron": "0 3 * * *"})
+    job = engine.store.jobs[created["job_id"]]
+    engine.service.cancel_job("alice", job.job_id)
+    trigger = make_trigger(job, engine.clock(), now=engine.clock(), shard_count=4, kind=RunKind.BACKFILL)
+    engine.store.put_trigger(trigger)
+    worker_side = Dispatcher(engine.store, engine.queue, SETTINGS, clock=engine.clock, deletes=False)
+    report = worker_side.dispatch([trigger], engine.clock())
+    assert report.stale == 1 and report.sent == 0
+    assert trigger in engine.store.query_bucket(trigger.bucket, trigger.shard)
+    engine.dispatcher.dispatch([trigger], engine.clock())
+    assert trigger not in engine.store.query_bucket(trigger.bucket, trigger.shard)
