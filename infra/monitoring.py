@@ -197,7 +197,10 @@ class Monitoring(Construct):
             log_group=dispatcher_logs,
             filter_pattern=logs.FilterPattern.all(
                 logs.FilterPattern.string_value("$.message", "=", SWEEP_FINISHED_MESSAGE),
-                logs.FilterPattern.exists("$.lag_seconds"),
+                # lag_seconds is a JSON number, and only a numeric comparison matches a number:
+                # FilterPattern.exists renders a quoted "*", a string wildcard, which never would,
+                # and the alarm would take the silence for lag for good. The lag is never negative.
+                logs.FilterPattern.number_value("$.lag_seconds", ">=", 0),
             ),
             metric_namespace=namespace,
             metric_name=LAG_METRIC_NAME,
@@ -222,7 +225,11 @@ class Monitoring(Construct):
         queues: WorkQueues,
         table: dynamodb.ITable,
     ) -> cloudwatch.Dashboard:
-        dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=config.name_prefix)
+        # Dashboard names are one namespace per account, across regions: the same stage deployed in
+        # two regions needs two names.
+        dashboard = cloudwatch.Dashboard(
+            self, "Dashboard", dashboard_name=f"{config.name_prefix}-{Stack.of(self).region}"
+        )
         work, dlq = queues.work_queue, queues.dead_letter_queue
         dashboard.add_widgets(
             cloudwatch.AlarmStatusWidget(

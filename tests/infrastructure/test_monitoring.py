@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import json
+import logging
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Template
 
 from infra.monitoring import LAG_METRIC_NAME, SWEEP_FINISHED_MESSAGE
+from tests.conftest import Clock
 from tests.infrastructure.conftest import PRODUCTION_CONTEXT, Synthesized
+from tests.infrastructure.log_filter_pattern import matches, metric_value
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
 
@@ -126,3 +132,121 @@ def test_given_the_stack_when_synthesized_then_a_dashboard_shows_api_dispatcher_
     body = str(dashboard["DashboardBody"])
     for title in ("API requests", "Dispatcher lag", "Worker invocations", "Work queue", "DLQ depth", "Table"):
         assert title in body, f"dashboard lacks the {title!r} widget"
+
+
+@dataclass(frozen=True)
+class _LambdaContext:
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:punctual-dev-dispatcher"
+    function_name: str = "punctual-dev-dispatcher"
+    memory_limit_in_mb: int = 1024
+    aws_request_id: str = "tick"
+
+
+@pytest.fixture
+def dispatcher_log_lines(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The lines the dispatcher's handler writes for two ticks over an empty table, as Powertools
+    writes them to the function's log stream (one JSON object a line)."""
+    from functions.core.dispatching import Dispatcher
+    from functions.core.observability import logger
+    from functions.core.settings import Settings
+    from functions.dispatcher import handler as dispatcher_handler
+    from tests.fakes.queue import MemoryQueue
+    from tests.fakes.store import MemoryStore
+
+    settings = Settings(table_name="memory", shard_count=2, queue_url="memory://work", dlq_url="memory://dlq")
+    dispatcher = Dispatcher(MemoryStore(), MemoryQueue(delays=False), settings, clock=clock)
+    monkeypatch.setattr(dispatcher_handler, "get_settings", lambda: settings)
+    monkeypatch.setattr(dispatcher_handler, "default_dispatcher", lambda: dispatcher)
+    handler = logger.registered_handler
+    assert isinstance(handler, logging.StreamHandler)
+    stream = io.StringIO()
+    previous, level = handler.setStream(stream), logger.log_level
+    logger.setLevel(logging.INFO)  # as deployed (the tests' environment says WARNING)
+    try:
+        clock.advance(42.25)
+        dispatcher_handler.handler({"source": "aws.events"}, _LambdaContext())  # type: ignore[arg-type]
+        clock.advance(60.5)  # the next tick
+        dispatcher_handler.handler({"source": "aws.events"}, _LambdaContext())  # type: ignore[arg-type]
+    finally:
+        handler.setStream(previous)
+        logger.setLevel(level)
+    return stream.getvalue().splitlines()
+
+
+def test_given_the_dispatchers_own_log_lines_when_the_lag_filter_reads_them_then_each_tick_is_a_datapoint(
+    default_stack: Synthesized, dispatcher_log_lines: list[str]
+) -> None:
+    # The alarm counts silence as lag: a pattern that never matches the real line would hold it in
+    # ALARM for good. lag_seconds is a JSON number, which a quoted ("*") value never matches.
+    metric_filter = default_stack.only("AWS::Logs::MetricFilter")["Properties"]
+    pattern = metric_filter["FilterPattern"]
+    (transformation,) = metric_filter["MetricTransformations"]
+    sweeps = [line for line in dispatcher_log_lines if json.loads(line)["message"] == SWEEP_FINISHED_MESSAGE]
+    assert len(sweeps) == 2, dispatcher_log_lines
+    assert [line for line in dispatcher_log_lines if matches(pattern, line)] == sweeps
+    for line in sweeps:
+        lag = json.loads(line)["lag_seconds"]
+        assert isinstance(lag, float), "the dispatcher logs its lag as a JSON number"
+        assert metric_value(transformation["MetricValue"], line) == lag
+    assert "DefaultValue" not in transformation, "a default value would hide a silent dispatcher"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message", "expected"),
+    [
+        # the examples of AWS's "Filter pattern syntax for metric filters" (JSON log events)
+        ('{ $.eventType = "UpdateTrail" }', '{"eventType": "UpdateTrail"}', True),
+        ('{ $.eventType = "Update*" }', '{"eventType": "UpdateTrail"}', True),
+        ('{ $.eventType != "UpdateTrail" }', '{"eventType": "CreateTrail"}', True),
+        ("{ $.bandwidth > 75 }", '{"bandwidth": 80.5}', True),
+        ("{ $.bandwidth > 75 }", '{"bandwidth": 70}', False),
+        ('{ ($.user.id = 2) && ($.user.name = "Alice") }', '{"user": {"id": 2, "name": "Alice"}}', True),
+        ("{ $.a = 1 || $.b = 1 }", '{"b": 1}', True),
+        # a string value compares with strings only, a number with numbers only; missing matches nothing
+        ('{ $.latency = "*" }', '{"latency": 50}', False),
+        ("{ $.latency >= 0 }", '{"latency": "50"}', False),
+        ("{ $.latency >= 0 }", '{"other": 1}', False),
+        ("{ $.latency >= 0 }", "not json", False),
+    ],
+)
+def test_given_a_json_filter_pattern_when_evaluated_then_it_follows_the_documented_semantics(
+    pattern: str, message: str, expected: bool
+) -> None:
+    assert matches(pattern, message) is expected
+
+
+def test_given_a_pattern_beyond_the_evaluators_subset_when_evaluated_then_it_refuses_to_guess() -> None:
+    for pattern in ("{ $.a = * }", "{ $.a IS NULL }", "{ $.a NOT EXISTS }", "ERROR"):
+        with pytest.raises(NotImplementedError):
+            matches(pattern, '{"a": 1}')
+
+
+def test_given_every_alarm_when_its_metric_falls_silent_then_only_the_dispatcher_lag_counts_that_as_alarm(
+    default_stack: Synthesized,
+) -> None:
+    # An alarm that treats missing data as breaching never leaves ALARM while its metric is silent;
+    # only the lag alarm wants that (a dispatcher that stopped ticking), and its metric comes from
+    # a line every tick writes (above), with the filter's unit, or the alarm would see no data.
+    alarms = _alarms(default_stack)
+    breaching = {name for name, alarm in alarms.items() if alarm.get("TreatMissingData") != "notBreaching"}
+    assert breaching == {"punctual-dev-dispatcher-lag"}
+    assert alarms["punctual-dev-dispatcher-lag"]["TreatMissingData"] == "breaching"
+    metric_filter = default_stack.only("AWS::Logs::MetricFilter")["Properties"]
+    (transformation,) = metric_filter["MetricTransformations"]
+    assert alarms["punctual-dev-dispatcher-lag"].get("Unit") == transformation.get("Unit")
+
+
+def test_given_one_stage_in_two_regions_when_synthesized_then_their_dashboards_have_different_names(
+    default_stack: Synthesized,
+) -> None:
+    from infra.app import build_app
+
+    # Dashboard names are unique per account across regions: the region is part of the name.
+    name = default_stack.only("AWS::CloudWatch::Dashboard")["Properties"]["DashboardName"]
+    assert name == {"Fn::Join": ["", ["punctual-dev-", {"Ref": "AWS::Region"}]]}
+    names = set()
+    for region in ("eu-west-1", "us-east-1"):
+        _app, stack = build_app({"region": region, "account": "123456789012"}, nag=False)
+        (dashboard,) = Template.from_stack(stack).find_resources("AWS::CloudWatch::Dashboard").values()
+        names.add(dashboard["Properties"]["DashboardName"])
+    assert names == {"punctual-dev-eu-west-1", "punctual-dev-us-east-1"}
