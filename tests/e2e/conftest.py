@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 import urllib.request
@@ -11,8 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
+from punctual.local.env import LOCAL_CREDENTIALS
 from tests.support.stack import local_stack as run_local_stack
 
 TOKEN = "local-dev-token"
@@ -52,3 +55,24 @@ def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0
             return result
         time.sleep(interval)
     return predicate()
+
+
+def emulator_endpoint(api: Api) -> str:
+    """The emulator's URL, as ``punctual local`` prints it at start-up (tests/support/stack.py's log)."""
+    log = api.state_dir.parent / "stack.log"
+    # The banner follows the API's first answer by a moment.
+    found = wait_until(lambda: re.search(r"emulator:\s+(http://\S+)", log.read_text(errors="replace")), 10)
+    assert found, log.read_text(errors="replace")[-2000:]
+    return str(found.group(1))
+
+
+def emulator_client(api: Api, service: str, region: str = "us-east-1") -> Any:
+    """A boto3 client of the stack's emulator, as a user's own code on AWS would hold."""
+    return boto3.client(  # type: ignore[call-overload]
+        service,
+        region_name=region,
+        endpoint_url=emulator_endpoint(api),
+        aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=LOCAL_CREDENTIALS["AWS_SESSION_TOKEN"],
+    )

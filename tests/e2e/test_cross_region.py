@@ -7,42 +7,19 @@ own emulator (which keeps each region apart, as AWS does), and the runs must arr
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
 import pytest
 
 from functions.core.model import iso
-from punctual.local.env import LOCAL_CREDENTIALS
-from tests.e2e.conftest import Api, wait_until
+from tests.e2e.conftest import Api, emulator_client, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 
 OTHER = "eu-west-1"
 ACCOUNT = "123456789012"  # the emulator's account for the local credentials
-
-
-def emulator_endpoint(api: Api) -> str:
-    """The emulator's URL, as ``punctual local`` prints it at start-up (tests/support/stack.py's log)."""
-    log = api.state_dir.parent / "stack.log"
-    # The banner follows the API's first answer by a moment.
-    found = wait_until(lambda: re.search(r"emulator:\s+(http://\S+)", log.read_text(errors="replace")), 10)
-    assert found, log.read_text(errors="replace")[-2000:]
-    return str(found.group(1))
-
-
-def other_region(service: str, endpoint: str) -> Any:
-    return boto3.client(  # type: ignore[call-overload]
-        service,
-        region_name=OTHER,
-        endpoint_url=endpoint,
-        aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=LOCAL_CREDENTIALS["AWS_SESSION_TOKEN"],
-    )
 
 
 def messages(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
@@ -53,8 +30,8 @@ def messages(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
 
 def test_runs_reach_a_queue_and_a_topic_in_another_region(local_stack: Api) -> None:
     # Given a queue, and a topic with a subscribed queue, in eu-west-1 on the stack's emulator
-    endpoint = emulator_endpoint(local_stack)
-    sqs, sns = other_region("sqs", endpoint), other_region("sns", endpoint)
+    sqs = emulator_client(local_stack, "sqs", OTHER)
+    sns = emulator_client(local_stack, "sns", OTHER)
     suffix = uuid.uuid4().hex[:10]
     queue_url = sqs.create_queue(QueueName=f"reports-{suffix}")["QueueUrl"]
     subscriber_url = sqs.create_queue(QueueName=f"subscriber-{suffix}")["QueueUrl"]
