@@ -11,8 +11,10 @@ from aws_cdk import aws_sqs as sqs
 
 from infra.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, target_service
 
-# Item-level reads and writes each function makes; TransactWriteItems is authorised per item through
-# these (Put, Update, Delete, ConditionCheck). No Scan, no table administration, no streams.
+# Item-level reads and writes each function makes. IAM authorises a TransactWriteItems item by item,
+# through the action of each: the code's transactions hold Put, Update and Delete items only, so
+# they need nothing beyond these (no ConditionCheck item, hence no ConditionCheckItem). No
+# BatchWriteItem (deletes go one by one), no Scan, no table administration, no streams.
 # tests/integration/test_table_permissions.py records what each role's code paths call and checks
 # that each role is granted exactly that.
 _READS: Final = ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,7 +12,7 @@ from pydantic import ValidationError
 
 from infra.config import DeploymentConfig
 from infra.permissions import TABLE_ITEM_ACTIONS, target_statements
-from tests.infrastructure.conftest import PRODUCTION_TARGET_KEYS, PRODUCTION_TARGETS, Synthesized
+from tests.infrastructure.conftest import PRODUCTION_TARGET_KEYS, PRODUCTION_TARGETS, REPO_ROOT, Synthesized
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
 
@@ -416,3 +417,22 @@ def test_given_no_sns_target_or_an_operators_alarm_topic_when_synthesized_then_n
     # An operator's topic (alarm_topic_arn): the stack has no key; a key of theirs goes in
     # target_kms_key_arns like any target's.
     assert not production_stack.resources("AWS::KMS::Key")
+
+
+def test_given_the_deploy_guide_when_it_names_the_table_actions_then_they_are_exactly_those_granted() -> None:
+    # An operator reviewing the roles reads docs/deploy.md: it must name no action that is not
+    # granted (ConditionCheckItem, BatchWriteItem) and leave out none that is.
+    text = (REPO_ROOT / "docs" / "deploy.md").read_text()
+    start = text.index("- Least privilege:")
+    bullet = " ".join(text[start : text.index("\n\n", start)].split())
+
+    def named_for(who: str) -> set[str]:
+        found = re.search(rf"{who} ((?:`[A-Za-z]+`(?:, | and )?)+)", bullet)
+        assert found, f"docs/deploy.md does not list the table actions of {who}"
+        return {f"dynamodb:{name}" for name in re.findall(r"`([A-Za-z]+)`", found.group(1))}
+
+    assert named_for("the api and the dispatcher") == set(TABLE_ITEM_ACTIONS["api"])
+    assert set(TABLE_ITEM_ACTIONS["dispatcher"]) == set(TABLE_ITEM_ACTIONS["api"])
+    assert named_for("the worker") == set(TABLE_ITEM_ACTIONS["worker"])
+    for role, actions in TABLE_ITEM_ACTIONS.items():
+        assert not {"dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem"} & set(actions), role
