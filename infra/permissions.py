@@ -46,8 +46,8 @@ def queue_actions(actions: Iterable[str], *queues: sqs.IQueue) -> iam.PolicyStat
 
 
 # What SNS and SQS need of the sender to a topic or queue encrypted with a customer-managed key: a data
-# key to encrypt the message with, and Decrypt to reuse a cached one. AWS documents the first as the
-# wildcard kms:GenerateDataKey*.
+# key to encrypt the message with, and kms:Decrypt, which both services document for senders too. The
+# SNS documentation names the first as the wildcard kms:GenerateDataKey*.
 TARGET_KEY_ACTIONS: Final = ("kms:Decrypt", "kms:GenerateDataKey*")
 
 
