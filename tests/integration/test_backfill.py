@@ -3,6 +3,8 @@ backfill on the in-memory store and on DynamoDB alike (the trigger and run carry
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from functions.core.model import RunKind, RunStatus
@@ -79,11 +81,12 @@ def test_a_backfill_whose_job_is_cancelled_during_a_run_stops_without_the_worker
         body = {"from": "2026-11-22T13:00:00Z", "to": "2026-11-22T15:00:00Z"}
         status, answer = call("POST", f"/v1/jobs/{job['job_id']}/backfill", body)
         assert status == 202 and answer["count"] == 3, answer
-        monkeypatch.setattr(
-            harness.store,
-            "delete_trigger",
-            lambda trigger: (deletes.append(trigger.run_id), real_delete(trigger))[1],
-        )
+
+        def delete_trigger(trigger: Any) -> None:
+            deletes.append(trigger.run_id)
+            real_delete(trigger)
+
+        monkeypatch.setattr(harness.store, "delete_trigger", delete_trigger)
         for _ in range(3):
             harness.work()
     assert len(receiver.for_path("/bf")) == 1, "the backfill stopped with its job"
