@@ -6,21 +6,23 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core.resources import DLQ_RETENTION_SECONDS, WORK_QUEUE_MAX_RECEIVE_COUNT
+from functions.core.resources import (
+    DLQ_RETENTION_SECONDS,
+    WORK_QUEUE_MAX_RECEIVE_COUNT,
+    deployed_visibility_seconds,
+)
 from infra.config import DeploymentConfig
 
-# AWS guidance for an SQS event source: the queue's visibility timeout is at least six times the
-# function's timeout plus the batching window, so Lambda can retry a throttled batch before the
-# messages reappear. Crash recovery does not wait for it: the worker hides each message it holds only
-# for the wait until its second plus the run lease, and its heartbeat keeps extending that.
-VISIBILITY_TIMEOUT_FACTOR = 6
 # A message is redriven to the DLQ after WORK_QUEUE_MAX_RECEIVE_COUNT receives; it must get there
 # before the work queue's retention would silently delete it.
 WORK_QUEUE_RETENTION = Duration.days(4)
 
 
-def work_queue_visibility(worker_timeout: Duration, batching_window_seconds: int) -> Duration:
-    return Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * worker_timeout.to_seconds() + batching_window_seconds)
+def work_queue_visibility(batching_window_seconds: int) -> Duration:
+    """AWS's guidance for an SQS event source (functions/core/resources.py). Crash recovery does not
+    wait for it: the worker hides each message only for as long as it needs it, and gives back within
+    seconds any record that fails (functions/worker/batch.py)."""
+    return Duration.seconds(deployed_visibility_seconds(batching_window_seconds))
 
 
 class WorkQueues(Construct):

@@ -10,7 +10,7 @@ from constructs import Construct
 
 from infra.api import Api
 from infra.config import DeploymentConfig
-from infra.functions import WORKER_TIMEOUT, Functions
+from infra.functions import Functions
 from infra.monitoring import Monitoring
 from infra.queues import WorkQueues, work_queue_visibility
 from infra.scheduling import Scheduling
@@ -34,7 +34,7 @@ class PunctualStack(Stack):
             self,
             "Queues",
             config=config,
-            visibility_timeout=work_queue_visibility(WORKER_TIMEOUT, config.worker_batching_window_seconds),
+            visibility_timeout=work_queue_visibility(config.worker_batching_window_seconds),
         )
         functions = Functions(
             self,

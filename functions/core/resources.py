@@ -31,8 +31,17 @@ SQS_MAX_VISIBILITY_SECONDS: Final = 12 * 3600
 # that margin; a job that asked for the whole 900 s would be killed with its batch before its outcome
 # was written, and run again and again until its message was dead-lettered.
 WORKER_TIMEOUT_SECONDS: Final = 900
+# AWS guidance for an SQS event source: the queue's visibility timeout is at least six times the
+# function's timeout plus the batching window, so Lambda can retry a throttled batch before the
+# messages reappear. The worker never leaves a message hidden that long (functions/worker/batch.py).
+VISIBILITY_TIMEOUT_FACTOR: Final = 6
 OUTCOME_MARGIN_SECONDS: Final = 30
 MAX_JOB_TIMEOUT_SECONDS: Final = 840
+
+
+def deployed_visibility_seconds(batching_window_seconds: int) -> int:
+    """The work queue's visibility timeout as deployed (locally it is WORK_QUEUE_VISIBILITY_SECONDS)."""
+    return VISIBILITY_TIMEOUT_FACTOR * WORKER_TIMEOUT_SECONDS + batching_window_seconds
 
 
 def table_definition(table_name: str) -> dict[str, Any]:

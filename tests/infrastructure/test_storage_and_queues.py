@@ -10,11 +10,12 @@ from aws_cdk.assertions import Match
 from functions.core.resources import (
     DLQ_RETENTION_SECONDS,
     TTL_ATTRIBUTE,
+    VISIBILITY_TIMEOUT_FACTOR,
     WORK_QUEUE_MAX_RECEIVE_COUNT,
+    WORKER_TIMEOUT_SECONDS,
     table_definition,
 )
 from infra.functions import WORKER_TIMEOUT
-from infra.queues import VISIBILITY_TIMEOUT_FACTOR
 from tests.infrastructure.conftest import Synthesized
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
@@ -84,7 +85,7 @@ def test_given_the_worker_timeout_when_synthesized_then_the_visibility_timeout_f
     source = default_stack.only("AWS::Lambda::EventSourceMapping")["Properties"]
     queue = _queues(default_stack)["WorkQueue"][1]
 
-    assert worker["Timeout"] == WORKER_TIMEOUT.to_seconds() == 900
+    assert worker["Timeout"] == WORKER_TIMEOUT.to_seconds() == WORKER_TIMEOUT_SECONDS == 900
     assert queue["VisibilityTimeout"] == (
         VISIBILITY_TIMEOUT_FACTOR * worker["Timeout"] + source["MaximumBatchingWindowInSeconds"]
     ), "visibility must be six times the worker's timeout plus the batching window"

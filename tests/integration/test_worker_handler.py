@@ -16,7 +16,7 @@ from functions.core.queue import WorkMessage
 from functions.core.resources import (
     MAX_JOB_TIMEOUT_SECONDS,
     WORK_QUEUE_MAX_RECEIVE_COUNT,
-    WORKER_TIMEOUT_SECONDS,
+    deployed_visibility_seconds,
 )
 from functions.worker import handler as worker
 from functions.worker.batch import MAX_RETRY_VISIBILITY_SECONDS, VisibilityLedger, retry_visibility
@@ -144,9 +144,8 @@ def test_invocations_running_at_once_in_one_process_each_answer_for_their_own_re
     assert results["done"]["batchItemFailures"] == [], "another invocation's failure was reported here"
 
 
-# The work queue's visibility timeout as deployed: six times the worker's timeout plus the batching
-# window (AWS's guidance for an SQS event source; infra/queues.py). Locally it is 30 s.
-DEPLOYED_VISIBILITY_SECONDS = 6 * WORKER_TIMEOUT_SECONDS + 1
+# The work queue's visibility timeout as deployed with the default batching window (1 s): 5,401 s.
+DEPLOYED_VISIBILITY_SECONDS = deployed_visibility_seconds(1)
 
 
 def throttled(*_args: Any, **_kwargs: Any) -> Any:
