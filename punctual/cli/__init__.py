@@ -1,14 +1,15 @@
 """The ``punctual`` command line: a client for the API, and the local stack.
 
 One module per command group: ``common`` (the root group ``main``, ``Context``, ``api_command``,
-option helpers), ``jobs``, ``runs``, ``schedule``, ``stats``, ``config``, ``console`` and ``local``.
+option helpers), ``jobs``, ``runs``, ``schedule``, ``stats``, ``config``, ``console``, ``local`` and
+``dlq`` (which talks to SQS and DynamoDB directly); ``stack`` reads a deployed stack's outputs.
 Importing each command module attaches its commands to ``main``.
 
 Exit codes: 0 success; 1 the API refused the request (4xx); 2 bad usage; 3 not found; 4 conflict with
 the job's state (409); 5 the API could not be reached or failed (5xx).
 """
 
-from punctual.cli import config, console, jobs, local, runs, schedule, stats
+from punctual.cli import config, console, dlq, jobs, local, runs, schedule, stats
 from punctual.cli.common import (
     EXIT_CONFLICT,
     EXIT_NOT_FOUND,
@@ -31,6 +32,7 @@ __all__ = [
     "api_command",
     "config",
     "console",
+    "dlq",
     "jobs",
     "local",
     "main",

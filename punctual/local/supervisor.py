@@ -42,6 +42,13 @@ def wait_for_port(port: int, timeout: float = 30.0) -> None:
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout:.0f}s")
 
 
+def _write_json(path: str, data: object) -> None:
+    """Replace ``path`` at once: a reader never sees half a file."""
+    with open(path + ".tmp", "w") as handle:
+        json.dump(data, handle)
+    os.replace(path + ".tmp", path)
+
+
 @dataclass
 class Role:
     name: str
@@ -144,13 +151,22 @@ class LocalStack:
         self._write_state()
 
     def _write_state(self) -> None:
-        """``<state_dir>/roles.json``: which process plays which role (for operators and chaos tests)."""
+        """``<state_dir>/roles.json``: which process plays which role (for operators and chaos tests);
+        once provisioned, ``<state_dir>/stack.json``: where the stack's resources are (the emulator's
+        endpoint, region, table and queues), read by ``punctual dlq``."""
         os.makedirs(self.state_dir, exist_ok=True)
         roles = {role.name: role.process.pid for role in self.roles if role.process is not None}
-        path = os.path.join(self.state_dir, "roles.json")
-        with open(path + ".tmp", "w") as handle:
-            json.dump(roles, handle)
-        os.replace(path + ".tmp", path)
+        _write_json(os.path.join(self.state_dir, "roles.json"), roles)
+        if self.settings is not None:
+            stack = {
+                "api_url": f"http://127.0.0.1:{self.port}",
+                "aws_endpoint": self.settings.aws_endpoint_url,
+                "region": self.settings.region,
+                "table_name": self.settings.table_name,
+                "queue_url": self.settings.queue_url,
+                "dlq_url": self.settings.dlq_url,
+            }
+            _write_json(os.path.join(self.state_dir, "stack.json"), stack)
 
     def role(self, name: str) -> Role:
         return next(r for r in self.roles if r.name == name)
