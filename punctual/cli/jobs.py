@@ -92,6 +92,11 @@ def jobs() -> None:
 @click.option(
     "--alert-running", type=click.IntRange(1, 86400), help="Alert when an attempt runs this many s."
 )
+@click.option(
+    "--dead-letter",
+    metavar="QUEUE_URL",
+    help="Send each failed run, with its error, to this SQS queue (of the deployment's allow-list).",
+)
 @click.option("--tag", "tags", multiple=True, help="KEY=VALUE (repeatable).")
 @click.option("--signing-secret", help="Sign deliveries with HMAC-SHA256 (Punctual-Signature).")
 @click.option("--idempotency-key", help="Retrying with the same key returns the first job.")
@@ -180,6 +185,8 @@ def jobs_create(ctx: Context, **options: Any) -> None:
     alerts = _alerts_of(options)
     if alerts is not None:
         body["alerts"] = alerts
+    if options["dead_letter"]:
+        body["dead_letter"] = {"type": "sqs", "queue_url": options["dead_letter"]}
     if options["tags"]:
         body["tags"] = key_values(options["tags"], "=", "--tag")
     if options["signing_secret"]:
@@ -334,6 +341,7 @@ def _show_job(ctx: Context, job: dict[str, Any]) -> None:
                 ),
                 *([("to be deleted", job["deletes_at"])] if job.get("deletes_at") else []),
                 *([("alerts", _alerts_text(job["alerts"]))] if job.get("alerts") else []),
+                *([("failed runs to", job["dead_letter"]["queue_url"])] if job.get("dead_letter") else []),
                 ("runs", job["run_counts"]),
                 ("retry", job["retry"]),
                 ("tags", job["tags"]),

@@ -209,6 +209,27 @@ def test_edit_a_job(console: Console, stack: Stack) -> None:
     assert changed["schedule"]["cron"] == "30 4 * * *" and changed["version"] == 2
 
 
+def test_give_a_job_a_dead_letter_queue_then_remove_it(console: Console, stack: Stack) -> None:
+    job = stack.create_job(name=unique("browser-dead-letter"), schedule=far_cron())
+    console.open(f"#/jobs/{job['job_id']}/edit")
+    console.fill("f-dead_letter-queue_url", "not a queue")
+    console.click("submit-job")
+    assert console.wait_for(By.ID, "err-dead_letter-queue_url").text
+    queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/browser-failures"
+    console.fill("f-dead_letter-queue_url", queue_url)
+    console.click("submit-job")
+    console.wait_for_text(By.CSS_SELECTOR, ".definition", queue_url)
+    assert stack.call("GET", f"/v1/jobs/{job['job_id']}")[1]["dead_letter"] == {
+        "type": "sqs",
+        "queue_url": queue_url,
+    }
+    console.open(f"#/jobs/{job['job_id']}/edit")
+    console.fill("f-dead_letter-queue_url", "")
+    console.click("submit-job")
+    console.wait_for_text(By.CSS_SELECTOR, ".definition", "no dead-letter queue")
+    assert stack.call("GET", f"/v1/jobs/{job['job_id']}")[1]["dead_letter"] is None
+
+
 def test_cancel_a_job_only_after_confirming(console: Console, stack: Stack) -> None:
     job = stack.create_job(name=unique("browser-cancel-job"), schedule=far_cron())
     console.open(f"#/jobs/{job['job_id']}")

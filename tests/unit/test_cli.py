@@ -507,6 +507,7 @@ def test_create_sends_every_option_group_in_the_body(fake_api: FakeApi, tmp_path
         "--max-runs", "12", "--on-complete", "delete", "--delete-after-days", "3",
         "--alert-url", "https://hooks.example.com/alerts", "--alert-on", "failed", "--alert-on", "missed",
         "--alert-late", "30", "--alert-running", "600",
+        "--dead-letter", "https://sqs.eu-west-1.amazonaws.com/123456789012/failures",
     ]  # fmt: skip
     result = CliRunner().invoke(main, argv)
     # The fake API answers a list page, which is not a job: only the request matters here.
@@ -542,6 +543,10 @@ def test_create_sends_every_option_group_in_the_body(fake_api: FakeApi, tmp_path
             "missed": True,
             "late_seconds": 30,
             "running_seconds": 600,
+        },
+        "dead_letter": {
+            "type": "sqs",
+            "queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/failures",
         },
     }
     assert result.exit_code != 0  # the page is not a job view

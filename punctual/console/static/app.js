@@ -135,7 +135,7 @@ function App() {
       </nav>` : null}
       <div class="who">
         ${proxy ? html`<span title=${`Requests are forwarded by punctual console to ${proxy.endpoint}`}>
-          via punctual console → ${proxy.endpoint} (${proxy.auth === "sigv4" ? "SigV4" : "bearer"})</span>` : null}
+          via punctual console → ${proxy.endpoint} (${{ sigv4: "SigV4", api_key: "API key" }[proxy.auth] || "bearer"})</span>` : null}
         ${signedIn && !proxy ? html`<button type="button" class="link" id="sign-out"
           onClick=${() => { session.signOut(); setSignedIn(false); }}>Sign out</button>` : null}
       </div>

@@ -16,7 +16,7 @@ const FIELDS = [
   "retry.max_backoff_seconds", "timeout_seconds", "tags", "signing_secret", "pause_on_failures",
   "max_runs", "on_complete", "delete_after_days", "alerts", "alerts.target", "alerts.target.type",
   "alerts.target.url", "alerts.target.topic_arn", "alerts.failed", "alerts.missed", "alerts.late_seconds",
-  "alerts.running_seconds",
+  "alerts.running_seconds", "dead_letter", "dead_letter.queue_url",
 ];
 const KINDS = ["at", "cron", "rate"];
 const TARGET_TYPES = ["http", "lambda", "sqs", "sns", "eventbridge"];
@@ -45,6 +45,7 @@ const EMPTY = {
   max_runs: "", on_complete: "keep", delete_after_days: "",
   alerts_on: false, "alerts.target.type": "http", "alerts.target.url": "", "alerts.target.topic_arn": "",
   "alerts.failed": true, "alerts.missed": false, "alerts.late_seconds": "", "alerts.running_seconds": "",
+  "dead_letter.queue_url": "",
 };
 
 /** The form's text values for an existing job (the job view of the API). */
@@ -88,6 +89,7 @@ export function stateOfJob(job) {
     max_runs: text(job.max_runs),
     on_complete: job.on_complete || "keep",
     delete_after_days: job.on_complete === "delete" ? text(job.delete_after_days) : "",
+    "dead_letter.queue_url": job.dead_letter ? text(job.dead_letter.queue_url) : "",
     ...alertsState(job.alerts),
   };
 }
@@ -193,6 +195,8 @@ export function bodyOf(state) {
     max_runs: state.max_runs.trim() ? number(state.max_runs) : null,
     on_complete: state.on_complete,
     alerts: alertsOf(state),
+    dead_letter: state["dead_letter.queue_url"].trim()
+      ? { type: "sqs", queue_url: state["dead_letter.queue_url"].trim() } : null,
   };
   if (state.on_complete === "delete" && state.delete_after_days.trim()) {
     body.delete_after_days = number(state.delete_after_days);
@@ -211,7 +215,7 @@ export function bodyOf(state) {
 
 function createBody(state) {
   const body = bodyOf(state);
-  for (const key of ["name", "payload", "pause_on_failures", "max_runs", "alerts"]) if (body[key] === null) delete body[key];
+  for (const key of ["name", "payload", "pause_on_failures", "max_runs", "alerts", "dead_letter"]) if (body[key] === null) delete body[key];
   if (body.on_complete === "keep") delete body.on_complete;
   if (!body.jitter_seconds) delete body.jitter_seconds;
   if (state.signing_secret) body.signing_secret = state.signing_secret;
@@ -463,6 +467,8 @@ export function JobForm({ job, onDone, notify }) {
         <${Field} field="pause_on_failures" label="Pause after N failed runs (optional)" errors=${shown}>
           ${input("pause_on_failures", { inputmode: "numeric" })}<//>
       </div>
+      <${Field} field="dead_letter.queue_url" label="Dead-letter SQS queue URL for failed runs (optional)" errors=${shown}>
+        ${input("dead_letter.queue_url", { spellcheck: false, placeholder: "https://sqs.<region>.amazonaws.com/<account>/<queue>" })}<//>
       <${Field} field="tags" label="Tags (one key=value a line)" errors=${shown}>${area("tags", 2, { spellcheck: false })}<//>
       <${Field} field="signing_secret" label=${editing ? (job.has_signing_secret ? "New signing secret (empty: keep the current one)" : "Signing secret (optional)") : "Signing secret (optional, 16+ characters)"} errors=${shown}>
         ${input("signing_secret", { type: "password", autocomplete: "new-password" })}<//>

@@ -77,6 +77,7 @@ export function JobView({ jobId, editing, notify }) {
           <dt>Timeout</dt><dd>${job.timeout_seconds} s</dd>
           <dt>Jitter</dt><dd>${job.jitter_seconds ? `${job.jitter_seconds} s` : "none"}</dd>
           <dt>Pause after failures</dt><dd>${job.pause_on_failures ?? "never"}</dd>
+          <dt>Failed runs to</dt><dd>${job.dead_letter ? job.dead_letter.queue_url : "no dead-letter queue"}</dd>
           <dt>Run limit</dt><dd>${job.max_runs ? `${job.max_runs} runs, ${job.remaining_runs ?? "?"} to come` : "none"}</dd>
           <dt>Once ended</dt><dd>${job.on_complete === "delete"
             ? html`deleted after ${job.delete_after_days} days${job.deletes_at ? html` (<${Time} iso=${job.deletes_at} />)` : null}`
