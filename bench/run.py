@@ -21,10 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import claims, coldstart, common, cost, plots, precision
+from bench import claims, coldstart, common, cost, plots, precision, worker_queue
 from bench.common import log, machine, write_json, write_text
 
-ALL = ("coldstart", "claims", "precision", "precision_faults", "cost")
+ALL = ("coldstart", "claims", "precision", "precision_faults", "cost", "worker_queue")
 
 
 def _benchmarks(
@@ -63,6 +63,12 @@ def _benchmarks(
                 faults=True,
             ),
             precision.report,
+        ),
+        # 1,000 one-offs due at once, half of them calling a webhook that answers after 6 s (~2 min a
+        # run), and the heartbeat in simulated time (instant).
+        "worker_queue": (
+            lambda: worker_queue.run(runs=1 if quick else 3, jobs=200 if quick else 1000),
+            worker_queue.report,
         ),
         "cost": (
             lambda: cost.run(
@@ -205,6 +211,23 @@ def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | 
                 f" {_median(spread['usd_per_million_jobs_total'], money=True)} per million",
                 None,
             )
+    if "worker_queue" in results:
+        w = results["worker_queue"]
+        redelivery = w["redelivery"]
+        row(
+            f"re-deliveries per 1,000 runs, batches mixing instant and {redelivery['slow_seconds']:g} s"
+            f" calls ({w['repetitions']} runs)",
+            "—",
+            _median(redelivery["redelivered_per_1000_runs"]),
+            None,
+        )
+        longest = w["heartbeat"]["attempts"][-1]
+        row(
+            f"heartbeat renewals of a {longest['attempt_seconds']} s attempt (simulated time)",
+            "—",
+            f"{longest['renewals']} (a fixed lease: {longest['renewals_fixed_lease']})",
+            None,
+        )
     if "claims" in results:
         c = results["claims"]
         for r in c["shards"]:

@@ -147,14 +147,20 @@ class Heartbeat:
     def beat(self, lease: int) -> bool:
         """One renewal; False once the run is no longer ours (the caller stops beating)."""
         self.beats += 1
+        until = self.clock() + timedelta(seconds=lease)
         try:
-            if not self.store.renew_lease(self.run, self.clock() + timedelta(seconds=lease)):
-                self.lost.set()
-                return False
+            # The message first: SQS answers in milliseconds, while a write to a busy table may take
+            # longer than the third of a lease left, and the message must not reappear meanwhile.
             if self.receipt_handle:
                 self.queue.change_visibility(self.receipt_handle, lease)
-        except Exception:  # a missed beat is not fatal: the lease still has two thirds to go
-            logger.exception("heartbeat failed", extra={"run_id": self.run.run_id})
+        except Exception:  # a missed beat is not fatal: the visibility still has two thirds to go
+            logger.exception("heartbeat: visibility not extended", extra={"run_id": self.run.run_id})
+        try:
+            if not self.store.renew_lease(self.run, until):
+                self.lost.set()
+                return False
+        except Exception:  # likewise for the lease
+            logger.exception("heartbeat: lease not renewed", extra={"run_id": self.run.run_id})
         return True
 
     def _ring(self, alarm: AgeAlarm, age: float) -> None:
