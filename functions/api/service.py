@@ -60,7 +60,7 @@ from functions.core.ports import (
 from functions.core.schedule import Schedule, ScheduleError, parse_instant, parse_schedule
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
-from functions.core.targets.validation import TargetError, validate_target
+from functions.core.targets.validation import TargetError, target_region, validate_target
 from functions.core.templating import TemplateError, check_templates
 
 if TYPE_CHECKING:  # the models load with pydantic, when a request has a body to check
@@ -839,9 +839,8 @@ def target_identifiers(target: dict[str, Any], settings: Settings) -> list[str]:
         url = str(target["queue_url"])
         parts = urlsplit(url)
         path = parts.path.strip("/").split("/")
-        host_region = (
-            parts.hostname.split(".")[1] if parts.hostname and parts.hostname.startswith("sqs.") else region
-        )
+        # The region the worker delivers in (a legacy, FIPS or VPC-endpoint host names it too).
+        host_region = target_region(target) or region
         if len(path) == 2:
             return [url, f"arn:{partition}:sqs:{host_region}:{path[0]}:{path[1]}"]
         return [url]

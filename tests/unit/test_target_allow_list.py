@@ -85,3 +85,20 @@ def test_given_no_known_account_when_a_bare_name_is_checked_then_only_a_pattern_
     assert target_allowed(
         {"type": "lambda", "function": "reports-daily"}, unknown.replace(allowed_target_arns=("*",))
     )
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "sqs.eu-central-1.amazonaws.com",
+        "eu-central-1.queue.amazonaws.com",
+        "sqs-fips.eu-central-1.amazonaws.com",
+    ],
+)
+def test_a_queue_is_checked_in_the_region_its_host_names_where_it_is_delivered(host: str) -> None:
+    # The worker delivers in the region the queue URL's host names (legacy and FIPS hosts too); the
+    # allow-list, which is also the worker's IAM grant, must be checked against that same region.
+    target = {"type": "sqs", "queue_url": f"https://{host}/{ACCOUNT}/jobs-nightly"}
+    assert not target_allowed(target, DEPLOYMENT), "allowed as a queue of the deployment's region"
+    frankfurt = DEPLOYMENT.replace(allowed_target_arns=(f"arn:aws:sqs:eu-central-1:{ACCOUNT}:jobs-*",))
+    assert target_allowed(target, frankfurt)
