@@ -12,9 +12,10 @@ from tests.integration.conftest import Harness, http_target
 from tests.support.receiver import Receiver
 
 
-def test_a_backfill_runs_each_past_occurrence_once_in_order(
+def backfilled_hourly_job(
     call, harness: Harness, receiver: Receiver
-) -> None:
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An hourly job, four hours on, whose three past occurrences a backfill runs again; (job, answer)."""
     status, job = call(
         "POST", "/v1/jobs", {"schedule": {"cron": "0 * * * *"}, "target": http_target(receiver, "/bf")}
     )
@@ -23,11 +24,19 @@ def test_a_backfill_runs_each_past_occurrence_once_in_order(
     body = {"from": "2026-11-22T13:00:00Z", "to": "2026-11-22T15:00:00Z"}
     status, answer = call("POST", f"/v1/jobs/{job['job_id']}/backfill", body)
     assert status == 202 and answer["count"] == 3, answer
+    return job, answer
+
+
+def test_a_backfill_runs_each_past_occurrence_once_in_order(
+    call, harness: Harness, receiver: Receiver
+) -> None:
+    job, answer = backfilled_hourly_job(call, harness, receiver)
     for _ in range(6):
         harness.work()
     sent = [d.headers["Punctual-Scheduled-For"] for d in receiver.for_path("/bf")]
     assert sent == answer["occurrences"], "each once, oldest first"
     status, page = call("GET", f"/v1/jobs/{job['job_id']}/runs?limit=20")
+    assert status == 200, page
     backfilled = [run for run in page["items"] if run["kind"] == "backfill"]
     assert len(backfilled) == 3 and {run["status"] for run in backfilled} == {"SUCCEEDED"}
     stored = harness.store.list_runs(job["job_id"], limit=20)[0]
@@ -73,14 +82,7 @@ def test_a_backfill_whose_job_is_cancelled_during_a_run_stops_without_the_worker
         return 200, b"{}"
 
     with Receiver(cancel_during_the_call) as receiver:
-        status, job = call(
-            "POST", "/v1/jobs", {"schedule": {"cron": "0 * * * *"}, "target": http_target(receiver, "/bf")}
-        )
-        assert status == 201, job
-        harness.clock.advance(4 * 3600)
-        body = {"from": "2026-11-22T13:00:00Z", "to": "2026-11-22T15:00:00Z"}
-        status, answer = call("POST", f"/v1/jobs/{job['job_id']}/backfill", body)
-        assert status == 202 and answer["count"] == 3, answer
+        job, _answer = backfilled_hourly_job(call, harness, receiver)
 
         def delete_trigger(trigger: Any) -> None:
             deletes.append(trigger.run_id)

@@ -3,44 +3,28 @@ Punctual itself could not process."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 
 from functions.api.errors import InvalidInput
 from functions.api.models import PatchJobIn
-from functions.api.service import JobService
-from functions.core.dispatching import Dispatcher
 from functions.core.model import RunStatus
 from functions.core.queue import WorkMessage
 from functions.core.resources import WORK_QUEUE_MAX_RECEIVE_COUNT
-from functions.core.ssrf_guard import NetworkPolicy
 from functions.worker.dead_letter import DEAD_LETTER, DeadLetterUndelivered
-from functions.worker.execute import RunExecutor
 from tests.conftest import Clock
-from tests.fakes.queue import MemoryQueue
-from tests.fakes.store import MemoryStore
-from tests.fakes.targets import ScriptedTargets, failure
-from tests.unit.test_engine_on_fakes import SETTINGS, Engine
+from tests.fakes.targets import failure
+from tests.unit.test_engine_on_fakes import SETTINGS, Engine, engine_with
 
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/report-failures"
 DEAD_LETTER_QUEUE = {"type": "sqs", "queue_url": QUEUE_URL}
 
 
 @pytest.fixture
-def engine(clock: Clock) -> Iterator[Engine]:
-    settings = SETTINGS.replace(
-        allowed_target_arns=("arn:aws:sqs:us-east-1:123456789012:report-*",), account_id="123456789012"
-    )
-    store, queue, targets = MemoryStore(), MemoryQueue(delays=False), ScriptedTargets()
-    dispatcher = Dispatcher(store, queue, settings, clock=clock, crash_point=lambda _name: None)
-    policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
-    service = JobService(store, dispatcher, settings, policy, clock=clock)
-    executor = RunExecutor(
-        store, queue, targets, settings, clock=clock, sleep=clock.sleep, crash_point=lambda _name: None
-    )
-    yield Engine(clock, store, queue, targets, dispatcher, service, executor)
+def engine(clock: Clock) -> Engine:
+    allowed = ("arn:aws:sqs:us-east-1:123456789012:report-*",)
+    return engine_with(SETTINGS.replace(allowed_target_arns=allowed, account_id="123456789012"), clock)
 
 
 def failing_one_off(engine: Engine, **body: object) -> tuple[str, WorkMessage]:

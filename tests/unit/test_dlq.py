@@ -368,6 +368,19 @@ def _letter(text: str) -> Letter:
     return Letter("m-1", "handle", text, {}, {})
 
 
+def a_job(**changes: Any) -> Job:
+    """A job of ``alice``'s, every ten minutes, as the table would hold it."""
+    return Job(
+        job_id="job_1",
+        owner="alice",
+        schedule=parse_schedule(cron="*/10 * * * *", now=NOW),
+        target={"type": "http", "url": "https://example.com/hook"},
+        created_at=NOW,
+        updated_at=NOW,
+        **changes,
+    )
+
+
 @pytest.mark.parametrize(
     ("job_changes", "run_changes", "expected"),
     [
@@ -399,15 +412,7 @@ def _letter(text: str) -> Letter:
 def test_what_a_redrive_would_do_is_what_the_worker_decides(
     job_changes: dict[str, Any], run_changes: dict[str, Any], expected: str
 ) -> None:
-    job = Job(
-        job_id="job_1",
-        owner="alice",
-        schedule=parse_schedule(cron="*/10 * * * *", now=NOW),
-        target={"type": "http", "url": "https://example.com/hook"},
-        created_at=NOW,
-        updated_at=NOW,
-        **job_changes,
-    )
+    job = a_job(**job_changes)
     run = Run(
         **{
             "job_id": "job_1",
@@ -433,14 +438,7 @@ def test_a_run_not_yet_in_the_table_starts_from_the_messages_own_copy() -> None:
         queued_at=NOW,
         next_attempt_at=NOW,
     )
-    job = Job(
-        job_id="job_1",
-        owner="alice",
-        schedule=parse_schedule(cron="*/10 * * * *", now=NOW),
-        target={"type": "http", "url": "https://example.com/hook"},
-        created_at=NOW,
-        updated_at=NOW,
-    )
+    job = a_job()
     assert redrive_effect(_letter(body(run)), None, job, NOW) == (
         "a worker starts the run from the message (not in the table yet)"
     )

@@ -70,16 +70,21 @@ class Engine:
             self.queue.delete(message["ReceiptHandle"])
 
 
+def engine_with(settings: Settings, clock: Clock) -> Engine:
+    """The engine on the in-memory fakes, with these settings."""
+    store, queue, targets = MemoryStore(), MemoryQueue(delays=False), ScriptedTargets()
+    dispatcher = Dispatcher(store, queue, settings, clock=clock, crash_point=lambda _name: None)
+    policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
+    service = JobService(store, dispatcher, settings, policy, clock=clock)
+    executor = RunExecutor(
+        store, queue, targets, settings, clock=clock, sleep=clock.sleep, crash_point=lambda _name: None
+    )
+    return Engine(clock, store, queue, targets, dispatcher, service, executor)
+
+
 @pytest.fixture
 def engine(clock: Clock) -> Iterator[Engine]:
-    store, queue, targets = MemoryStore(), MemoryQueue(delays=False), ScriptedTargets()
-    dispatcher = Dispatcher(store, queue, SETTINGS, clock=clock, crash_point=lambda _name: None)
-    policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
-    service = JobService(store, dispatcher, SETTINGS, policy, clock=clock)
-    executor = RunExecutor(
-        store, queue, targets, SETTINGS, clock=clock, sleep=clock.sleep, crash_point=lambda _name: None
-    )
-    yield Engine(clock, store, queue, targets, dispatcher, service, executor)
+    yield engine_with(SETTINGS, clock)
 
 
 def test_a_retriable_failure_is_retried_then_the_one_off_job_completes(engine: Engine) -> None:

@@ -64,10 +64,16 @@ def run_item() -> Run:
     return Run(job_id="j", run_id="r", owner="o", scheduled_for=T0, status=RunStatus.RUNNING)
 
 
-def beat_for(seconds: float, **kwargs: Any) -> tuple[Heartbeat, CountingStore, CountingQueue]:
+def beat_for(
+    seconds: float,
+    store: CountingStore | None = None,
+    queue: CountingQueue | None = None,
+    **kwargs: Any,
+) -> tuple[Heartbeat, CountingStore, CountingQueue]:
     """Run a heartbeat's loop (on this thread) for an attempt of ``seconds``, in simulated time."""
     time = SimulatedTime(seconds)
-    store, queue = CountingStore(kwargs.pop("refuse_after", None)), CountingQueue()
+    store = store or CountingStore(kwargs.pop("refuse_after", None))
+    queue = queue or CountingQueue()
     heartbeat = Heartbeat(
         store,  # type: ignore[arg-type]
         queue,  # type: ignore[arg-type]
@@ -156,17 +162,7 @@ def test_a_beat_hides_the_message_before_it_writes_the_lease() -> None:
             order.append("visibility")
             super().change_visibility(receipt_handle, seconds)
 
-    time = SimulatedTime(3)
-    Heartbeat(
-        Store(),  # type: ignore[arg-type]
-        Queue(),  # type: ignore[arg-type]
-        run_item(),
-        "receipt",
-        base_lease=BASE,
-        clock=lambda: T0 + timedelta(seconds=time.now),
-        monotonic=time.monotonic,
-        wait=time.wait,
-    )._run()
+    beat_for(3, Store(), Queue())
     assert order == ["visibility", "lease", "visibility", "lease"]
 
 
@@ -175,16 +171,5 @@ def test_a_beat_whose_visibility_call_fails_still_renews_the_lease() -> None:
         def change_visibility(self, receipt_handle: str, seconds: int) -> None:
             raise ConnectionError("SQS did not answer")
 
-    time = SimulatedTime(3)
-    store = CountingStore()
-    Heartbeat(
-        store,  # type: ignore[arg-type]
-        Failing(),  # type: ignore[arg-type]
-        run_item(),
-        "receipt",
-        base_lease=BASE,
-        clock=lambda: T0 + timedelta(seconds=time.now),
-        monotonic=time.monotonic,
-        wait=time.wait,
-    )._run()
+    _heartbeat, store, _queue = beat_for(3, queue=Failing())
     assert len(store.leases) == 2
