@@ -100,6 +100,8 @@ class RunExecutor:
         self.rng = random.Random()
         self.alerts = AlertSender(store, targets)
         self.dead_letters = DeadLetters(store, targets)
+        # When each held message becomes visible again (monotonic), for its attempt's first beat.
+        self._hidden_until: dict[str, float] = {}
 
     def handle(
         self,
@@ -136,6 +138,9 @@ class RunExecutor:
             if not last:
                 raise  # SQS delivers it again
             self._renew_last(message, LAST_DELIVERY_RETRY_SECONDS, f"{type(error).__name__}: {error}")
+        finally:
+            if receipt_handle is not None:  # a hold whose attempt never started (the executor is reused)
+                self._hidden_until.pop(receipt_handle, None)
 
     def _renew_last(self, message: WorkMessage, delay: int, why: str) -> None:
         """The last delivery of a message could not end its run (the table erred, say): SQS would move
@@ -297,6 +302,7 @@ class RunExecutor:
             base_lease=self.settings.lease_seconds,
             clock=self.clock,
             alarm=self._running_long(job, run, sending),
+            hidden_until=self._hidden_until.pop(receipt_handle, None) if receipt_handle else None,
         ) as heartbeat:
             outcome = self._deliver(job, run, heartbeat.lost)
         self.crash_point("after_execute_before_record")
@@ -493,9 +499,13 @@ class RunExecutor:
         return True
 
     def _hold(self, receipt_handle: str | None, seconds: float) -> None:
-        """Keep the message hidden while this worker waits ``seconds``, plus a short margin."""
+        """Keep the message hidden while this worker waits ``seconds``, plus a short margin; the
+        attempt's heartbeat takes over before that runs out (``_hidden_until``)."""
         if receipt_handle is not None:
-            self.queue.change_visibility(receipt_handle, math.ceil(max(0.0, seconds)) + HOLD_MARGIN_SECONDS)
+            hidden = math.ceil(max(0.0, seconds)) + HOLD_MARGIN_SECONDS
+            asked = time.monotonic()
+            self.queue.change_visibility(receipt_handle, hidden)
+            self._hidden_until[receipt_handle] = asked + hidden
 
     def _sleep_until(self, moment: datetime) -> None:
         """Sleep most of the way, then spin the last milliseconds: never early, rarely a ms late."""

@@ -33,6 +33,8 @@ MAX_LEASE_SECONDS: Final = 120
 # A beat renews the lease when a third of it has passed: two beats may fail before the lease ends.
 BEATS_PER_LEASE: Final = 3
 MIN_BEAT_SECONDS: Final = 1.0
+# The first beat comes at least this long before the worker's hold of the message runs out.
+FIRST_BEAT_MARGIN_SECONDS: Final = 0.5
 
 
 def lease_for(age_seconds: float, base: int) -> int:
@@ -98,6 +100,7 @@ class Heartbeat:
         alarm: AgeAlarm | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         wait: Callable[[float], bool] | None = None,
+        hidden_until: float | None = None,
     ) -> None:
         self.store = store
         self.queue = queue
@@ -108,6 +111,10 @@ class Heartbeat:
         self.alarm = alarm
         self.monotonic = monotonic
         self.started = monotonic()
+        # When the worker's hold of the message runs out (monotonic): the first beat must come first.
+        # Normally the hold ends 2 s after the second and the first beat comes 1.3 s after it; a
+        # message received late, whose start write was slow, may have less left.
+        self.hidden_until = hidden_until
         self.beats = 0
         self.stopped = threading.Event()
         self.lost = threading.Event()
@@ -128,6 +135,9 @@ class Heartbeat:
 
     def _run(self) -> None:
         next_beat = beat_interval(self.base_lease)
+        if self.hidden_until is not None:
+            left = self.hidden_until - self.started - FIRST_BEAT_MARGIN_SECONDS
+            next_beat = max(0.0, min(next_beat, left))
         alarm = self.alarm
         while True:
             wake = next_beat if alarm is None else min(next_beat, alarm.after_seconds)

@@ -453,3 +453,22 @@ def test_a_message_that_is_not_the_last_delivery_still_fails_on_a_table_error(
     monkeypatch.setattr(harness.store, "get_run_and_job", refuse)
     with pytest.raises(ConnectionError):
         harness.executor.handle(message, None, receive_count=3)  # SQS delivers it again later
+
+
+def test_the_executor_forgets_each_messages_hold_whatever_became_of_it(
+    harness: Harness, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The executor lives as long as its Lambda container: a hold it noted for a message whose attempt
+    # never started (its job cancelled while the worker waited for the second) must not stay behind.
+    job = one_off(harness, receiver, "/cancelled", seconds=5)
+    real_sleep = harness.executor.sleep
+
+    def cancel_while_waiting(seconds: float) -> None:
+        harness.service.cancel_job(harness.owner, job["job_id"])
+        real_sleep(seconds)
+
+    monkeypatch.setattr(harness.executor, "sleep", cancel_while_waiting)
+    assert harness.work() == 1
+    assert receiver.for_path("/cancelled") == []
+    assert only_run(harness, job["job_id"]).status is RunStatus.CANCELLED
+    assert harness.executor._hidden_until == {}

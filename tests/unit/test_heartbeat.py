@@ -173,3 +173,14 @@ def test_a_beat_whose_visibility_call_fails_still_renews_the_lease() -> None:
 
     _heartbeat, store, _queue = beat_for(3, queue=Failing())
     assert len(store.leases) == 2
+
+
+def test_the_first_beat_comes_before_the_workers_hold_of_the_message_runs_out() -> None:
+    # A message received after its second is held for 2 s; if its start write took 1.2 s of that, the
+    # usual first beat (1.33 s into the attempt) would come after the message reappeared.
+    _heartbeat, store, queue = beat_for(1.0, hidden_until=0.8)
+    assert store.leases == [pytest.approx(0.3 + BASE)]
+    assert queue.visibility == [BASE]
+    # with time enough left, the first beat keeps its place
+    _heartbeat, store, _queue = beat_for(1.5, hidden_until=2.0)
+    assert store.leases == [pytest.approx(BASE / 3 + BASE)]
