@@ -15,8 +15,8 @@ import boto3
 import pytest
 from click.testing import CliRunner, Result
 
-import punctual.cli.dlq
 import punctual.client
+import punctual.deadletters
 from functions.core import aws
 from functions.core.model import Job, JobStatus, Run, RunStatus, iso, new_job_id, run_id_for, to_ms
 from functions.core.queue import WorkMessage, WorkQueue
@@ -24,7 +24,7 @@ from functions.core.schedule import parse_schedule
 from functions.core.settings import Settings
 from functions.core.store import Store
 from punctual.cli import main
-from punctual.cli.dlq import Letter, redrive_effect
+from punctual.deadletters import Letter, redrive_effect
 from punctual.local.env import local_settings
 from punctual.local.provision import provision
 from punctual.local.supervisor import LocalStack
@@ -41,7 +41,7 @@ def config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(punctual.client, "CONFIG_PATH", path)
     for key in ("PUNCTUAL_ENDPOINT", "PUNCTUAL_TOKEN", "PUNCTUAL_API_KEY", "AWS_REGION", "AWS_PROFILE"):
         monkeypatch.delenv(key, raising=False)
-    monkeypatch.setattr(punctual.cli.dlq, "PEEK_WAIT_SECONDS", 0)  # moto answers at once
+    monkeypatch.setattr(punctual.deadletters, "PEEK_WAIT_SECONDS", 0)  # moto answers at once
     return path
 
 
