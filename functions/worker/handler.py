@@ -19,6 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.core.factories import build_queue, build_store, build_target_executor
 from functions.core.observability import logger
+from functions.core.ports import Queue
 from functions.core.queue import WorkMessage
 from functions.core.settings import get_settings
 from functions.worker.batch import Settler, VisibilityLedger, retry_visibility
@@ -83,21 +84,40 @@ def _give_back(executor: RunExecutor | None, record: SQSRecord, seconds: int) ->
 
 def _handle(record: SQSRecord, context: LambdaContext, settler: Settler | None = None) -> None:
     """``record_handler``, given the Lambda context when it takes one (as Powertools does); a record
-    that ended is handed to the invocation's ``settler``."""
+    that ended is handed to the invocation's ``settler``. The ledger forgets every record's message
+    once the record is done with it: the executor outlives the invocation."""
     handle = record_handler  # looked up at call time: tests put their own in its place
-    if "lambda_context" in inspect.signature(handle).parameters:
-        handle(record, lambda_context=context)
-    else:
-        handle(record)
+    try:
+        if "lambda_context" in inspect.signature(handle).parameters:
+            handle(record, lambda_context=context)
+        else:
+            handle(record)
+    except BaseException:
+        _forget(record.receipt_handle)
+        raise
     if settler is not None:
-        settler.ended(record.receipt_handle)
+        settler.ended(record.receipt_handle)  # it asks the ledger, which forgets it
+    else:
+        _forget(record.receipt_handle)
+
+
+def _queue() -> Queue | None:
+    try:
+        return run_executor().queue
+    except Exception:  # the records fail one by one, each given back soon (record_handler)
+        logger.exception("worker not configured")
+        return None
+
+
+def _forget(receipt_handle: str) -> None:
+    queue = _queue()
+    if isinstance(queue, VisibilityLedger):
+        queue.visible_at(receipt_handle)
 
 
 def _settler() -> Settler | None:
-    try:
-        queue = run_executor().queue
-    except Exception:  # the records fail one by one, each given back soon (record_handler)
-        logger.exception("worker not configured")
+    queue = _queue()
+    if queue is None:
         return None
     ledger = queue if isinstance(queue, VisibilityLedger) else None
     return Settler(queue, ledger.visible_at if ledger is not None else lambda _handle: None)

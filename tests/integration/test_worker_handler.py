@@ -213,3 +213,24 @@ def test_a_record_that_ended_is_not_delivered_again_while_the_rest_of_its_batch_
     invocation.join()
     assert results[0]["batchItemFailures"] == []
     assert seen_again == [], "records that ended came back while their batch still ran"
+
+
+def test_the_ledger_forgets_every_records_message_whatever_became_of_it(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker's executor, and its ledger, live as long as the Lambda container: a note kept for
+    # each message ever handled would grow without end.
+    ledger = VisibilityLedger(harness.queue)
+    monkeypatch.setattr(worker, "run_executor", lambda: SimpleNamespace(queue=ledger))
+
+    def handle(record: Any) -> None:
+        ledger.change_visibility(record.receipt_handle, 5)
+        if WorkMessage.from_json(record.body).run_id == "back":
+            raise ReturnLater("not due yet", 5)
+
+    monkeypatch.setattr(worker, "record_handler", handle)
+    harness.queue.send([(WorkMessage("j", run_id), 0) for run_id in ("alone", "back", "done")])
+    alone, *batch = harness.queue.receive(visibility=30)
+    assert invoke([alone])["batchItemFailures"] == []  # a lone record: no settler
+    assert len(invoke(batch)["batchItemFailures"]) == 1
+    assert ledger._visible_at == {}
