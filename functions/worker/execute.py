@@ -306,10 +306,12 @@ class RunExecutor:
         ) as heartbeat:
             outcome = self._deliver(job, run, heartbeat.lost)
         self.crash_point("after_execute_before_record")
-        self._record(job, run, called_at, outcome, started_late=started_late)
-        for thread in sending:  # an alert sent beside the call ends with this invocation
-            if thread is not None:
-                thread.join(ALERT_TIMEOUT_SECONDS + 2)
+        try:
+            self._record(job, run, called_at, outcome, started_late=started_late)
+        finally:
+            for thread in sending:  # an alert sent beside the call ends with this invocation
+                if thread is not None:
+                    thread.join(ALERT_TIMEOUT_SECONDS + 2)
 
     def _running_long(self, job: Job, run: Run, sending: list[threading.Thread | None]) -> AgeAlarm | None:
         """The heartbeat's alarm for the ``running_long`` alert: once, when the attempt has run for

@@ -3,7 +3,9 @@ Punctual itself could not process."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -12,6 +14,7 @@ from functions.api.models import PatchJobIn
 from functions.core.model import RunStatus
 from functions.core.queue import WorkMessage
 from functions.core.resources import WORK_QUEUE_MAX_RECEIVE_COUNT
+from functions.core.targets.outcome import Delivery, TargetOutcome
 from functions.worker.dead_letter import DEAD_LETTER, DeadLetterUndelivered
 from tests.conftest import Clock
 from tests.fakes.targets import failure
@@ -123,3 +126,32 @@ def test_a_dead_letter_queue_is_shown_changed_and_removed_by_patch(engine: Engin
         "alice", job["job_id"], PatchJobIn.model_validate({"dead_letter": None})
     )
     assert removed["dead_letter"] is None
+
+
+def test_an_alert_sent_beside_the_call_is_waited_for_even_when_the_dead_letter_is_refused(
+    engine: Engine,
+) -> None:
+    # The late alert goes out on a thread of its own beside the call; the record must not end (and
+    # the invocation with it) before that thread does, whatever the outcome's recording raised.
+    slow_alerts = engine.targets
+
+    class SlowAlert:
+        def execute(
+            self, spec: Any, delivery: Delivery, timeout_seconds: float, cancel: Any = None
+        ) -> TargetOutcome:
+            if delivery.alert == "late":
+                time.sleep(0.3)
+            return slow_alerts.execute(spec, delivery, timeout_seconds, cancel)
+
+    engine.executor.targets = engine.executor.alerts.targets = SlowAlert()
+    engine.executor.dead_letters.targets = engine.executor.targets
+    _job_id, message = failing_one_off(
+        engine,
+        dead_letter=DEAD_LETTER_QUEUE,
+        alerts={"target": {"type": "http", "url": "https://example.com/alerts"}, "late_seconds": 1},
+    )
+    engine.clock.advance(10)  # the run starts 10 s late: the late alert goes out beside the call
+    slow_alerts.outcomes.append(failure(403, retriable=False))  # after the 404: the dead letter
+    with pytest.raises(DeadLetterUndelivered):
+        engine.executor.handle(message, None)
+    assert "late" in [delivery.alert for _spec, delivery, _timeout in slow_alerts.deliveries]
