@@ -44,7 +44,7 @@ from punctual.local.provision import provision
 from punctual.local.roles import _to_event
 from tests.support.receiver import Receiver
 
-DEPLOYED_VISIBILITY_SECONDS = deployed_visibility_seconds(1)  # with the default batching window
+DEPLOYED_VISIBILITY_SECONDS = deployed_visibility_seconds(0)  # no batching window, the default
 BATCH_SIZE = 10
 POLLERS = 10  # concurrent batches, as the event source mapping scales out
 

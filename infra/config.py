@@ -76,7 +76,9 @@ class DeploymentConfig(BaseModel):
 
     # The worker's SQS event source.
     worker_batch_size: int = Field(default=10, ge=1, le=10_000)
-    worker_batching_window_seconds: int = Field(default=1, ge=0, le=300)
+    # 0: the event source hands over each record as soon as it is there (a window holds records back
+    # to fill a batch, which only a batch above 10 needs).
+    worker_batching_window_seconds: int = Field(default=0, ge=0, le=300)
     worker_max_concurrency: int = Field(default=50, ge=2, le=1000)
 
     # Operations.

@@ -39,12 +39,14 @@ class Scheduling(Construct):
             # Delivery retries are pointless after a minute: the next tick covers the same buckets.
             targets=[targets.LambdaFunction(dispatcher, retry_attempts=2, max_event_age=Duration.minutes(1))],
         )
-        # Messages arrive about two seconds before their second and the worker waits out the rest,
-        # so a batching window of a second costs no precision.
+        # No batching window by default: a window holds records back to fill a batch, and every
+        # second a message waits is a second of the worker's hold before its due time. Only a batch
+        # above 10 needs one (the config refuses it without).
+        window = config.worker_batching_window_seconds
         self.work_source = event_sources.SqsEventSource(
             work_queue,
             batch_size=config.worker_batch_size,
-            max_batching_window=Duration.seconds(config.worker_batching_window_seconds),
+            max_batching_window=Duration.seconds(window) if window else None,
             report_batch_item_failures=True,
             max_concurrency=config.worker_max_concurrency,
         )

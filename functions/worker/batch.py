@@ -3,7 +3,7 @@
 Two facts of Lambda's SQS event source make these necessary:
 
 - A message is received with the queue's visibility timeout, which AWS wants at six times the
-  function's timeout (5,401 s here). A record that raises before the worker shortened that (a table
+  function's timeout (5,400 s here). A record that raises before the worker shortened that (a table
   throttle, AccessDenied, a bug) would stay hidden for an hour and a half: ``retry_visibility``
   gives it back within seconds, later at each receive.
 - The event source deletes a batch's messages only when the whole invocation returns. A record that

@@ -7,14 +7,14 @@ import tomllib
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Match, Template
 from packaging.requirements import Requirement
 from pydantic import ValidationError
 
 from functions.core.settings import Settings
 from infra.assets import LAMBDA_PYTHON_VERSION, LAYER_REQUIREMENTS
 from infra.config import DeploymentConfig
-from tests.infrastructure.conftest import PRODUCTION_CONTEXT, REPO_ROOT, Synthesized
+from tests.infrastructure.conftest import PRODUCTION_CONTEXT, REPO_ROOT, Synthesized, synthesize
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
 
@@ -183,7 +183,8 @@ def test_given_the_worker_when_synthesized_then_its_sqs_source_batches_and_repor
             "EventSourceArn": {"Fn::GetAtt": [work_queue, "Arn"]},
             "FunctionName": {"Ref": default_stack.logical_id_of_function("worker")},
             "BatchSize": 10,
-            "MaximumBatchingWindowInSeconds": 1,
+            # none: records are handed over as soon as they are there (a batch of 10 needs no window)
+            "MaximumBatchingWindowInSeconds": Match.absent(),
             "FunctionResponseTypes": ["ReportBatchItemFailures"],
             "ScalingConfig": {"MaximumConcurrency": 50},
         },
@@ -241,3 +242,14 @@ def test_given_a_reservation_smaller_than_one_fanned_out_tick_when_configured_th
         DeploymentConfig.from_mapping({"sweep_invocations": 4, "dispatcher_reserved_concurrency": 4})
     config = DeploymentConfig.from_mapping({"sweep_invocations": 4, "dispatcher_reserved_concurrency": 5})
     assert config.dispatcher_concurrency == 5
+
+
+def test_given_a_batch_above_ten_when_configured_then_it_needs_and_gets_a_batching_window() -> None:
+    # Only a batch above 10 needs records held back to fill it: with the window, it is in the template
+    # (and the queue's visibility timeout grows by it).
+    with pytest.raises(ValidationError, match="worker_batching_window_seconds"):
+        DeploymentConfig.from_mapping({"worker_batch_size": 100})
+    synthesized = synthesize({"worker_batch_size": 100, "worker_batching_window_seconds": 2})
+    (source,) = synthesized.resources("AWS::Lambda::EventSourceMapping").values()
+    assert source["Properties"]["BatchSize"] == 100
+    assert source["Properties"]["MaximumBatchingWindowInSeconds"] == 2

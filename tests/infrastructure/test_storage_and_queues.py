@@ -87,7 +87,7 @@ def test_given_the_worker_timeout_when_synthesized_then_the_visibility_timeout_f
 
     assert worker["Timeout"] == WORKER_TIMEOUT.to_seconds() == WORKER_TIMEOUT_SECONDS == 900
     assert queue["VisibilityTimeout"] == (
-        VISIBILITY_TIMEOUT_FACTOR * worker["Timeout"] + source["MaximumBatchingWindowInSeconds"]
+        VISIBILITY_TIMEOUT_FACTOR * worker["Timeout"] + source.get("MaximumBatchingWindowInSeconds", 0)
     ), "visibility must be six times the worker's timeout plus the batching window"
 
 
