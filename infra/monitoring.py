@@ -25,6 +25,12 @@ from infra.queues import WorkQueues
 # oldest unswept bucket); a metric filter turns it into a metric without an SDK call.
 SWEEP_FINISHED_MESSAGE: Final = "sweep finished"
 LAG_METRIC_NAME: Final = "DispatcherLagSeconds"
+# From the worker's outcome lines (functions/worker/execute.py, _outcome_fields): how long before its
+# due time each attempt's message reached a worker (the head start's effect), and each run's lateness.
+HOLD_METRIC_NAME: Final = "RunHoldMs"
+LATENESS_METRIC_NAME: Final = "RunLatenessMs"
+# Only an outcome line has a hold; no hold is ever a day long, either way.
+_ANY_HOLD_MS: Final = -86_400_000
 
 _ONE_MINUTE: Final = Duration.minutes(1)
 _FIVE_MINUTES: Final = Duration.minutes(5)
@@ -41,6 +47,7 @@ class Monitoring(Construct):
         dispatcher: lambda_.Function,
         dispatcher_logs: logs.ILogGroup,
         worker: lambda_.Function,
+        worker_logs: logs.ILogGroup,
         api_function: lambda_.Function,
         queues: WorkQueues,
         table: dynamodb.ITable,
@@ -48,6 +55,7 @@ class Monitoring(Construct):
         super().__init__(scope, construct_id)
         prefix = config.name_prefix
         self.lag_metric = self._lag_metric(config, dispatcher_logs)
+        self.hold_metric, self.lateness_metric = self._run_metrics(config, worker_logs)
         above = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
         at_least = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 
@@ -215,6 +223,41 @@ class Monitoring(Construct):
             unit=cloudwatch.Unit.SECONDS,
         )
 
+    def _run_metrics(
+        self, config: DeploymentConfig, worker_logs: logs.ILogGroup
+    ) -> tuple[cloudwatch.Metric, cloudwatch.Metric]:
+        """Each run's hold and lateness, from the worker's outcome lines (numbers: only a numeric
+        comparison matches them). Plotted, not alarmed on: they say whether the head start suits
+        the deployment (docs/deploy.md), and lateness has its own alerts per job."""
+        namespace = f"Punctual/{config.stage}"
+        metrics = []
+        for construct_id, name, field in (
+            ("RunHoldFilter", HOLD_METRIC_NAME, "$.hold_ms"),
+            ("RunLatenessFilter", LATENESS_METRIC_NAME, "$.lateness_ms"),
+        ):
+            logs.MetricFilter(
+                self,
+                construct_id,
+                log_group=worker_logs,
+                filter_pattern=logs.FilterPattern.all(
+                    logs.FilterPattern.number_value("$.hold_ms", ">=", _ANY_HOLD_MS),
+                    logs.FilterPattern.number_value("$.lateness_ms", ">=", 0),
+                ),
+                metric_namespace=namespace,
+                metric_name=name,
+                metric_value=field,
+                unit=cloudwatch.Unit.MILLISECONDS,
+            )
+            metrics.append(
+                cloudwatch.Metric(
+                    namespace=namespace,
+                    metric_name=name,
+                    period=_ONE_MINUTE,
+                    unit=cloudwatch.Unit.MILLISECONDS,
+                )
+            )
+        return metrics[0], metrics[1]
+
     def _dashboard(
         self,
         config: DeploymentConfig,
@@ -267,6 +310,26 @@ class Monitoring(Construct):
                 left=[worker.metric_invocations(), worker.metric_errors(), worker.metric_throttles()],
                 right=[worker.metric("ConcurrentExecutions", statistic="Maximum", period=_ONE_MINUTE)],
                 width=8,
+            ),
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Runs: hold before the second (ms; p50, p99, min)",
+                left=[
+                    self.hold_metric.with_(statistic="p50", label="hold p50"),
+                    self.hold_metric.with_(statistic="p99", label="hold p99"),
+                    self.hold_metric.with_(statistic="Minimum", label="hold min (below 0: arrived late)"),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Runs: lateness (ms; p50, p99, max)",
+                left=[
+                    self.lateness_metric.with_(statistic="p50", label="lateness p50"),
+                    self.lateness_metric.with_(statistic="p99", label="lateness p99"),
+                    self.lateness_metric.with_(statistic="Maximum", label="lateness max"),
+                ],
+                width=12,
             ),
         )
         dashboard.add_widgets(

@@ -64,6 +64,7 @@ class PunctualStack(Stack):
             dispatcher=functions.dispatcher,
             dispatcher_logs=functions.log_groups["dispatcher"],
             worker=functions.worker,
+            worker_logs=functions.log_groups["worker"],
             queues=queues,
             table=storage.table,
         )

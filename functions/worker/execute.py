@@ -118,10 +118,13 @@ class RunExecutor:
         run, see ``_last_delivery``); ``time_left_seconds`` is how long the invocation has before it
         is stopped (an attempt that could not finish by then is left to a fresh invocation).
         """
-        deadline = None if time_left_seconds is None else self.clock() + timedelta(seconds=time_left_seconds)
+        arrived_at = self.clock()
+        deadline = None if time_left_seconds is None else arrived_at + timedelta(seconds=time_left_seconds)
         last = receive_count >= WORK_QUEUE_MAX_RECEIVE_COUNT or message.exhausted
         try:
-            self._handle(message, receipt_handle, receive_count=receive_count, deadline=deadline)
+            self._handle(
+                message, receipt_handle, receive_count=receive_count, deadline=deadline, arrived_at=arrived_at
+            )
         except ReturnLater as later:
             if not last:
                 raise
@@ -160,6 +163,7 @@ class RunExecutor:
         *,
         receive_count: int,
         deadline: datetime | None,
+        arrived_at: datetime,
         held: bool = False,
     ) -> None:
         log = {"job_id": message.job_id, "run_id": message.run_id}
@@ -213,7 +217,14 @@ class RunExecutor:
                 raise ReturnLater("attempt in progress elsewhere", math.ceil(remaining))
             self._hold(receipt_handle, remaining)
             self._sleep_until(run.lease_until)
-            self._handle(message, receipt_handle, receive_count=receive_count, deadline=deadline, held=True)
+            self._handle(
+                message,
+                receipt_handle,
+                receive_count=receive_count,
+                deadline=deadline,
+                arrived_at=arrived_at,
+                held=True,
+            )
             return
         skip = lifecycle.superseded(run, job)
         if skip is not None:
@@ -307,7 +318,10 @@ class RunExecutor:
             outcome = self._deliver(job, run, heartbeat.lost)
         self.crash_point("after_execute_before_record")
         try:
-            self._record(job, run, called_at, outcome, started_late=started_late)
+            # The hold: how long before the attempt's due time its message reached this worker
+            # (negative: after it), what the head start of the message's arrival is tuned by.
+            hold_ms = round((due - arrived_at).total_seconds() * 1000)
+            self._record(job, run, called_at, outcome, started_late=started_late, hold_ms=hold_ms)
         finally:
             for thread in sending:  # an alert sent beside the call ends with this invocation
                 if thread is not None:
@@ -574,9 +588,10 @@ class RunExecutor:
         outcome: TargetOutcome,
         *,
         started_late: datetime | None = None,
+        hold_ms: int | None = None,
     ) -> None:
         """Record the attempt that called its target at ``started_at`` (``started_late``: see
-        ``Tables.finish_attempt``)."""
+        ``Tables.finish_attempt``; ``hold_ms``: see ``_outcome_fields``)."""
         log = {"job_id": job.job_id, "run_id": run.run_id, "attempt": run.attempt}
         finished_at = self.clock()
         decision = lifecycle.after_attempt(
@@ -603,7 +618,7 @@ class RunExecutor:
         tracing.attempt_span(job, run, attempt, percent=self.settings.run_trace_percent)
         try:
             if isinstance(decision, lifecycle.RetryAt):
-                self._schedule_retry(job, run, attempt, finished_at, decision, started_late)
+                self._schedule_retry(job, run, attempt, finished_at, decision, started_late, hold_ms)
                 return
             self.store.finish_attempt(
                 run, attempt, status=decision.status, now=finished_at, started_late=started_late
@@ -614,7 +629,7 @@ class RunExecutor:
             return
         logger.info(
             f"run {decision.status.value.lower()}",
-            extra={**log, **self._outcome_fields(run, attempt)},
+            extra={**log, **self._outcome_fields(run, attempt, hold_ms)},
         )
         failed = None
         if decision.status is RunStatus.FAILED:
@@ -704,11 +719,15 @@ class RunExecutor:
             return  # changed meanwhile (paused, resumed, rescheduled): the caller's change stands
         logger.warning("job paused", extra={"job_id": job.job_id, "reason": note})
 
-    def _outcome_fields(self, run: Run, attempt: Attempt) -> dict[str, object]:
-        """What an outcome's log line says of the attempt (the run's lateness is its first attempt's)."""
+    def _outcome_fields(self, run: Run, attempt: Attempt, hold_ms: int | None) -> dict[str, object]:
+        """What an outcome's log line says of the attempt: the run's lateness is its first attempt's;
+        ``hold_ms`` is how long before the attempt's due time its message reached the worker (negative:
+        after it; absent for an attempt the worker did not call). The deployment's dashboard plots
+        both from these lines (infra/monitoring.py)."""
         return {
             "attempt": attempt.number,
             "lateness_ms": run.lateness_ms,
+            **({"hold_ms": hold_ms} if hold_ms is not None else {}),
             "duration_ms": attempt.duration_ms,
             "status_code": attempt.status_code,
             "error": attempt.error,
@@ -729,6 +748,7 @@ class RunExecutor:
         finished_at: datetime,
         retry: lifecycle.RetryAt,
         started_late: datetime | None,
+        hold_ms: int | None,
     ) -> None:
         delay, next_at = retry.delay_seconds, retry.at
         # Short: the same message comes back when the attempt is due. Long (beyond the queue's reach):
@@ -761,7 +781,7 @@ class RunExecutor:
             extra={
                 "job_id": run.job_id,
                 "run_id": run.run_id,
-                **self._outcome_fields(run, attempt),
+                **self._outcome_fields(run, attempt, hold_ms),
                 "next_attempt_at": next_at.isoformat(),
                 "wake_up": "message" if short else "trigger",
             },

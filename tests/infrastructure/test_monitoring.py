@@ -6,12 +6,14 @@ import io
 import json
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.monitoring import LAG_METRIC_NAME, SWEEP_FINISHED_MESSAGE
+from functions.core.model import iso
+from infra.monitoring import HOLD_METRIC_NAME, LAG_METRIC_NAME, LATENESS_METRIC_NAME, SWEEP_FINISHED_MESSAGE
 from tests.conftest import Clock
 from tests.infrastructure.conftest import PRODUCTION_CONTEXT, Synthesized
 from tests.infrastructure.log_filter_pattern import matches, metric_value
@@ -57,7 +59,7 @@ def test_given_the_dispatcher_logs_when_synthesized_then_its_lag_is_a_metric_and
     default_stack: Synthesized,
 ) -> None:
     dispatcher_logs = default_stack.function("dispatcher")["Properties"]["LoggingConfig"]["LogGroup"]
-    metric_filter = default_stack.only("AWS::Logs::MetricFilter")["Properties"]
+    metric_filter = metric_filter_of(default_stack, LAG_METRIC_NAME)
     assert metric_filter["LogGroupName"] == dispatcher_logs
     assert SWEEP_FINISHED_MESSAGE in metric_filter["FilterPattern"]
     (transformation,) = metric_filter["MetricTransformations"]
@@ -142,6 +144,17 @@ class _LambdaContext:
     aws_request_id: str = "tick"
 
 
+def metric_filter_of(stack: Synthesized, metric_name: str) -> dict[str, Any]:
+    """The properties of the one metric filter that makes ``metric_name``."""
+    found: list[dict[str, Any]] = [
+        resource["Properties"]
+        for resource in stack.resources("AWS::Logs::MetricFilter").values()
+        if resource["Properties"]["MetricTransformations"][0]["MetricName"] == metric_name
+    ]
+    (properties,) = found
+    return properties
+
+
 @pytest.fixture
 def dispatcher_log_lines(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The lines the dispatcher's handler writes for two ticks over an empty table, as Powertools
@@ -178,7 +191,7 @@ def test_given_the_dispatchers_own_log_lines_when_the_lag_filter_reads_them_then
 ) -> None:
     # The alarm counts silence as lag: a pattern that never matches the real line would hold it in
     # ALARM for good. lag_seconds is a JSON number, which a quoted ("*") value never matches.
-    metric_filter = default_stack.only("AWS::Logs::MetricFilter")["Properties"]
+    metric_filter = metric_filter_of(default_stack, LAG_METRIC_NAME)
     pattern = metric_filter["FilterPattern"]
     (transformation,) = metric_filter["MetricTransformations"]
     sweeps = [line for line in dispatcher_log_lines if json.loads(line)["message"] == SWEEP_FINISHED_MESSAGE]
@@ -231,7 +244,7 @@ def test_given_every_alarm_when_its_metric_falls_silent_then_only_the_dispatcher
     breaching = {name for name, alarm in alarms.items() if alarm.get("TreatMissingData") != "notBreaching"}
     assert breaching == {"punctual-dev-dispatcher-lag"}
     assert alarms["punctual-dev-dispatcher-lag"]["TreatMissingData"] == "breaching"
-    metric_filter = default_stack.only("AWS::Logs::MetricFilter")["Properties"]
+    metric_filter = metric_filter_of(default_stack, LAG_METRIC_NAME)
     (transformation,) = metric_filter["MetricTransformations"]
     assert alarms["punctual-dev-dispatcher-lag"].get("Unit") == transformation.get("Unit")
 
@@ -250,3 +263,54 @@ def test_given_one_stage_in_two_regions_when_synthesized_then_their_dashboards_h
         (dashboard,) = Template.from_stack(stack).find_resources("AWS::CloudWatch::Dashboard").values()
         names.add(dashboard["Properties"]["DashboardName"])
     assert names == {"punctual-dev-eu-west-1", "punctual-dev-us-east-1"}
+
+
+@pytest.fixture
+def worker_log_lines(clock: Clock) -> list[str]:
+    """The lines the worker writes for two runs on the in-memory fakes, as Powertools writes them:
+    one whose message arrived 2 s before its second, one whose message arrived 1.5 s after it."""
+    from functions.core.observability import logger
+    from tests.unit.test_engine_on_fakes import SETTINGS, engine_with
+
+    engine = engine_with(SETTINGS, clock)
+    due = clock() + timedelta(seconds=10)
+    engine.create(schedule={"at": iso(due)})
+    engine.create(schedule={"at": iso(due + timedelta(seconds=30))})
+    (early, _), (late, _) = engine.queue.sent
+    handler = logger.registered_handler
+    assert isinstance(handler, logging.StreamHandler)
+    stream = io.StringIO()
+    previous, level = handler.setStream(stream), logger.log_level
+    logger.setLevel(logging.INFO)  # as deployed (the tests' environment says WARNING)
+    try:
+        clock.now = due - timedelta(seconds=2)
+        engine.executor.handle(early, None)
+        clock.now = due + timedelta(seconds=31.5)
+        engine.executor.handle(late, None)
+    finally:
+        handler.setStream(previous)
+        logger.setLevel(level)
+    return stream.getvalue().splitlines()
+
+
+def test_given_the_workers_own_log_lines_when_the_run_filters_read_them_then_each_run_is_plotted(
+    default_stack: Synthesized, worker_log_lines: list[str]
+) -> None:
+    # The dashboard plots each run's hold (how long before its second the message reached a worker)
+    # and lateness from the worker's outcome lines: a filter that matched no real line would plot
+    # nothing, and the operator could not tell whether the head start suits the deployment.
+    worker_logs = default_stack.function("worker")["Properties"]["LoggingConfig"]["LogGroup"]
+    outcomes = [line for line in worker_log_lines if json.loads(line)["message"] == "run succeeded"]
+    assert len(outcomes) == 2, worker_log_lines
+    expected = {HOLD_METRIC_NAME: [2000, -1500], LATENESS_METRIC_NAME: [0, 1500]}
+    for name, values in expected.items():
+        metric_filter = metric_filter_of(default_stack, name)
+        assert metric_filter["LogGroupName"] == worker_logs
+        (transformation,) = metric_filter["MetricTransformations"]
+        assert transformation["Unit"] == "Milliseconds" and "DefaultValue" not in transformation
+        assert [
+            line for line in worker_log_lines if matches(metric_filter["FilterPattern"], line)
+        ] == outcomes
+        assert [metric_value(transformation["MetricValue"], line) for line in outcomes] == values
+    dashboard = json.dumps(default_stack.only("AWS::CloudWatch::Dashboard")["Properties"]["DashboardBody"])
+    assert HOLD_METRIC_NAME in dashboard and LATENESS_METRIC_NAME in dashboard
