@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -155,12 +157,31 @@ def metric_filter_of(stack: Synthesized, metric_name: str) -> dict[str, Any]:
     return properties
 
 
+@contextmanager
+def log_lines() -> Iterator[list[str]]:
+    """The lines the functions' logger writes meanwhile, as Powertools writes them to a function's
+    log stream (one JSON object a line), at INFO as deployed (the tests' environment says WARNING)."""
+    from functions.core.observability import logger
+
+    handler = logger.registered_handler
+    assert isinstance(handler, logging.StreamHandler)
+    stream = io.StringIO()
+    previous, level = handler.setStream(stream), logger.log_level
+    logger.setLevel(logging.INFO)
+    lines: list[str] = []
+    try:
+        yield lines
+    finally:
+        handler.setStream(previous)
+        logger.setLevel(level)
+        lines.extend(stream.getvalue().splitlines())
+
+
 @pytest.fixture
 def dispatcher_log_lines(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The lines the dispatcher's handler writes for two ticks over an empty table, as Powertools
     writes them to the function's log stream (one JSON object a line)."""
     from functions.core.dispatching import Dispatcher
-    from functions.core.observability import logger
     from functions.core.settings import Settings
     from functions.dispatcher import handler as dispatcher_handler
     from tests.fakes.queue import MemoryQueue
@@ -170,20 +191,12 @@ def dispatcher_log_lines(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> list[
     dispatcher = Dispatcher(MemoryStore(), MemoryQueue(delays=False), settings, clock=clock)
     monkeypatch.setattr(dispatcher_handler, "get_settings", lambda: settings)
     monkeypatch.setattr(dispatcher_handler, "default_dispatcher", lambda: dispatcher)
-    handler = logger.registered_handler
-    assert isinstance(handler, logging.StreamHandler)
-    stream = io.StringIO()
-    previous, level = handler.setStream(stream), logger.log_level
-    logger.setLevel(logging.INFO)  # as deployed (the tests' environment says WARNING)
-    try:
+    with log_lines() as lines:
         clock.advance(42.25)
         dispatcher_handler.handler({"source": "aws.events"}, _LambdaContext())  # type: ignore[arg-type]
         clock.advance(60.5)  # the next tick
         dispatcher_handler.handler({"source": "aws.events"}, _LambdaContext())  # type: ignore[arg-type]
-    finally:
-        handler.setStream(previous)
-        logger.setLevel(level)
-    return stream.getvalue().splitlines()
+    return lines
 
 
 def test_given_the_dispatchers_own_log_lines_when_the_lag_filter_reads_them_then_each_tick_is_a_datapoint(
@@ -269,7 +282,6 @@ def test_given_one_stage_in_two_regions_when_synthesized_then_their_dashboards_h
 def worker_log_lines(clock: Clock) -> list[str]:
     """The lines the worker writes for two runs on the in-memory fakes, as Powertools writes them:
     one whose message arrived 2 s before its second, one whose message arrived 1.5 s after it."""
-    from functions.core.observability import logger
     from tests.unit.test_engine_on_fakes import SETTINGS, engine_with
 
     engine = engine_with(SETTINGS, clock)
@@ -277,20 +289,12 @@ def worker_log_lines(clock: Clock) -> list[str]:
     engine.create(schedule={"at": iso(due)})
     engine.create(schedule={"at": iso(due + timedelta(seconds=30))})
     (early, _), (late, _) = engine.queue.sent
-    handler = logger.registered_handler
-    assert isinstance(handler, logging.StreamHandler)
-    stream = io.StringIO()
-    previous, level = handler.setStream(stream), logger.log_level
-    logger.setLevel(logging.INFO)  # as deployed (the tests' environment says WARNING)
-    try:
+    with log_lines() as lines:
         clock.now = due - timedelta(seconds=2)
         engine.executor.handle(early, None)
         clock.now = due + timedelta(seconds=31.5)
         engine.executor.handle(late, None)
-    finally:
-        handler.setStream(previous)
-        logger.setLevel(level)
-    return stream.getvalue().splitlines()
+    return lines
 
 
 def test_given_the_workers_own_log_lines_when_the_run_filters_read_them_then_each_run_is_plotted(
