@@ -61,6 +61,9 @@ class DeploymentConfig(BaseModel):
     # shards) and concurrent claims per shard; docs/benchmarks.md sizes them for a million jobs a minute.
     sweep_invocations: int = Field(default=1, ge=1, le=1000)
     claim_concurrency: int = Field(default=4, ge=1, le=64)
+    # How long before its second a work message reaches the worker (docs/deploy.md, "Tuning the head
+    # start"): enough for the event source's latency and the worker's reads and start write.
+    head_start_ms: int = Field(default=250, ge=0, le=5000)
 
     # The API: who may call it, and how fast.
     api_auth: Literal["iam", "api_key"] = "iam"
@@ -208,6 +211,7 @@ class DeploymentConfig(BaseModel):
             allowed_target_arns=self.allowed_target_arns,
             sweep_invocations=self.sweep_invocations,
             claim_concurrency=self.claim_concurrency,
+            head_start_ms=self.head_start_ms,
         )
 
     @classmethod

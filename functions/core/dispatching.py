@@ -7,13 +7,14 @@ because the sweep for its minute may already have run). The protocol is in docs/
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from functions.core import crash_points
+from functions.core import crash_points, pacing
 from functions.core.model import (
     MAX_ROW_COVERS,
     RUN_COUNT_WINDOW,
@@ -26,15 +27,12 @@ from functions.core.model import (
     RunStatus,
     Trigger,
     TriggerState,
-    bucket_of,
-    bucket_start,
     fire_time,
     is_dispatched,
     is_orphan,
     iso,
     jitter_of,
     make_trigger,
-    next_bucket,
     not_run_row,
     plan_claim,
     run_id_for,
@@ -42,43 +40,9 @@ from functions.core.model import (
 )
 from functions.core.observability import logger
 from functions.core.ports import Queue, Tables, VersionChanged
-from functions.core.queue import WorkMessage, delay_for
+from functions.core.queue import WorkMessage
 from functions.core.settings import Settings
-
-MAX_ROUNDS_PER_BUCKET = 1000
-
-
-@dataclass
-class DispatchReport:
-    claimed: int = 0
-    sent: int = 0
-    skipped: int = 0
-    stale: int = 0
-    recovered: int = 0
-    lost_races: int = 0
-
-    def add(self, other: DispatchReport) -> None:
-        for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-
-
-@dataclass
-class SweepReport:
-    dispatch: DispatchReport = field(default_factory=DispatchReport)
-    buckets_swept: int = 0
-    # Triggers within the horizon whose run the sweep looked up (sent ones stay in their bucket and
-    # are read again by every tick until the cursor passes their minute).
-    triggers_checked: int = 0
-    cursors_advanced: int = 0
-    lag_seconds: float = 0.0
-
-    def add(self, other: SweepReport) -> None:
-        """Sum the counts; the lag is the largest (the oldest cursor wins)."""
-        self.dispatch.add(other.dispatch)
-        self.buckets_swept += other.buckets_swept
-        self.triggers_checked += other.triggers_checked
-        self.cursors_advanced += other.cursors_advanced
-        self.lag_seconds = max(self.lag_seconds, other.lag_seconds)
+from functions.core.sweep import DispatchReport, SweepReport, sweep, sweep_shard, trigger_key
 
 
 @dataclass(frozen=True)
@@ -114,23 +78,6 @@ def _memo_key(trigger: Trigger) -> tuple[str, str, int]:
     return (trigger.job_id, trigger.run_id, trigger.job_version)
 
 
-def trigger_key(trigger: Trigger) -> tuple[str, str]:
-    return (trigger.job_id, trigger.run_id)
-
-
-def shard_groups(shard_count: int, sweeps: int) -> list[list[int]]:
-    """The shards split into at most ``sweeps`` contiguous groups of nearly equal size."""
-    count = max(1, min(shard_count, sweeps))
-    size, extra = divmod(shard_count, count)
-    groups: list[list[int]] = []
-    start = 0
-    for index in range(count):
-        end = start + size + (index < extra)
-        groups.append(list(range(start, end)))
-        start = end
-    return groups
-
-
 class Dispatcher:
     """Claims due triggers with conditional writes and sends them to SQS with ``DelaySeconds``."""
 
@@ -143,11 +90,13 @@ class Dispatcher:
         crash_point: Callable[[str], None] | None = None,
         *,
         deletes: bool = True,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.store = store
         self.queue = queue
         self.settings = settings
         self.clock = clock
+        self.sleep = sleep  # a paced send waits for its moment (``_send``)
         # False for a worker going on with a buffered backfill: its role may not delete items, so a
         # trigger it finds stale (the job was cancelled meanwhile) is left for the next sweep.
         self.deletes = deletes
@@ -165,7 +114,7 @@ class Dispatcher:
     # ---------------------------------------------------------------------------------- dispatch
 
     def dispatch(
-        self, triggers: Iterable[Trigger], now: datetime, *, checked: bool = False
+        self, triggers: Iterable[Trigger], now: datetime, *, checked: bool = False, paced: bool = False
     ) -> DispatchReport:
         """Send each trigger's occurrence that has not been dispatched yet, and write its run.
 
@@ -173,7 +122,10 @@ class Dispatcher:
         job's next occurrence is written first, then the message is sent, then the run is written.
         Until the run exists the occurrence counts as not dispatched, so a crash anywhere in between
         costs a duplicate message that the worker's conditional start absorbs, never a lost run.
-        ``checked``: the caller has just read the runs of ``triggers`` and none exists.
+        ``checked``: the caller has just read the runs of ``triggers`` and none exists. ``paced``: each
+        message is sent at the moment that makes it visible ``head_start`` before its second (the
+        sweep: a round then takes up to a second longer); otherwise at once (docs/architecture.md,
+        "Arrival").
 
         A recurring occurrence's next one, when still to come but due within the look-ahead (a
         seconds-level cron), is dispatched in the next round here rather than left for the next tick,
@@ -188,7 +140,7 @@ class Dispatcher:
         while pending:
             if not checked:
                 pending = self.undispatched(pending)
-            chained = self._dispatch_round(pending, now, jobs, report)
+            chained = self._dispatch_round(pending, now, jobs, report, paced=paced)
             pending = [trigger for trigger in chained if self._follows(trigger.fire_at, now)]
             checked = False
         return report
@@ -230,7 +182,13 @@ class Dispatcher:
                 self._pruned_at = now
 
     def _dispatch_round(
-        self, pending: list[Trigger], now: datetime, jobs: dict[str, Job | None], report: DispatchReport
+        self,
+        pending: list[Trigger],
+        now: datetime,
+        jobs: dict[str, Job | None],
+        report: DispatchReport,
+        *,
+        paced: bool,
     ) -> list[Trigger]:
         """Dispatch ``pending``; return the next occurrences written on the way.
 
@@ -261,18 +219,8 @@ class Dispatcher:
         if not outgoing:
             self._delete(finished)
             return chained
-        send_time = self.clock()
-        self.queue.send([(item.message, delay_for(item.fire_at, send_time)) for item in outgoing])
+        self._send(outgoing, paced=paced)
         report.sent += len(outgoing)
-        # One line a send (up to ten runs), not one a run: log lines are billed by the byte, and
-        # Powertools adds ~300 bytes of its own keys to each. The runs stay greppable by id.
-        logger.info(
-            "runs dispatched",
-            extra={
-                "count": len(outgoing),
-                "runs": " ".join(f"{item.message.job_id}/{item.message.run_id}" for item in outgoing),
-            },
-        )
         self.crash_point("after_send_before_delete")
         runs = [item.message.queued for item in outgoing if item.message.queued is not None]
         written: list[bool] = []
@@ -291,6 +239,36 @@ class Dispatcher:
         self._remember([item.trigger for item in outgoing if not item.trigger.is_retry])
         self._delete(finished + [item.trigger for item in outgoing if item.trigger.is_retry])
         return chained
+
+    def _send(self, outgoing: list[_Outgoing], *, paced: bool) -> None:
+        """Send the messages, ten to a request. Paced: each group at its moment (``pacing.plan``).
+        Each request's delays are computed from the clock as it is made, so a request that comes
+        later than planned makes its messages arrive early, never late."""
+        head_start = self.settings.head_start
+        groups = (
+            pacing.plan(outgoing, [item.fire_at for item in outgoing], self.clock(), head_start)
+            if paced
+            else [pacing.Group(self.clock(), outgoing)]
+        )
+        for group in groups:
+            wait = (group.at - self.clock()).total_seconds()
+            if wait > 0:
+                self.sleep(wait)
+            for start in range(0, len(group.items), 10):
+                chunk = group.items[start : start + 10]
+                now = self.clock()
+                self.queue.send(
+                    [(item.message, pacing.delay_for(item.fire_at, now, head_start)) for item in chunk]
+                )
+                # One line a request (up to ten runs), not one a run: log lines are billed by the
+                # byte, and Powertools adds ~300 bytes of its own keys to each. Greppable by run id.
+                logger.info(
+                    "runs dispatched",
+                    extra={
+                        "count": len(chunk),
+                        "runs": " ".join(f"{item.message.job_id}/{item.message.run_id}" for item in chunk),
+                    },
+                )
 
     def _delete(self, triggers: list[Trigger]) -> None:
         """Delete triggers that are done but have no run of their own: a sent retry wake-up, an
@@ -466,64 +444,11 @@ class Dispatcher:
     # ------------------------------------------------------------------------------------- sweep
 
     def sweep(self, now: datetime | None = None, shards: Sequence[int] | None = None) -> SweepReport:
-        """One tick over ``shards`` (all by default), in parallel, each from its cursor to now +
-        look-ahead. A tick fanned out over several invocations gives each its group of shards."""
-        now = now or self.clock()
-        shards = list(range(self.settings.shard_count)) if shards is None else list(shards)
-        report = SweepReport()
-        workers = max(1, min(len(shards), 16))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sweep") as pool:
-            for shard_report in pool.map(lambda shard: self.sweep_shard(shard, now), shards):
-                report.add(shard_report)
-        oldest = self.store.oldest_cursor(shards)
-        if oldest is not None:
-            report.lag_seconds = max(0.0, (self.clock() - bucket_start(oldest)).total_seconds())
-        return report
+        """One tick over ``shards`` (all by default): ``functions.core.sweep.sweep``."""
+        return sweep(self, now or self.clock(), shards)
 
     def sweep_shard(self, shard: int, now: datetime) -> SweepReport:
-        report = SweepReport()
-        cursor = self.store.get_cursor(shard)
-        start = cursor or bucket_of(now - timedelta(seconds=self.settings.initial_catchup_seconds))
-        horizon = now + timedelta(seconds=self.settings.lookahead_seconds)
-        claim_timeout = timedelta(seconds=self.settings.claim_timeout_seconds)
-        safety = timedelta(seconds=self.settings.bucket_safety_seconds)
-        advance_to = start
-        can_advance = True
-        bucket = start
-        sent: set[tuple[str, str]] = set()  # dispatched by this sweep (its own reads may lag its writes)
-        while bucket_start(bucket) <= horizon:
-            remaining: list[Trigger] = []
-            for _ in range(MAX_ROUNDS_PER_BUCKET):
-                listed = [t for t in self.store.query_bucket(bucket, shard) if trigger_key(t) not in sent]
-                # Beyond the horizon nothing is dispatched, so nothing is checked (a bucket with such a
-                # trigger is never one the cursor may pass).
-                within = [t for t in listed if t.fire_at <= horizon]
-                report.triggers_checked += len(within)
-                remaining = self.undispatched(within)
-                due = [
-                    t
-                    for t in remaining
-                    if t.fire_at <= horizon
-                    and (
-                        t.state is TriggerState.PENDING
-                        or (t.claimed_at is not None and now - t.claimed_at > claim_timeout)
-                    )
-                ]
-                if not due:
-                    break
-                report.dispatch.add(self.dispatch(due, now, checked=True))
-                sent.update(trigger_key(t) for t in due if not t.is_retry)
-            report.buckets_swept += 1
-            passed = bucket_start(bucket) + timedelta(minutes=1) + safety <= now
-            if can_advance and passed and not remaining:
-                advance_to = next_bucket(bucket)
-            else:
-                can_advance = False
-            bucket = next_bucket(bucket)
-        if advance_to != cursor and (cursor is None or advance_to > cursor):
-            self.crash_point("before_cursor_advance")
-            report.cursors_advanced += int(self.store.advance_cursor(shard, cursor, advance_to))
-        return report
+        return sweep_shard(self, shard, now)
 
 
 def _new_run(job: Job, scheduled_for: datetime, kind: RunKind, status: RunStatus, now: datetime) -> Run:

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from functions.core.model import Run, RunKind, RunStatus, from_ms, to_ms
-from functions.core.resources import SQS_MAX_DELAY_SECONDS
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
-
-# Messages become visible this long before their second: SQS delays have a one-second granularity and
-# a receiver needs a moment to pick the message up; the worker waits out the rest in-process.
-EARLY_ARRIVAL_SECONDS = 2
 
 
 @dataclass(frozen=True)
@@ -80,12 +74,6 @@ class WorkMessage:
                 backfill_until=from_ms(int(data["backfill_until"])) if "backfill_until" in data else None,
             )
         return cls(job_id=job_id, run_id=run_id, queued=queued, exhausted=data.get("exhausted") is True)
-
-
-def delay_for(fire_at: datetime, now: datetime) -> int:
-    """``DelaySeconds`` so the message arrives a little before ``fire_at``, never after."""
-    seconds = math.floor((fire_at - now).total_seconds()) - EARLY_ARRIVAL_SECONDS
-    return max(0, min(SQS_MAX_DELAY_SECONDS, seconds))
 
 
 class SendError(Exception):

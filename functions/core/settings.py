@@ -14,6 +14,7 @@ import os
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import lru_cache
 from typing import Any, Self, get_type_hints
 
@@ -74,6 +75,10 @@ class Settings:
     lease_seconds: int = _bounded(4, 3)
     # Worker: a message that arrives up to this early is held in-process; later ones go back to SQS.
     max_early_wait_seconds: int = _bounded(20, 0)
+    # How long before its due time a work message becomes visible: what the worker needs before the
+    # call (the event source mapping's latency, p99 105 ms published, plus its reads and start write).
+    # Each run's hold shows whether it is right (docs/deploy.md, "Tuning the head start").
+    head_start_ms: int = _bounded(250, 0, 5000)
     run_retention_days: int = _bounded(30, 1)
     # Worker: the share of runs whose trace is recorded in X-Ray (a segment per attempt), in percent
     # (functions/core/tracing.py). X-Ray bills each trace; Lambda's own default samples about 5%.
@@ -124,6 +129,10 @@ class Settings:
             if raw is not None and raw != "":
                 values[name] = raw
         return cls.from_values(values)
+
+    @property
+    def head_start(self) -> timedelta:
+        return timedelta(milliseconds=self.head_start_ms)
 
     def replace(self, **changes: object) -> Self:
         """A copy with some fields changed (validated like any other)."""

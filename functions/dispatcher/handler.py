@@ -15,10 +15,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.core.dispatching import SweepReport, shard_groups
 from functions.core.factories import build_invoker, default_dispatcher
 from functions.core.observability import logger
 from functions.core.settings import get_settings
+from functions.core.sweep import SweepReport, shard_groups
 
 
 @logger.inject_lambda_context

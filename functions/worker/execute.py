@@ -16,7 +16,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import NoReturn
 
-from functions.core import crash_points, lifecycle, tracing
+from functions.core import crash_points, lifecycle, pacing, tracing
 from functions.core.alerts import ALERT_TIMEOUT_SECONDS, AlertSender
 from functions.core.model import (
     MISSED_REASONS,
@@ -38,7 +38,7 @@ from functions.core.model import (
 )
 from functions.core.observability import logger
 from functions.core.ports import Queue, RunNotOurs, Tables, Targets, VersionChanged
-from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
+from functions.core.queue import WorkMessage
 from functions.core.resources import (
     OUTCOME_MARGIN_SECONDS,
     SQS_MAX_DELAY_SECONDS,
@@ -504,7 +504,8 @@ class RunExecutor:
         due = run.next_attempt_at or run.scheduled_for
         remaining = (due - self.clock()).total_seconds()
         if remaining > self.settings.max_early_wait_seconds:
-            raise ReturnLater("not due yet", max(1, math.floor(remaining) - EARLY_ARRIVAL_SECONDS))
+            back = pacing.delay_for(due, self.clock(), self.settings.head_start)
+            raise ReturnLater("not due yet", max(1, back))
         # Always, even when due now: until the first heartbeat (a third of a lease into the attempt)
         # the message would otherwise stay hidden for the queue's timeout, which on AWS is six times
         # the worker's (an hour and a half) if this worker dies.
@@ -787,4 +788,5 @@ class RunExecutor:
             },
         )
         if short:
-            raise ReturnLater("retry scheduled", max(0, math.floor(delay) - EARLY_ARRIVAL_SECONDS))
+            back = pacing.delay_for(next_at, self.clock(), self.settings.head_start)
+            raise ReturnLater("retry scheduled", back)

@@ -25,17 +25,21 @@ def at_job(h: Harness, seconds_from_now: float, **extra: object) -> dict[str, ob
 
 def test_job_beyond_lookahead_is_sent_by_the_sweep_that_reaches_it(harness: Harness) -> None:
     # Given a one-off job due in ten minutes
+    due = harness.clock() + timedelta(seconds=600)
     job = at_job(harness, 600)
     assert harness.queue.sent == [], "a job beyond the look-ahead must wait for the sweep"
     # When the dispatcher ticks every minute
+    sent_at: list[datetime] = []
     for _ in range(9):
         harness.clock.advance(60)
         harness.dispatcher.sweep()
-    # Then it was sent exactly once, by the tick whose look-ahead reached it, due a little early
+        sent_at += [harness.clock()] * (len(harness.queue.sent) - len(sent_at))
+    # Then it was sent exactly once, by the tick whose look-ahead reached it, at the moment that
+    # makes it visible a head start before its second (the sweep waited for that moment)
     assert len(harness.queue.sent) == 1
     message, delay = harness.queue.sent[0]
     assert message.job_id == job["job_id"]
-    assert 100 <= delay <= 118, "delay should make the message arrive ~2 s before its second"
+    assert sent_at[0] + timedelta(seconds=delay) == due - harness.settings.head_start
     run = harness.store.get_run(message.job_id, message.run_id)
     assert run is not None and run.status is RunStatus.QUEUED
 
@@ -43,7 +47,7 @@ def test_job_beyond_lookahead_is_sent_by_the_sweep_that_reaches_it(harness: Harn
 def test_job_due_within_lookahead_is_sent_by_the_api_at_once(harness: Harness) -> None:
     job = at_job(harness, 5)
     assert [m.job_id for m, _ in harness.queue.sent] == [job["job_id"]]
-    assert harness.queue.sent[0][1] == 3
+    assert harness.queue.sent[0][1] == 4, "at once: visible 0.75 s before its head start, never after it"
     # And a sweep does not send it again
     harness.dispatcher.sweep()
     assert len(harness.queue.sent) == 1
@@ -59,7 +63,8 @@ def test_recurring_chain_sends_each_occurrence_once(harness: Harness) -> None:
     job = harness.create(
         schedule={"cron": "*/10 * * * * *"}, target={"type": "http", "url": "http://127.0.0.1:9/"}
     )
-    # When the dispatcher ticks for five minutes
+    # When the dispatcher ticks for five minutes (each tick's sends are paced: its clock moves on)
+    start = harness.clock()
     for _ in range(5):
         harness.clock.advance(60)
         harness.dispatcher.sweep()
@@ -67,7 +72,6 @@ def test_recurring_chain_sends_each_occurrence_once(harness: Harness) -> None:
     ids = sent_run_ids(harness)
     assert len(ids) == len(set(ids)), "an occurrence was sent twice"
     slots = {harness.store.get_run(job["job_id"], run_id).scheduled_for for run_id in ids}  # type: ignore[union-attr]
-    start = harness.clock.now - timedelta(seconds=300)
     expected = {start + timedelta(seconds=10 * k) for k in range(1, 43)}
     assert expected <= slots, f"missing slots: {sorted(expected - slots)[:3]}"
     assert harness.next_trigger_at(job["job_id"]) is not None

@@ -249,7 +249,7 @@ def test_given_a_job_created_through_api_gateway_when_ticked_and_polled_then_it_
     deployed.clock.advance(60)
     summary = dispatcher.handler(sample("eventbridge_scheduled.json"), LambdaContext())  # type: ignore[arg-type]
     assert summary["sent"] == 1
-    # And the event source mapping hands the message to the worker as SQS does, ~2 s before it is due
+    # And the event source mapping hands the message to the worker as SQS does, before it is due
     deployed.clock.advance(deployed.settings.lookahead_seconds + 30 - 60 - 2)
     (message,) = deployed.queue.client.receive_message(  # type: ignore[attr-defined]
         QueueUrl=deployed.queue.queue_url,  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ from functions.api.backfill import backfill as backfill_job
 from functions.api.errors import Conflict, InvalidInput, NotFound, from_validation
 from functions.api.models import BackfillIn, CreateJobIn, PatchJobIn
 from functions.api.service import JobService
-from functions.core.dispatching import Dispatcher, shard_groups
+from functions.core.dispatching import Dispatcher
 from functions.core.model import (
     JobStatus,
     Reason,
@@ -28,9 +28,10 @@ from functions.core.model import (
     jitter_of,
     make_trigger,
 )
-from functions.core.queue import EARLY_ARRIVAL_SECONDS, WorkMessage
+from functions.core.queue import WorkMessage
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
+from functions.core.sweep import shard_groups
 from functions.dispatcher import handler as dispatcher_handler
 from functions.worker.execute import ReturnLater, RunExecutor
 from tests.conftest import Clock
@@ -73,7 +74,9 @@ class Engine:
 def engine_with(settings: Settings, clock: Clock) -> Engine:
     """The engine on the in-memory fakes, with these settings."""
     store, queue, targets = MemoryStore(), MemoryQueue(delays=False), ScriptedTargets()
-    dispatcher = Dispatcher(store, queue, settings, clock=clock, crash_point=lambda _name: None)
+    dispatcher = Dispatcher(
+        store, queue, settings, clock=clock, sleep=clock.sleep, crash_point=lambda _name: None
+    )
     policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
     service = JobService(store, dispatcher, settings, policy, clock=clock)
     executor = RunExecutor(
@@ -203,7 +206,9 @@ def test_a_dispatcher_remembers_what_it_dispatched_and_a_fresh_one_reads_the_run
     report = engine.dispatcher.sweep()
     assert report.triggers_checked == 3 and report.dispatch.sent == 0
     assert checked == [], "its own dispatches are not read again"
-    fresh = Dispatcher(engine.store, engine.queue, SETTINGS, clock=clock, crash_point=lambda _name: None)
+    fresh = Dispatcher(
+        engine.store, engine.queue, SETTINGS, clock=clock, sleep=clock.sleep, crash_point=lambda _name: None
+    )
     assert fresh.sweep().dispatch.sent == 0
     assert len(checked) == 3, "a new process (a cold container) reads the runs instead"
     assert len(engine.queue.sent) == 3
@@ -469,7 +474,9 @@ def tick_during_first_send(engine: Engine, clock: Clock) -> list[int]:
     """Make a tick (another process: a dispatcher of its own) sweep while the first send of the test
     is under way, when the occurrence's trigger is written and its run not yet: the moment an API
     request and a tick both see it undispatched. Returns the tick's sent count (once it ran)."""
-    tick = Dispatcher(engine.store, engine.queue, SETTINGS, clock=clock, crash_point=lambda _name: None)
+    tick = Dispatcher(
+        engine.store, engine.queue, SETTINGS, clock=clock, sleep=clock.sleep, crash_point=lambda _name: None
+    )
     send = engine.queue.send
     ticked: list[int] = []
 
@@ -512,7 +519,12 @@ def test_a_trigger_whose_request_died_before_sending_it_is_sent_by_a_sweep_after
     engine: Engine, clock: Clock
 ) -> None:
     dying = Dispatcher(
-        engine.store, engine.queue, SETTINGS, clock=clock, crash_point=crash_at("after_claim_before_send")
+        engine.store,
+        engine.queue,
+        SETTINGS,
+        clock=clock,
+        sleep=clock.sleep,
+        crash_point=crash_at("after_claim_before_send"),
     )
     policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
     service = JobService(engine.store, dying, SETTINGS, policy, clock=clock)
@@ -529,7 +541,7 @@ def test_a_trigger_whose_request_died_before_sending_it_is_sent_by_a_sweep_after
     assert engine.dispatcher.sweep().dispatch.sent == 1
     ((message, delay),) = engine.queue.sent
     assert message.run_id == trigger.run_id
-    assert delay == 90 - SETTINGS.claim_timeout_seconds - 1 - EARLY_ARRIVAL_SECONDS, "still at its second"
+    assert clock() + timedelta(seconds=delay) == trigger.fire_at - SETTINGS.head_start, "still at its second"
 
 
 # ------------------------------------------------------------------------------------------ jitter
@@ -547,7 +559,8 @@ def test_a_jittered_occurrence_starts_at_its_own_delay_and_a_retry_keeps_it(engi
     assert trigger.scheduled_for == scheduled and trigger.fire_at == due
     engine.clock.now = due - timedelta(seconds=90)
     engine.dispatcher.sweep()
-    assert engine.queue.sent[-1][1] == 90 - EARLY_ARRIVAL_SECONDS, "sent to arrive just before its due time"
+    visible = engine.clock() + timedelta(seconds=engine.queue.sent[-1][1])
+    assert visible == due - SETTINGS.head_start, "sent to arrive a head start before its due time"
     engine.clock.now = due - timedelta(seconds=1)
     engine.deliver_all()  # waits out the last second, then attempt 1: 503
     (run,) = engine.store.runs[job.job_id].values()
@@ -1414,7 +1427,9 @@ def test_a_dispatcher_that_may_not_delete_leaves_a_stale_trigger_for_the_sweep(e
     engine.service.cancel_job("alice", job.job_id)
     trigger = make_trigger(job, engine.clock(), now=engine.clock(), shard_count=4, kind=RunKind.BACKFILL)
     engine.store.put_trigger(trigger)
-    worker_side = Dispatcher(engine.store, engine.queue, SETTINGS, clock=engine.clock, deletes=False)
+    worker_side = Dispatcher(
+        engine.store, engine.queue, SETTINGS, clock=engine.clock, sleep=engine.clock.sleep, deletes=False
+    )
     report = worker_side.dispatch([trigger], engine.clock())
     assert report.stale == 1 and report.sent == 0
     assert trigger in engine.store.query_bucket(trigger.bucket, trigger.shard)

@@ -1,0 +1,137 @@
+"""The dispatcher's tick: each shard's buckets from its cursor to the look-ahead, read, dispatched,
+and passed. What dispatching one trigger means is ``functions.core.dispatching``; the protocol is in
+docs/architecture.md, "Dispatcher".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from functions.core.model import Trigger, TriggerState, bucket_of, bucket_start, next_bucket
+
+if TYPE_CHECKING:
+    from functions.core.dispatching import Dispatcher
+
+# A bucket is read again while its reads find triggers to dispatch (missed occurrences of a run_all
+# catch-up land in it as the chain is followed); this bounds the rounds of one sweep over it.
+MAX_ROUNDS_PER_BUCKET = 1000
+
+
+@dataclass
+class DispatchReport:
+    claimed: int = 0
+    sent: int = 0
+    skipped: int = 0
+    stale: int = 0
+    recovered: int = 0
+    lost_races: int = 0
+
+    def add(self, other: DispatchReport) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class SweepReport:
+    dispatch: DispatchReport = field(default_factory=DispatchReport)
+    buckets_swept: int = 0
+    # Triggers within the horizon whose run the sweep looked up (sent ones stay in their bucket and
+    # are read again by every tick until the cursor passes their minute).
+    triggers_checked: int = 0
+    cursors_advanced: int = 0
+    lag_seconds: float = 0.0
+
+    def add(self, other: SweepReport) -> None:
+        """Sum the counts; the lag is the largest (the oldest cursor wins)."""
+        self.dispatch.add(other.dispatch)
+        self.buckets_swept += other.buckets_swept
+        self.triggers_checked += other.triggers_checked
+        self.cursors_advanced += other.cursors_advanced
+        self.lag_seconds = max(self.lag_seconds, other.lag_seconds)
+
+
+def trigger_key(trigger: Trigger) -> tuple[str, str]:
+    return (trigger.job_id, trigger.run_id)
+
+
+def shard_groups(shard_count: int, sweeps: int) -> list[list[int]]:
+    """The shards split into at most ``sweeps`` contiguous groups of nearly equal size."""
+    count = max(1, min(shard_count, sweeps))
+    size, extra = divmod(shard_count, count)
+    groups: list[list[int]] = []
+    start = 0
+    for index in range(count):
+        end = start + size + (index < extra)
+        groups.append(list(range(start, end)))
+        start = end
+    return groups
+
+
+def sweep(dispatcher: Dispatcher, now: datetime, shards: Sequence[int] | None = None) -> SweepReport:
+    """One tick over ``shards`` (all by default), in parallel, each from its cursor to now +
+    look-ahead. A tick fanned out over several invocations gives each its group of shards."""
+    settings, store = dispatcher.settings, dispatcher.store
+    shards = list(range(settings.shard_count)) if shards is None else list(shards)
+    report = SweepReport()
+    workers = max(1, min(len(shards), 16))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sweep") as pool:
+        for shard_report in pool.map(lambda shard: dispatcher.sweep_shard(shard, now), shards):
+            report.add(shard_report)
+    oldest = store.oldest_cursor(shards)
+    if oldest is not None:
+        report.lag_seconds = max(0.0, (dispatcher.clock() - bucket_start(oldest)).total_seconds())
+    return report
+
+
+def sweep_shard(dispatcher: Dispatcher, shard: int, now: datetime) -> SweepReport:
+    """One shard's buckets from its cursor to ``now`` + look-ahead: each read until nothing in it is
+    left to dispatch, its sends paced (``dispatch(paced=True)``); the cursor then passes the buckets
+    that ended a safety margin ago with every trigger dispatched."""
+    settings, store = dispatcher.settings, dispatcher.store
+    report = SweepReport()
+    cursor = store.get_cursor(shard)
+    start = cursor or bucket_of(now - timedelta(seconds=settings.initial_catchup_seconds))
+    horizon = now + timedelta(seconds=settings.lookahead_seconds)
+    claim_timeout = timedelta(seconds=settings.claim_timeout_seconds)
+    safety = timedelta(seconds=settings.bucket_safety_seconds)
+    advance_to = start
+    can_advance = True
+    bucket = start
+    sent: set[tuple[str, str]] = set()  # dispatched by this sweep (its own reads may lag its writes)
+    while bucket_start(bucket) <= horizon:
+        remaining: list[Trigger] = []
+        for _ in range(MAX_ROUNDS_PER_BUCKET):
+            listed = [t for t in store.query_bucket(bucket, shard) if trigger_key(t) not in sent]
+            # Beyond the horizon nothing is dispatched, so nothing is checked (a bucket with such a
+            # trigger is never one the cursor may pass).
+            within = [t for t in listed if t.fire_at <= horizon]
+            report.triggers_checked += len(within)
+            remaining = dispatcher.undispatched(within)
+            due = [
+                t
+                for t in remaining
+                if t.fire_at <= horizon
+                and (
+                    t.state is TriggerState.PENDING
+                    or (t.claimed_at is not None and now - t.claimed_at > claim_timeout)
+                )
+            ]
+            if not due:
+                break
+            report.dispatch.add(dispatcher.dispatch(due, now, checked=True, paced=True))
+            sent.update(trigger_key(t) for t in due if not t.is_retry)
+        report.buckets_swept += 1
+        passed = bucket_start(bucket) + timedelta(minutes=1) + safety <= now
+        if can_advance and passed and not remaining:
+            advance_to = next_bucket(bucket)
+        else:
+            can_advance = False
+        bucket = next_bucket(bucket)
+    if advance_to != cursor and (cursor is None or advance_to > cursor):
+        dispatcher.crash_point("before_cursor_advance")
+        report.cursors_advanced += int(store.advance_cursor(shard, cursor, advance_to))
+    return report

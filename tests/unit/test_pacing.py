@@ -1,0 +1,160 @@
+"""Arrival: a message becomes visible ``head_start`` before its second, never after it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from functions.core import pacing
+from functions.core.dispatching import Dispatcher
+from functions.core.queue import WorkMessage
+from functions.core.settings import Settings
+from tests.conftest import Clock
+from tests.fakes.queue import MemoryQueue
+from tests.fakes.store import MemoryStore
+
+T0 = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
+HEAD = timedelta(milliseconds=250)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def test_the_delay_rounds_down_so_the_message_is_never_late() -> None:
+    assert pacing.delay_for(at(90.9), T0, HEAD) == 90  # visible at 90.0: 0.9 s early, not 0.1 s late
+    assert pacing.delay_for(at(90.25), T0, HEAD) == 90  # exactly the head start
+    assert pacing.delay_for(at(0.1), T0, HEAD) == 0  # its moment has passed: at once
+    assert pacing.delay_for(at(5000), T0, HEAD) == 900  # the queue's longest delay
+
+
+def test_the_send_moment_makes_the_whole_second_delay_land_on_the_head_start() -> None:
+    moment = pacing.send_moment(at(90.9), T0, HEAD)
+    assert moment == at(0.65)
+    assert moment + timedelta(seconds=pacing.delay_for(at(90.9), moment, HEAD)) == at(90.9) - HEAD
+    assert pacing.send_moment(at(0.1), T0, HEAD) == T0, "passed: now"
+    assert pacing.send_moment(at(5000), T0, HEAD) == T0, "beyond 900 s: now (the worker gives it back)"
+
+
+@given(
+    fire=st.floats(min_value=-5, max_value=899, allow_nan=False),
+    head_ms=st.integers(min_value=0, max_value=5000),
+    late_ms=st.integers(min_value=0, max_value=3000),
+)
+def test_sent_at_its_moment_or_later_a_message_is_visible_at_its_head_start_or_earlier(
+    fire: float, head_ms: int, late_ms: int
+) -> None:
+    head = timedelta(milliseconds=head_ms)
+    fire_at = at(round(fire, 3))
+    moment = pacing.send_moment(fire_at, T0, head)
+    assert T0 <= moment < T0 + timedelta(seconds=1)
+    sent = moment + timedelta(milliseconds=late_ms)  # a slow request before it
+    visible = sent + timedelta(seconds=pacing.delay_for(fire_at, sent, head))
+    wanted = max(fire_at - head, sent)
+    assert visible <= wanted, "never later than its head start (or at once if that has passed)"
+    assert wanted - visible < timedelta(seconds=1), "less than a second early"
+    if late_ms == 0 and fire_at - head > T0:
+        assert visible == fire_at - head, "on time, exactly"
+
+
+def test_a_plan_groups_moments_within_the_window_in_their_order() -> None:
+    fires = [at(60.5), at(60.0), at(61.0), at(60.03), at(60.9)]
+    groups = pacing.plan(list("abcde"), fires, T0, HEAD)
+    # moments: a 0.25, b 0.75, c 0.75, d 0.78, e 0.65
+    assert [(g.at, g.items) for g in groups] == [
+        (at(0.25), ["a"]),
+        (at(0.65), ["e"]),
+        (at(0.75), ["b", "c", "d"]),
+    ]
+
+
+def _dispatcher(clock: Clock, queue: MemoryQueue, sends_take: float = 0.0) -> Dispatcher:
+    settings = Settings(table_name="memory", queue_url="memory://work", dlq_url="memory://dlq", shard_count=1)
+    store = MemoryStore()
+    original = queue.send
+
+    def slow_send(messages: list[tuple[WorkMessage, int]]) -> None:
+        original(messages)
+        queue.sent_at.append((clock(), [delay for _m, delay in messages]))  # type: ignore[attr-defined]
+        clock.advance(sends_take)
+
+    queue.sent_at = []  # type: ignore[attr-defined]
+    queue.send = slow_send  # type: ignore[method-assign]
+    return Dispatcher(store, queue, settings, clock=clock, sleep=clock.sleep)
+
+
+def _create_due(dispatcher: Dispatcher, clock: Clock, fires: list[datetime]) -> None:
+    from functions.api.models import CreateJobIn
+    from functions.api.service import JobService
+    from functions.core.ssrf_guard import NetworkPolicy
+
+    service = JobService(
+        dispatcher.store,
+        dispatcher,
+        dispatcher.settings,
+        NetworkPolicy(allow_loopback=False, allow_list=("example.com",)),
+        clock=clock,
+    )
+    for fire in fires:
+        service.create_job(
+            "alice",
+            CreateJobIn.model_validate(
+                {
+                    "schedule": {"at": fire.isoformat()},
+                    "target": {"type": "http", "url": "https://example.com/"},
+                }
+            ),
+        )
+
+
+def test_a_sweep_sends_each_message_to_arrive_its_head_start_before_its_second() -> None:
+    clock = Clock(T0)
+    queue = MemoryQueue(delays=False)
+    dispatcher = _dispatcher(clock, queue)
+    fires = [at(200.0)] * 12 + [at(200.4), at(210.123)]
+    _create_due(dispatcher, clock, fires)
+    clock.advance(100)  # 100 s before the first: within the look-ahead
+    assert dispatcher.sweep().dispatch.sent == 14
+    arrivals = sorted(
+        when + timedelta(seconds=delay)
+        for when, delays in queue.sent_at  # type: ignore[attr-defined]
+        for delay in delays
+    )
+    assert arrivals == sorted(fire - dispatcher.settings.head_start for fire in fires)
+    # In the order of their moments; the twelve due at one second in two requests (ten and two).
+    assert [len(delays) for _when, delays in queue.sent_at] == [1, 10, 2, 1]  # type: ignore[attr-defined]
+    assert clock() - at(100) < timedelta(seconds=1), "the sends of a round take less than a second"
+
+
+def test_a_request_that_comes_late_makes_its_messages_early_not_late() -> None:
+    clock = Clock(T0)
+    queue = MemoryQueue(delays=False)
+    dispatcher = _dispatcher(clock, queue, sends_take=0.3)  # each SendMessageBatch takes 300 ms
+    fires = [at(200.0)] * 30
+    _create_due(dispatcher, clock, fires)
+    clock.advance(100)
+    dispatcher.sweep()
+    arrivals = [
+        when + timedelta(seconds=delay)
+        for when, delays in queue.sent_at  # type: ignore[attr-defined]
+        for delay in delays
+    ]
+    wanted = at(200.0) - dispatcher.settings.head_start
+    assert all(arrival <= wanted for arrival in arrivals), "none late"
+    assert sorted({wanted - arrival for arrival in arrivals}) == [
+        timedelta(0),
+        timedelta(seconds=0.4),
+        timedelta(seconds=0.7),
+    ], "the first on time; the requests after a slow one a second's fraction early"
+
+
+def test_the_api_sends_at_once_with_the_delay_rounded_down() -> None:
+    clock = Clock(T0)
+    queue = MemoryQueue(delays=False)
+    dispatcher = _dispatcher(clock, queue)
+    _create_due(dispatcher, clock, [at(30.9)])
+    ((when, (delay,)),) = queue.sent_at  # type: ignore[attr-defined]
+    assert when == T0 and delay == 30, "no wait in the request: visible 0.65 s before the head start"
+    assert clock.slept == []
