@@ -28,6 +28,13 @@ runs 20 s after the one before, a soon batch while the dispatcher claims). Each 
 over the repetitions (``median``), with the lowest and highest of the headline ones (``spread``),
 and pooled over all of them (``pooled``).
 
+The worker's hold (``hold_ms``: a run's due time minus the moment its message reached the worker,
+negative when it arrived late) is read from the worker's outcome log lines ("run succeeded", "run
+failed", "retry scheduled") and reported beside the worker's billed duration, which it explains
+(the worker waits out the hold): each line is the scenario's whose jobs it ran (by ``job_id``; for
+the crons, whose jobs every repetition shares, also by the repetition's worker interval). The billed
+duration itself stays the measured invocations'.
+
 Capacity units are computed from the item sizes by DynamoDB's rules and price the jobs; what the
 emulator reports (``ReturnConsumedCapacity``) is recorded next to them: moto's figures are fixed
 per request, whatever the size, and absent for TransactWriteItems.
@@ -66,8 +73,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import prices
-from bench.common import ROOT, Api, emulator, log, machine, median_tree, spread, write_json
+from bench import common, prices
+from bench.common import ROOT, Api, emulator, log, machine, median_tree, quantile, spread, write_json
 from functions.core import aws
 from functions.core.model import iso
 from functions.core.settings import Settings
@@ -218,6 +225,10 @@ class Scenario:
     paths: set[str] = field(default_factory=set)
     due: Interval = (0.0, 0.0)
     extra: dict[str, Any] = field(default_factory=dict)
+    # The ids of the jobs it created (its worker outcome lines, for the hold), and whether its
+    # repetitions share them (the crons), so that a line is also the repetition's by its time.
+    jobs: set[str] = field(default_factory=set)
+    jobs_shared: bool = False
 
 
 def _ticks(stack: TimedStack, since: float) -> list[dict[str, Any]]:
@@ -267,7 +278,7 @@ def _create(stack: TimedStack, receiver: Receiver, scenario: Scenario, dues: lis
         if scenario.name == "one_off_batch":
             bodies.append(body)
         else:
-            stack.api.create(body)
+            scenario.jobs.add(stack.api.create(body)["job_id"])
         scenario.paths.add(path)
         scenario.due = (min(scenario.due[0] or due, due), max(scenario.due[1], due))
     for start in range(0, len(bodies), BATCH):
@@ -275,6 +286,7 @@ def _create(stack: TimedStack, receiver: Receiver, scenario: Scenario, dues: lis
         refused = [item for item in answer.get("items", []) if item.get("status") != 201]
         if status != 200 or refused:
             raise RuntimeError(f"batch create answered {status}: {refused[:1] or answer}")
+        scenario.jobs.update(item["job"]["job_id"] for item in answer["items"])
     scenario.creates = len(dues)
     scenario.api.append((began, time.time()))
 
@@ -405,6 +417,8 @@ def _recurring(
                 worker=[(since, until)],
                 executions=executions,
                 extra={"crons": count, "every_seconds": 10, "ticks": ticks},
+                jobs=set(jobs),
+                jobs_shared=True,
             )
         )
         since = until
@@ -598,6 +612,86 @@ def _log_lines(path: Path) -> list[tuple[float, int]]:
     return lines
 
 
+# The worker's outcome lines: one per attempt that called its target (functions/worker/execute.py).
+OUTCOME_MESSAGES = ("run succeeded", "run failed", "retry scheduled")
+
+
+def _outcome_lines(path: Path) -> list[dict[str, Any]]:
+    """The worker's outcome lines that carry a hold: the time of the line (epoch seconds), the job,
+    the run, ``hold_ms`` and ``lateness_ms``. Anything else in the log (other lines, text that is not
+    JSON, an outcome without a hold) is left out."""
+    lines: list[dict[str, Any]] = []
+    if not path.exists():
+        return lines
+    for raw in path.read_bytes().splitlines():
+        try:
+            line = json.loads(raw)
+            if not isinstance(line, dict) or line.get("message") not in OUTCOME_MESSAGES:
+                continue
+            hold = line.get("hold_ms")
+            if not isinstance(hold, int | float) or isinstance(hold, bool):
+                continue
+            at = datetime.strptime(line["timestamp"], "%Y-%m-%d %H:%M:%S,%f%z").timestamp()
+        except (ValueError, KeyError, TypeError):
+            continue
+        lines.append(
+            {
+                "t": at,
+                "message": line["message"],
+                "job_id": line.get("job_id"),
+                "run_id": line.get("run_id"),
+                "hold_ms": float(hold),
+                "lateness_ms": line.get("lateness_ms"),
+            }
+        )
+    return lines
+
+
+def _holds_of(scenario: Scenario, outcomes: list[dict[str, Any]]) -> list[float]:
+    """The holds of the scenario's outcome lines: those of the jobs it created; when its repetitions
+    share their jobs (the crons), those inside its worker intervals, as its worker calls are; when
+    it knows no job ids, every line inside its worker intervals."""
+    mine = []
+    for line in outcomes:
+        if scenario.jobs and line["job_id"] not in scenario.jobs:
+            continue
+        if (scenario.jobs_shared or not scenario.jobs) and not _inside(line["t"], scenario.worker):
+            continue
+        mine.append(line["hold_ms"])
+    return mine
+
+
+HOLD_KEYS = ("median", "p99", "max", "min", "count")
+
+
+def hold_summary(values: list[float]) -> dict[str, Any]:
+    """``hold_ms`` of one scenario's outcome lines: median, p99 (nearest rank), max, min (the latest
+    arrival: negative when a message came after its due time) and count; None without a line."""
+    ordered = sorted(values)
+    if not ordered:
+        return {"median": None, "p99": None, "max": None, "min": None, "count": 0}
+    return {
+        "median": round(statistics.median(ordered), 1),
+        "p99": round(quantile(ordered, 0.99), 1),
+        "max": round(ordered[-1], 1),
+        "min": round(ordered[0], 1),
+        "count": len(ordered),
+    }
+
+
+def hold_median(holds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median over repetitions of each ``hold_summary`` figure, over the repetitions that had a
+    line (None if none had)."""
+    present = [h for h in holds if h.get("count")]
+    out: dict[str, Any] = {}
+    for key in HOLD_KEYS:
+        values = [float(h[key]) for h in present if h.get(key) is not None]
+        out[key] = round(statistics.median(values), 1) if values else None
+    if not present:
+        out["count"] = 0
+    return out
+
+
 def _analyse(
     scenario: Scenario,
     events: list[dict[str, Any]],
@@ -606,6 +700,7 @@ def _analyse(
     put_sizes: dict[tuple[str, str], int],
     logs: dict[str, list[tuple[float, int]]],
     rescans: dict[str, Units],
+    outcomes: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     mine = [e for e in events if _belongs(e, scenario)]
     calls = [e for e in mine if not e.get("invocation")]
@@ -669,6 +764,9 @@ def _analyse(
             sum(i["duration"] for i in api_invocations) / max(1, len(api_invocations)), 4
         ),
         "log_bytes_per_job": {r: round(b / jobs) for r, b in log_bytes.items()},
+        # Due time minus arrival at the worker, ms, per outcome line: what the worker's billed
+        # duration (worker_seconds_per_job, measured) spends waiting.
+        "hold_ms": hold_summary(_holds_of(scenario, outcomes or [])),
         **scenario.extra,
     }
 
@@ -818,12 +916,19 @@ HEADLINE = (
 
 def _aggregate(runs: list[dict[str, Any]], pooled: dict[str, Any]) -> dict[str, Any]:
     """A scenario over its repetitions: the median of every figure (``median``), the spread of the
-    headline ones, the pooled figures (all repetitions' jobs together) and each run."""
+    headline ones, the pooled figures (all repetitions' jobs together) and each run. The hold's
+    medians are over the repetitions that logged an outcome (``hold_median``), not ``median_tree``'s."""
+    median = median_tree(runs)
+    holds = [r.get("hold_ms") or {} for r in runs]
+    median["hold_ms"] = hold_median(holds)
+    spreads = {key: spread((r["cost"][key] for r in runs), 2) for key in HEADLINE}
+    spreads["hold_ms_median"] = spread((h.get("median") for h in holds), 1)
+    spreads["hold_ms_p99"] = spread((h.get("p99") for h in holds), 1)
     return {
         "repetitions": len(runs),
         "executions": sum(r["executions"] for r in runs),
-        "spread": {key: spread((r["cost"][key] for r in runs), 2) for key in HEADLINE},
-        "median": median_tree(runs),
+        "spread": spreads,
+        "median": median,
         "pooled": pooled,
         "runs": runs,
     }
@@ -875,6 +980,7 @@ def run(
         events = stack.events(0, time.time() + 1)
         sizes, kinds = _table_sizes(stack.settings)
         logs = {role: _log_lines(stack.workdir / f"{role}.log") for role in ROLES}
+        outcomes = _outcome_lines(stack.workdir / "worker.log")
     put_sizes: dict[tuple[str, str], int] = {}
     for event in events:
         for pk, sk, action, size in event.get("writes", []):
@@ -894,8 +1000,9 @@ def run(
     for name, include_create in names.items():
         runs = []
         for scenario in (s for s in scenarios if s.name == name):
-            figures = _analyse(scenario, events, idle, sizes, put_sizes, logs, rescans)
+            figures = _analyse(scenario, events, idle, sizes, put_sizes, logs, rescans, outcomes)
             figures["cost"] = _dollars(figures, include_create=include_create)
+            figures["hold_ms"] = figures.pop("hold_ms")  # beside the cost it explains
             runs.append(figures)
         mine = [s for s in scenarios if s.name == name]
         together = Scenario(
@@ -907,9 +1014,12 @@ def run(
             api=[i for s in mine for i in s.api],
             creates=sum(s.creates for s in mine),
             executions=sum(s.executions for s in mine),
+            jobs={job for s in mine for job in s.jobs},
+            jobs_shared=mine[0].jobs_shared,
         )
-        pooled = _analyse(together, events, idle, sizes, put_sizes, logs, rescans)
+        pooled = _analyse(together, events, idle, sizes, put_sizes, logs, rescans, outcomes)
         pooled["cost"] = _dollars(pooled, include_create=include_create)
+        pooled["hold_ms"] = pooled.pop("hold_ms")
         for key in ("intervals", "repetition"):
             pooled.pop(key, None)
         result_scenarios[name] = _aggregate(runs, pooled)
@@ -975,6 +1085,12 @@ def run(
             " included in every scenario's dispatcher figures",
             "units": {op: units.per(1) for op, units in rescans.items()},
         },
+        "hold_ms": "per scenario: due time minus the moment the run's message reached the worker, from"
+        " the worker's outcome log lines (negative: it arrived after its due time); what the worker's"
+        " billed duration waits out. Each run's figure, the median over the repetitions under"
+        " median.hold_ms (spread.hold_ms_median, spread.hold_ms_p99) and all repetitions together under"
+        " pooled.hold_ms",
+        "worker_outcome_lines": len(outcomes),
         "scenarios": result_scenarios,
         "machine": machine(),
         "elapsed_seconds": round(time.monotonic() - began, 1),
@@ -1032,6 +1148,7 @@ def report(result: dict[str, Any]) -> str:
             "    $/M (medians): "
             + ", ".join(f"{k} {v:g}" for k, v in median["cost"]["usd_per_million_jobs"].items())
         )
+        lines.append("    " + hold_line(scenario))
     idle = result["idle_sweep"]
     lines.append(
         f"idle sweep: {idle['requests_per_tick']} per tick ({idle['shards']} shards),"
@@ -1051,6 +1168,27 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def hold_line(scenario: dict[str, Any]) -> str:
+    """The worker's billed duration (measured) and the hold it waits out, as one line of text."""
+    median = scenario["median"]
+    billed = (
+        f"worker {median['worker_seconds_per_job']:g} s a job billed (measured invocations,"
+        f" ${median['cost']['usd_per_million_jobs']['lambda_duration']:g}/M of Lambda duration with the"
+        " dispatcher's and the api's)"
+    )
+    hold = median.get("hold_ms")
+    if hold is None:
+        return billed + "; hold: not measured (a result from before the worker logged it)"
+    if not hold.get("count"):
+        return billed + "; hold: no outcome line with a hold"
+    spread_ = scenario["spread"]
+    return (
+        billed + f"; hold (due time - arrival at the worker, ms): median"
+        f" {_range(spread_['hold_ms_median'])}, p99 {_range(spread_['hold_ms_p99'])},"
+        f" min {hold['min']:g}, max {hold['max']:g} (medians of the runs; {hold['count']:g} lines a run)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -1064,7 +1202,12 @@ def main() -> None:
     parser.add_argument("--crons", type=int, default=20)
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="where to write cost.json (default bench/results/)"
+    )
     args = parser.parse_args()
+    if args.out is not None:
+        common.RESULTS = args.out
     result = run(one_off=args.jobs, soon=args.soon, crons=args.crons, repetitions=args.repetitions)
     write_json("cost", result)
     print(json.dumps(result, indent=2) if args.json else report(result))

@@ -28,13 +28,20 @@ if TYPE_CHECKING:
 # One plot: (benchmark name, result) -> the figure.
 Maker = Callable[[str, dict[str, Any]], "Figure"]
 
-KINDS = ("inside", "beyond", "cron", "burst")
-COLOURS = {"inside": "#4c78a8", "beyond": "#f58518", "cron": "#54a24b", "burst": "#e45756"}
+KINDS = ("inside", "beyond", "cron", "burst", "whole_seconds")
+COLOURS = {
+    "inside": "#4c78a8",
+    "beyond": "#f58518",
+    "cron": "#54a24b",
+    "burst": "#e45756",
+    "whole_seconds": "#72b7b2",
+}
 LABELS = {
     "inside": "one-off, due within the look-ahead when created (api claims)",
     "beyond": "one-off, due beyond the look-ahead when created (dispatcher claims)",
     "cron": "cron, every 10 s",
     "burst": "burst: due at the same millisecond",
+    "whole_seconds": "whole seconds: 3 or 4 due at each second of a minute",
 }
 # The SPEC's targets for lateness, in ms: (value, label).
 TARGETS = {

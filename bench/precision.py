@@ -1,8 +1,11 @@
 """Firing precision through the local stack, with or without roles being killed.
 
 Hundreds of one-off jobs spread over a few minutes (due inside and beyond the dispatcher's look-ahead
-when they are created), a burst of jobs due at the very same millisecond, and a few seconds-level
-crons, all calling a webhook receiver in this process. Lateness is measured where it matters, at
+when they are created), a burst of jobs due at the very same millisecond, one-offs due on whole
+seconds (three, then four, at each of a minute's consecutive seconds: the shape of schedules written
+by hand; ``--whole-seconds-span``), and a few seconds-level crons, all calling a webhook receiver in
+this process. The burst and the whole seconds are reported apart from the spread jobs the SPEC's
+figures are about. Lateness is measured where it matters, at
 *arrival*: the moment the receiver has read the request, minus the ``Punctual-Scheduled-For`` header.
 The ``lateness_ms`` each run records (start of the attempt minus scheduled time) is reported too.
 
@@ -14,6 +17,7 @@ statistic is reported as the median over the runs with the lowest and highest, a
 the runs' deliveries together; lost, early and duplicated deliveries are summed.
 
     python -m bench.precision [--faults] [--repetitions 3] [--jobs 115] [--window 70]
+                              [--whole-seconds-span 60]
 """
 
 from __future__ import annotations
@@ -25,11 +29,14 @@ import random
 import signal
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from bench import common
 from bench.common import (
     histogram,
     histogram_text,
@@ -52,12 +59,18 @@ LOOKAHEAD_SECONDS = Settings().lookahead_seconds
 CRONS = ("*/10 * * * * *", "3/10 * * * * *", "7/10 * * * * *")
 EDGES_MS = [0, 2, 4, 6, 8, 10, 12, 15, 20, 30, 50, 100]
 EDGES_FAULTS_MS = [0, 10, 20, 50, 100, 500, 1000, 2000, 3000, 5000, 7000, 10000]
+# Jobs due at each whole second of the whole-seconds span, in turn (3.5 a second on average).
+WHOLE_SECONDS_JOBS = (3, 4)
+# No whole-second job is due within this many seconds of the burst: the burst's messages reach the
+# workers ahead of its second and its attempts start before it, and its outcomes are written after
+# it, so nearer ones would meet the burst in the workers and the emulator and blur both figures.
+WHOLE_SECONDS_BURST_GAP = 3
 
 
 @dataclass
 class Planned:
     path: str
-    group: str  # "inside" / "beyond" the look-ahead when created, or "burst"
+    group: str  # "inside" / "beyond" the look-ahead when created, "burst" or "whole_seconds"
     due: float  # epoch seconds, whole milliseconds
     job_id: str = ""
     created_at: float = 0.0
@@ -67,15 +80,56 @@ def _ts(text: str) -> float:
     return parse_iso(text).timestamp()
 
 
-def _plan(rng: random.Random, jobs: int, window: int, burst: int, start: float) -> list[Planned]:
+def _burst_offset(window: int) -> int:
+    """The burst's second, counted from the window's start: a whole second beyond the look-ahead
+    when the window is long enough for that (the dispatcher claims it), past the middle of the window."""
+    return min(window - 5, max(int(window * 0.55), LOOKAHEAD_SECONDS + 5))
+
+
+def whole_seconds_offsets(window: int, span: int) -> list[int]:
+    """The consecutive whole seconds (counted from the window's start) the whole-seconds jobs are due
+    at: ``span`` of them, inside the window (from its second second to its last) and at least
+    ``WHOLE_SECONDS_BURST_GAP`` s from the burst. The seconds before the burst are used when they
+    hold the span (the last of them: they end the gap before it), else those after it when they do;
+    else the span is cut to the longer of the two (the result says so: ``whole_seconds_span_s``)."""
+    if span <= 0:
+        return []
+    burst = _burst_offset(window)
+    before = list(range(1, burst - WHOLE_SECONDS_BURST_GAP + 1))
+    after = list(range(burst + WHOLE_SECONDS_BURST_GAP, window))
+    if len(before) >= span:
+        return before[-span:]
+    if len(after) >= span:
+        return after[:span]
+    return before if len(before) >= len(after) else after
+
+
+def whole_seconds_jobs(offsets: Sequence[int]) -> int:
+    return sum(WHOLE_SECONDS_JOBS[k % len(WHOLE_SECONDS_JOBS)] for k in range(len(offsets)))
+
+
+def _plan(
+    rng: random.Random,
+    jobs: int,
+    window: int,
+    burst: int,
+    start: float,
+    whole_seconds: Sequence[int] = (),
+) -> list[Planned]:
     planned = [
         Planned(f"/one/{n}", "", round(start + rng.randrange(0, window * 1000) / 1000, 3))
         for n in range(jobs)
     ]
-    # The burst: all due at the same millisecond, a whole second beyond the look-ahead when the window
-    # is long enough for that (the dispatcher claims it), past the middle of the window.
-    burst_at = float(int(start) + min(window - 5, max(int(window * 0.55), LOOKAHEAD_SECONDS + 5)))
+    # The burst: all due at the same millisecond.
+    burst_at = float(int(start) + _burst_offset(window))
     planned += [Planned(f"/burst/{n}", "burst", burst_at) for n in range(burst)]
+    # The whole seconds: 3, 4, 3, 4, ... jobs due at each (no draw from rng: the other groups' due
+    # times are those of the same seed without them).
+    n = 0
+    for k, offset in enumerate(whole_seconds):
+        for _ in range(WHOLE_SECONDS_JOBS[k % len(WHOLE_SECONDS_JOBS)]):
+            planned.append(Planned(f"/whole/{n}", "whole_seconds", float(int(start) + offset)))
+            n += 1
     planned.sort(key=lambda p: p.due)
     return planned
 
@@ -127,23 +181,49 @@ def run(
     workers: int = 3,
     faults: bool = False,
     seed: int = 20261122,
+    whole_seconds_span: int = 60,
 ) -> dict[str, Any]:
-    """``repetitions`` runs, each on a fresh stack; the figures of each and over all of them."""
+    """``repetitions`` runs, each on a fresh stack; the figures of each and over all of them.
+    ``whole_seconds_span``: the consecutive whole seconds with 3 or 4 jobs due at each (0: none)."""
     name = "precision_faults" if faults else "precision"
     began = time.monotonic()
+    whole_seconds = whole_seconds_offsets(window, whole_seconds_span)
+    if len(whole_seconds) < whole_seconds_span:
+        log(
+            f"{name}: the {window}s window holds {len(whole_seconds)} whole seconds away from the burst,"
+            f" not {whole_seconds_span}: the whole-seconds span is cut to {len(whole_seconds)}s"
+        )
     runs = []
     for k in range(repetitions):
         log(f"{name}: run {k + 1} of {repetitions}")
         runs.append(
             _run_once(
-                name, jobs=jobs, window=window, burst=burst, workers=workers, faults=faults, seed=seed + k
+                name,
+                jobs=jobs,
+                window=window,
+                burst=burst,
+                workers=workers,
+                faults=faults,
+                seed=seed + k,
+                whole_seconds=whole_seconds,
             )
         )
     result = _aggregate(name, runs, faults=faults)
+    result["whole_seconds_span_s"] = len(whole_seconds)
     result["config"] = {
         "repetitions": repetitions,
         "jobs_spread": jobs,
         "burst_same_millisecond": burst,
+        "burst_offset_s": _burst_offset(window),
+        "whole_seconds_span_requested_s": whole_seconds_span,
+        "whole_seconds_span_s": len(whole_seconds),
+        "whole_seconds_offsets_s": [whole_seconds[0], whole_seconds[-1]] if whole_seconds else None,
+        "whole_seconds_jobs_each_second": list(WHOLE_SECONDS_JOBS),
+        "whole_seconds_jobs": whole_seconds_jobs(whole_seconds),
+        "whole_seconds_placement": "consecutive whole seconds of the window, counted from its start"
+        f" (whole_seconds_offsets_s: the first and the last), none within {WHOLE_SECONDS_BURST_GAP} s"
+        " of the burst's second; cut to fit when the window cannot hold the span requested"
+        + (f" (it was: {whole_seconds_span} requested)" if len(whole_seconds) < whole_seconds_span else ""),
         "crons": list(CRONS),
         "window_seconds": window,
         "workers": workers,
@@ -160,7 +240,15 @@ def run(
 
 
 def _run_once(
-    name: str, *, jobs: int, window: int, burst: int, workers: int, faults: bool, seed: int
+    name: str,
+    *,
+    jobs: int,
+    window: int,
+    burst: int,
+    workers: int,
+    faults: bool,
+    seed: int,
+    whole_seconds: Sequence[int] = (),
 ) -> dict[str, Any]:
     rng = random.Random(seed)
     began = time.monotonic()
@@ -169,9 +257,9 @@ def _run_once(
         with Receiver() as receiver:
             # Creating a job takes ~60-70 ms here (one due within the look-ahead is claimed and sent
             # by its create); the window starts once every job exists.
-            lead = 3 + 0.075 * (jobs + burst)
+            lead = 3 + 0.075 * (jobs + burst + whole_seconds_jobs(whole_seconds))
             start = float(int(time.time() + lead) + 1)
-            planned = _plan(rng, jobs, window, burst, start)
+            planned = _plan(rng, jobs, window, burst, start, whole_seconds)
             log(f"{name}: creating {len(planned)} one-off jobs due over {window}s from {iso(_dt(start))}")
             for item in planned:
                 item.created_at = time.time()
@@ -252,6 +340,11 @@ def _run_once(
     result["burst_beyond_lookahead_at_creation"] = bool(burst_items) and all(
         p.due - p.created_at > LOOKAHEAD_SECONDS for p in burst_items
     )
+    whole = [p for p in planned if p.group == "whole_seconds"]
+    result["whole_seconds_span_s"] = len({p.due for p in whole})
+    result["whole_seconds_beyond_lookahead_at_creation"] = sum(
+        1 for p in whole if p.due - p.created_at > LOOKAHEAD_SECONDS
+    )
     result["elapsed_seconds"] = round(time.monotonic() - began, 1)
     return result
 
@@ -273,7 +366,13 @@ def _analyse(
     restarts: int,
     created_late: int,
 ) -> dict[str, Any]:
-    lateness: dict[str, list[float]] = {"inside": [], "beyond": [], "burst": [], "cron": []}
+    lateness: dict[str, list[float]] = {
+        "inside": [],
+        "beyond": [],
+        "burst": [],
+        "cron": [],
+        "whole_seconds": [],
+    }
     early: list[dict[str, Any]] = []
     header_mismatch = 0
     duplicates = 0
@@ -347,7 +446,8 @@ def _analyse(
             if arrived is not None and run.get("started_at"):
                 start_to_arrival.append((arrived - _ts(run["started_at"])) * 1000)
     everything = [x for values in lateness.values() for x in values]
-    # The SPEC's figure is for jobs spread over minutes; the burst is a separate stress.
+    # The SPEC's figure is for jobs spread over minutes; the burst and the whole seconds are
+    # separate stresses, reported apart.
     spread = lateness["inside"] + lateness["beyond"] + lateness["cron"]
     stats = summary(spread)
     result: dict[str, Any] = {
@@ -371,7 +471,12 @@ def _analyse(
             "one_off_due_beyond_lookahead_at_creation": summary(lateness["beyond"]),
             "burst_same_millisecond": summary(lateness["burst"]),
             "cron_every_10s": summary(lateness["cron"]),
+            "whole_seconds": summary(lateness["whole_seconds"]),
         },
+        # The spread jobs due between the first and the last whole second (a cron's occurrence there
+        # shares its second with 3 or 4 of them): how much of the spread figures the whole seconds' load
+        # may account for.
+        "spread_due_during_whole_seconds_ms": _during(samples, planned),
         "recorded_lateness_ms": summary(recorded),
         "attempt_start_to_arrival_ms": summary(start_to_arrival),
         "run_statuses": statuses,
@@ -395,19 +500,32 @@ def _analyse(
     return result
 
 
+def _during(samples: list[list[Any]], planned: list[Planned]) -> dict[str, Any]:
+    """Lateness of the spread jobs (one-offs inside and beyond, crons) due within the whole seconds'
+    span (from its first second to the end of its last)."""
+    whole = [p.due for p in planned if p.group == "whole_seconds"]
+    if not whole:
+        return summary([])
+    first, last = min(whole), max(whole) + 1
+    return summary(s[2] for s in samples if s[1] in SPREAD_KINDS and first <= s[0] < last)
+
+
 def _brief(run: dict[str, Any]) -> dict[str, Any]:
     keys = ("run_id", "status", "scheduled_for", "queued_at", "started_at", "finished_at", "error", "attempt")
     return {key: run.get(key) for key in keys}
 
 
 # The per-run lateness groups, and which sample kinds each holds.
+SPREAD_KINDS = ("inside", "beyond", "cron")
 GROUPS = {
-    "spread_one_offs_and_crons": ("inside", "beyond", "cron"),
-    "all_with_burst": ("inside", "beyond", "cron", "burst"),
+    "spread_one_offs_and_crons": SPREAD_KINDS,
+    # every delivery (as each run's figure is), the whole seconds too
+    "all_with_burst": ("inside", "beyond", "cron", "burst", "whole_seconds"),
     "one_off_due_inside_lookahead_at_creation": ("inside",),
     "one_off_due_beyond_lookahead_at_creation": ("beyond",),
     "burst_same_millisecond": ("burst",),
     "cron_every_10s": ("cron",),
+    "whole_seconds": ("whole_seconds",),
 }
 SUMMED = (
     "deliveries_expected",
@@ -445,6 +563,9 @@ def _aggregate(name: str, runs: list[dict[str, Any]], *, faults: bool) -> dict[s
         "arrival_lateness_ms_pooled": pooled,
         "recorded_lateness_ms": spread_of_summaries([r["recorded_lateness_ms"] for r in runs]),
         "attempt_start_to_arrival_ms": spread_of_summaries([r["attempt_start_to_arrival_ms"] for r in runs]),
+        "spread_due_during_whole_seconds_ms": spread_of_summaries(
+            [r.get("spread_due_during_whole_seconds_ms", {}) for r in runs]
+        ),
         "histogram_ms": histogram(everything, EDGES_FAULTS_MS if faults else EDGES_MS),
     }
     spread_p99 = medians["spread_one_offs_and_crons"]["p99"].get("median", float("inf"))
@@ -490,6 +611,16 @@ def report(result: dict[str, Any]) -> str:
         lines.append(f"  lost {lost['path']}: {states}")
     if "kills" in result:
         lines.append(f"kills {result['kills']}, restarts {result['restarts']} (sums)")
+    config = result.get("config", {})
+    if config.get("whole_seconds_span_s"):
+        first, last = config["whole_seconds_offsets_s"]
+        cut = config["whole_seconds_span_s"] < config["whole_seconds_span_requested_s"]
+        lines.append(
+            f"whole seconds: {config['whole_seconds_jobs']} jobs, 3 or 4 due at each of"
+            f" {config['whole_seconds_span_s']} consecutive seconds (+{first}s to +{last}s of the window;"
+            f" the burst at +{config['burst_offset_s']}s)"
+            + (f", cut from the {config['whole_seconds_span_requested_s']}s asked for" if cut else "")
+        )
     for k, r in enumerate(result["runs"]):
         groups = r["arrival_lateness_ms"]
         stats = groups["spread_one_offs_and_crons"]
@@ -497,7 +628,13 @@ def report(result: dict[str, Any]) -> str:
             f"  run {k + 1}: {r['delivered_runs']} delivered"
             f" ({groups['one_off_due_inside_lookahead_at_creation'].get('count', 0)} inside,"
             f" {groups['one_off_due_beyond_lookahead_at_creation'].get('count', 0)} beyond"
-            " the look-ahead),"
+            " the look-ahead"
+            + (
+                f", {groups['whole_seconds'].get('count', 0)} on whole seconds"
+                if groups.get("whole_seconds", {}).get("count")
+                else ""
+            )
+            + "),"
             f" lost {r['lost']}, early {r['early']}"
             + (f", kills {r['kills']}" if "kills" in r else "")
             + f"; spread p50 {stats.get('p50')} p99 {stats.get('p99')} max {stats.get('max')} ms"
@@ -510,9 +647,13 @@ def report(result: dict[str, Any]) -> str:
                 f"  {label:<42} {stats['count']['median']:6g}  {_cell(stats['p50']):<16}"
                 f" {_cell(stats['p90']):<18} {_cell(stats['p99']):<20} {_cell(stats['max'])}"
             )
-    for label in ("recorded_lateness_ms", "attempt_start_to_arrival_ms"):
-        stats = result[label]
-        if stats["count"].get("median"):
+    for label in (
+        "spread_due_during_whole_seconds_ms",
+        "recorded_lateness_ms",
+        "attempt_start_to_arrival_ms",
+    ):
+        stats = result.get(label)
+        if stats and stats["count"].get("median"):
             lines.append(
                 f"  {label:<42} {stats['count']['median']:6g}  {_cell(stats['p50']):<16}"
                 f" {_cell(stats['p90']):<18} {_cell(stats['p99']):<20} {_cell(stats['max'])}"
@@ -551,8 +692,20 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=20)
     parser.add_argument("--window", type=int, default=70)
     parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument(
+        "--whole-seconds-span",
+        type=int,
+        default=60,
+        help="consecutive whole seconds with 3 or 4 jobs due at each, away from the burst (0: none;"
+        " cut to what the window holds)",
+    )
     parser.add_argument("--json", action="store_true", help="print the JSON result")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="where to write the JSON and plots (default bench/results/)"
+    )
     args = parser.parse_args()
+    if args.out is not None:
+        common.RESULTS = args.out
     result = run(
         repetitions=args.repetitions,
         jobs=args.jobs,
@@ -560,6 +713,7 @@ def main() -> None:
         burst=args.burst,
         workers=args.workers,
         faults=args.faults,
+        whole_seconds_span=args.whole_seconds_span,
     )
     save(result)
     print(json.dumps(result, indent=2) if args.json else report(result))
