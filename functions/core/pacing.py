@@ -20,6 +20,11 @@ from functions.core.resources import SQS_MAX_DELAY_SECONDS
 # Messages whose send moments lie this close together are sent together (a SendMessageBatch takes
 # ten): the later ones arrive up to this much earlier than they need to.
 GROUP_WINDOW = timedelta(milliseconds=50)
+# A request is made this long before its moment. Made a microsecond after it, its delays would round
+# down to a whole second less (a second early); and SQS counts a delay from when the request reaches
+# it, a few milliseconds after it is made. A sleep that overshoots by more still makes the message
+# early, never late.
+SEND_LEAD = timedelta(milliseconds=20)
 
 T = TypeVar("T")
 
@@ -63,15 +68,18 @@ def plan(
     window: timedelta = GROUP_WINDOW,
 ) -> list[Group[T]]:
     """``items`` (due at ``fire_at``, pairwise) as groups in the order of their send moments: each
-    group is sent at its first item's moment, with the items whose moments follow within ``window``."""
+    group is sent ``SEND_LEAD`` before its first item's moment (or now), with the items whose moments
+    follow within ``window``."""
     moments = sorted(
         ((send_moment(fire, now, head_start), index) for index, fire in enumerate(fire_at)),
         key=lambda pair: pair[0],
     )
     groups: list[Group[T]] = []
+    first = now
     for moment, index in moments:
-        if groups and moment - groups[-1].at <= window:
+        if groups and moment - first <= window:
             groups[-1].items.append(items[index])
         else:
-            groups.append(Group(moment, [items[index]]))
+            first = moment
+            groups.append(Group(max(now, moment - SEND_LEAD), [items[index]]))
     return groups

@@ -9,6 +9,7 @@ import pytest
 
 from functions.api.models import PatchJobIn
 from functions.core.model import JobStatus, Reason, RunStatus, iso
+from functions.core.pacing import SEND_LEAD
 from tests.integration.conftest import Harness, SimulatedCrash
 
 
@@ -39,7 +40,8 @@ def test_job_beyond_lookahead_is_sent_by_the_sweep_that_reaches_it(harness: Harn
     assert len(harness.queue.sent) == 1
     message, delay = harness.queue.sent[0]
     assert message.job_id == job["job_id"]
-    assert sent_at[0] + timedelta(seconds=delay) == due - harness.settings.head_start
+    # (a request is made SEND_LEAD before its moment: SQS counts the delay from when it gets there)
+    assert sent_at[0] + timedelta(seconds=delay) == due - harness.settings.head_start - SEND_LEAD
     run = harness.store.get_run(message.job_id, message.run_id)
     assert run is not None and run.status is RunStatus.QUEUED
 

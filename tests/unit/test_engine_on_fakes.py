@@ -28,6 +28,7 @@ from functions.core.model import (
     jitter_of,
     make_trigger,
 )
+from functions.core.pacing import SEND_LEAD
 from functions.core.queue import WorkMessage
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
@@ -541,7 +542,8 @@ def test_a_trigger_whose_request_died_before_sending_it_is_sent_by_a_sweep_after
     assert engine.dispatcher.sweep().dispatch.sent == 1
     ((message, delay),) = engine.queue.sent
     assert message.run_id == trigger.run_id
-    assert clock() + timedelta(seconds=delay) == trigger.fire_at - SETTINGS.head_start, "still at its second"
+    arrives = clock() + timedelta(seconds=delay)
+    assert arrives == trigger.fire_at - SETTINGS.head_start - SEND_LEAD, "still at its second"
 
 
 # ------------------------------------------------------------------------------------------ jitter
@@ -560,7 +562,7 @@ def test_a_jittered_occurrence_starts_at_its_own_delay_and_a_retry_keeps_it(engi
     engine.clock.now = due - timedelta(seconds=90)
     engine.dispatcher.sweep()
     visible = engine.clock() + timedelta(seconds=engine.queue.sent[-1][1])
-    assert visible == due - SETTINGS.head_start, "sent to arrive a head start before its due time"
+    assert visible == due - SETTINGS.head_start - SEND_LEAD, "sent to arrive a head start before its due time"
     engine.clock.now = due - timedelta(seconds=1)
     engine.deliver_all()  # waits out the last second, then attempt 1: 503
     (run,) = engine.store.runs[job.job_id].values()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -63,11 +64,13 @@ def test_a_plan_groups_moments_within_the_window_in_their_order() -> None:
     fires = [at(60.5), at(60.0), at(61.0), at(60.03), at(60.9)]
     groups = pacing.plan(list("abcde"), fires, T0, HEAD)
     # moments: a 0.25, b 0.75, c 0.75, d 0.78, e 0.65
+    lead = pacing.SEND_LEAD
     assert [(g.at, g.items) for g in groups] == [
-        (at(0.25), ["a"]),
-        (at(0.65), ["e"]),
-        (at(0.75), ["b", "c", "d"]),
+        (at(0.25) - lead, ["a"]),
+        (at(0.65) - lead, ["e"]),
+        (at(0.75) - lead, ["b", "c", "d"]),
     ]
+    assert pacing.plan(["x"], [at(60.26)], T0, HEAD)[0].at == T0, "never before now"
 
 
 def _dispatcher(clock: Clock, queue: MemoryQueue, sends_take: float = 0.0) -> Dispatcher:
@@ -122,7 +125,8 @@ def test_a_sweep_sends_each_message_to_arrive_its_head_start_before_its_second()
         for when, delays in queue.sent_at  # type: ignore[attr-defined]
         for delay in delays
     )
-    assert arrivals == sorted(fire - dispatcher.settings.head_start for fire in fires)
+    lead = pacing.SEND_LEAD  # each request is made that long before its moment
+    assert arrivals == sorted(fire - dispatcher.settings.head_start - lead for fire in fires)
     # In the order of their moments; the twelve due at one second in two requests (ten and two).
     assert [len(delays) for _when, delays in queue.sent_at] == [1, 10, 2, 1]  # type: ignore[attr-defined]
     assert clock() - at(100) < timedelta(seconds=1), "the sends of a round take less than a second"
@@ -143,11 +147,10 @@ def test_a_request_that_comes_late_makes_its_messages_early_not_late() -> None:
     ]
     wanted = at(200.0) - dispatcher.settings.head_start
     assert all(arrival <= wanted for arrival in arrivals), "none late"
-    assert sorted({wanted - arrival for arrival in arrivals}) == [
-        timedelta(0),
-        timedelta(seconds=0.4),
-        timedelta(seconds=0.7),
-    ], "the first on time; the requests after a slow one a second's fraction early"
+    lead = pacing.SEND_LEAD.total_seconds()
+    assert sorted({(wanted - arrival).total_seconds() for arrival in arrivals}) == pytest.approx(
+        [lead, 1 - 0.6 + lead, 1 - 0.3 + lead]
+    ), "the first on time; the requests after a slow one a second's fraction early"
 
 
 def test_the_api_sends_at_once_with_the_delay_rounded_down() -> None:
@@ -158,3 +161,18 @@ def test_the_api_sends_at_once_with_the_delay_rounded_down() -> None:
     ((when, (delay,)),) = queue.sent_at  # type: ignore[attr-defined]
     assert when == T0 and delay == 30, "no wait in the request: visible 0.65 s before the head start"
     assert clock.slept == []
+
+
+def test_a_sleep_that_wakes_a_little_late_still_lands_on_the_head_start_not_a_second_early() -> None:
+    """Found on the local stack: sends made exactly at their moment, after a sleep that always wakes
+    a fraction of a millisecond late, rounded their delays down a whole second (held 1.24 s)."""
+    clock = Clock(T0)
+    queue = MemoryQueue(delays=False)
+    dispatcher = _dispatcher(clock, queue)
+    dispatcher.sleep = lambda seconds: clock.advance(seconds + 0.003)  # wakes 3 ms late
+    _create_due(dispatcher, clock, [at(200.0)])
+    clock.advance(100)
+    dispatcher.sweep()
+    ((when, (delay,)),) = queue.sent_at  # type: ignore[attr-defined]
+    wanted = at(200.0) - dispatcher.settings.head_start
+    assert wanted - timedelta(milliseconds=20) <= when + timedelta(seconds=delay) <= wanted
