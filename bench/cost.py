@@ -433,11 +433,18 @@ def _recurring(
 # ------------------------------------------------------------------------------------- analysis
 
 
+def _is_job(sk: str) -> bool:
+    """A job item: ``JOB#<id>``/``JOB``, or a one-off job at home among its minute's triggers."""
+    return sk == "JOB" or sk.startswith("JOB#")
+
+
 def _kind(pk: str, sk: str) -> str:
+    if _is_job(sk):
+        return "job"
     if pk.startswith("T#"):
         return "trigger"
     if pk.startswith("JOB#"):
-        return "job" if sk == "JOB" else "run"
+        return "run"
     return pk.split("#", 1)[0].lower()
 
 
@@ -481,7 +488,7 @@ def _wcu(
         known = max(size or 0, sizes.get(key, 0), put_sizes.get(key, 0)) or 100
         units = max(1, math.ceil(known / 1024))
         total += units * (2 if event.get("tx") else 1)
-        if pk.startswith("JOB#") and sk == "JOB" and action in ("put", "update"):
+        if _is_job(sk) and action in ("put", "update"):  # its owner-index entry
             total += units
     return total
 

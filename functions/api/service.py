@@ -38,6 +38,7 @@ from functions.core.model import (
     RunKind,
     RunStatus,
     Trigger,
+    bucket_of,
     bucket_start,
     fire_time,
     is_orphan,
@@ -159,7 +160,7 @@ class JobService:
         """The job's view, and its first trigger when this call wrote it (None for a replay)."""
         now = self.clock()
         fingerprint = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
-        job_id = new_job_id()
+        job_id: str | None = None
         if idempotency_key is not None:
             earlier = self._replay(owner, idempotency_key, fingerprint, now)
             if isinstance(earlier, str):
@@ -173,6 +174,13 @@ class JobService:
         self._check_max_runs(schedule, request.max_runs)
         alerts = self._alerts(request.alerts)
         first = self._first_fire_time(schedule, now)
+        if job_id is None:
+            # A one-off job without jitter lives in the trigger partition of its due minute, as its
+            # own first trigger (one item to write); the id names that home. A jittered one derives
+            # its jitter from its id, so its trigger's minute is not known before: an item of its own.
+            one_off = not schedule.is_recurring and request.jitter_seconds == 0
+            home = bucket_of(max(first, now)) if one_off else None
+            job_id = new_job_id(home, self.settings.shard_count)
         job = Job(
             job_id=job_id,
             owner=owner,

@@ -162,8 +162,27 @@ def parse_iso(text: str) -> datetime:
 # ----------------------------------------------------------------------------------------------- ids
 
 
-def new_job_id() -> str:
-    return "job_" + uuid.uuid4().hex[:24]
+def new_job_id(home_bucket: str | None = None, shard_count: int = 1) -> str:
+    """A fresh job id. With ``home_bucket``: the id of a one-off job whose item lives in the trigger
+    partition of that minute (and of the shard its random part hashes to), as its own first trigger
+    (docs/architecture.md, "The table"); the id names that home, so readers find the item from it."""
+    job_id = "job_" + uuid.uuid4().hex[:24]
+    if home_bucket is None:
+        return job_id
+    shard = shard_of(job_id, shard_count)
+    return f"{job_id}_{bucket_start(home_bucket).strftime('%Y%m%d%H%M')}s{shard}"
+
+
+def home_of(job_id: str) -> tuple[str, int] | None:
+    """The (bucket, shard) a job id names as its item's home, or None (the item is ``JOB#<id>``)."""
+    parts = job_id.split("_")
+    if len(parts) != 3:
+        return None
+    minute, separator, shard = parts[2].partition("s")
+    if not separator or len(minute) != 12 or not minute.isdigit() or not shard.isdigit():
+        return None
+    moment = datetime.strptime(minute, "%Y%m%d%H%M").replace(tzinfo=UTC)
+    return bucket_of(moment), int(shard)
 
 
 def run_id_for(job_id: str, scheduled_for: datetime, kind: RunKind = RunKind.SCHEDULED) -> str:
@@ -531,6 +550,9 @@ class Trigger:
     claimed_at: datetime | None = None
     backfill_until: datetime | None = None  # a buffered backfill (see Run.backfill_until)
     runs_before: int = 0  # the scheduled occurrences set off before this one (max_runs)
+    # Carried by the one-off job's item rather than an item of its own (the store's layout; removing
+    # it removes the map, never the job).
+    embedded: bool = False
 
 
 def bucket_of(moment: datetime) -> str:
@@ -547,7 +569,11 @@ def next_bucket(bucket: str) -> str:
 
 def shard_of(job_id: str, shard_count: int) -> int:
     """A job's triggers all live in one shard, so a fast recurring chain (each claim writes the next
-    occurrence) is followed within the same sweep of that shard; jobs spread evenly over shards."""
+    occurrence) is followed within the same sweep of that shard; jobs spread evenly over shards. A
+    job whose id names a home keeps that shard (its item is there, whatever ``shard_count`` became)."""
+    home = home_of(job_id)
+    if home is not None:
+        return home[1]
     return int.from_bytes(hashlib.sha256(job_id.encode()).digest()[:4], "big") % shard_count
 
 

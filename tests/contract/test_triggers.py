@@ -8,9 +8,19 @@ from datetime import timedelta
 
 import pytest
 
-from functions.core.model import JobStatus, OnComplete, RunStatus, TriggerState, to_ms
+from functions.core.model import (
+    JobStatus,
+    OnComplete,
+    RunKind,
+    RunStatus,
+    TriggerState,
+    bucket_of,
+    home_of,
+    new_job_id,
+    to_ms,
+)
 from functions.core.ports import RunNotOurs, Tables
-from tests.contract.conftest import NOW, World
+from tests.contract.conftest import NOW, SHARDS, World
 
 
 def test_a_bucket_lists_its_triggers_by_fire_time_and_deletes_them(world: World, tables: Tables) -> None:
@@ -152,3 +162,31 @@ def test_a_trigger_carries_the_runs_set_off_before_it(world: World, tables: Tabl
     tables.put_trigger(trigger)
     (stored,) = [t for t in tables.query_bucket(trigger.bucket, trigger.shard) if t.run_id == trigger.run_id]
     assert stored.runs_before == 41
+
+
+def test_a_one_off_job_at_its_home_is_listed_as_its_own_trigger_until_that_is_removed(
+    world: World, tables: Tables
+) -> None:
+    at = NOW + timedelta(minutes=5)
+    job = world.job(cron=False, job_id=new_job_id(bucket_of(at), SHARDS))
+    trigger = world.trigger(job, at)
+    assert home_of(job.job_id) == (trigger.bucket, trigger.shard), "the id names the trigger's place"
+    tables.create_job(job, trigger)
+    (listed,) = tables.query_bucket(trigger.bucket, trigger.shard)
+    assert (listed.job_id, listed.run_id, listed.scheduled_for, listed.fire_at) == (
+        job.job_id,
+        trigger.run_id,
+        trigger.scheduled_for.replace(microsecond=trigger.scheduled_for.microsecond // 1000 * 1000),
+        trigger.fire_at.replace(microsecond=trigger.fire_at.microsecond // 1000 * 1000),
+    )
+    assert (listed.job_version, listed.state, listed.kind) == (1, TriggerState.PENDING, RunKind.SCHEDULED)
+    # A change of the job leaves its trigger as it was (the sweep finds it stale: another version).
+    changed = replace(job, status=JobStatus.PAUSED, version=2)
+    tables.update_job(job, changed)
+    (still,) = tables.query_bucket(trigger.bucket, trigger.shard)
+    assert still.job_version == 1
+    tables.delete_trigger(still)
+    tables.delete_trigger(still)  # removing what is gone is harmless
+    assert tables.query_bucket(trigger.bucket, trigger.shard) == []
+    stored = tables.get_job(job.job_id)
+    assert stored is not None and (stored.status, stored.version) == (JobStatus.PAUSED, 2), "the job stays"

@@ -142,7 +142,7 @@ def fired(cli: Cli, receiver: Receiver, tmp_path_factory: pytest.TempPathFactory
 
 def test_create_prints_the_job_as_a_table(fired: Fired) -> None:
     out = fired.created.out
-    assert re.fullmatch(r"job_[0-9a-f]+", fired.job_id)
+    assert re.fullmatch(r"job_[0-9a-f]+(_[0-9]{12}s[0-9]+)?", fired.job_id)
     assert field(out, "status") == "ACTIVE"
     assert field(out, "schedule").startswith("at 20")
     assert re.fullmatch(r"\d\d:\d\d:\d\d \(in [0-3]s\)", field(out, "next run"))

@@ -48,7 +48,7 @@ from functions.core.store.items import (
     trigger_to_item,
 )
 from functions.core.store.jobs import API_OWNED, IDEMPOTENCY_TTL, api_view
-from functions.core.store.keys import in_job_listing, in_run_listing, owner_index_pk
+from functions.core.store.keys import in_job_listing, in_run_listing, job_key, owner_index_pk
 from functions.core.store.pages import decode_cursor, encode_cursor
 
 T = TypeVar("T")
@@ -72,7 +72,9 @@ def _stored_run(run: Run) -> Run:
 
 
 def _stored_trigger(trigger: Trigger) -> Trigger:
-    return trigger_from_item(trigger_to_item(trigger), trigger.bucket, trigger.shard)
+    stored = trigger_from_item(trigger_to_item(trigger), trigger.bucket, trigger.shard)
+    assert stored is not None  # a trigger item always holds its trigger
+    return stored
 
 
 def _trigger_key(trigger: Trigger) -> _TriggerKey:
@@ -81,8 +83,7 @@ def _trigger_key(trigger: Trigger) -> _TriggerKey:
 
 def _job_index_key(job: Job) -> dict[str, Any]:
     return {
-        PK: {"S": f"JOB#{job.job_id}"},
-        SK: {"S": "JOB"},
+        **job_key(job.job_id),
         GSI1_PK: {"S": owner_index_pk(job.owner)},
         GSI1_SK: {"S": f"{to_ms(job.created_at):013d}#{job.job_id}"},
     }

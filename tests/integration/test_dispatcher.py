@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
-from functions.api.models import PatchJobIn
-from functions.core.model import JobStatus, Reason, RunStatus, iso
+from functions.api.models import CreateJobIn, PatchJobIn
+from functions.core.model import JobStatus, Reason, RunStatus, bucket_of, home_of, iso
 from functions.core.pacing import SEND_LEAD
+from functions.core.store.keys import job_key, trigger_pk
 from tests.integration.conftest import Harness, SimulatedCrash
 
 
@@ -207,7 +209,7 @@ def test_trigger_of_a_changed_job_never_fires(harness: Harness) -> None:
     job = at_job(harness, 600)
     harness.store.client.update_item(  # type: ignore[attr-defined]
         TableName=harness.settings.table_name,
-        Key={"pk": {"S": f"JOB#{job['job_id']}"}, "sk": {"S": "JOB"}},
+        Key=job_key(str(job["job_id"])),
         UpdateExpression="SET version = :v",
         ExpressionAttributeValues={":v": {"N": "2"}},
     )
@@ -280,3 +282,68 @@ def test_dispatcher_dying_before_the_cursor_moves_loses_nothing(harness: Harness
     harness.dispatcher.sweep()
     ids = sent_run_ids(harness)
     assert [m.job_id for m, _ in harness.queue.sent] == [job["job_id"]], (sent_before_restart, ids)
+
+
+def _items_of(harness: Harness, job_id: str, kind: str) -> list[dict[str, Any]]:
+    """The table's items of ``job_id`` of one kind: ``job`` (``JOB`` or ``JOB#...``), ``trigger``."""
+    client = harness.store.client  # type: ignore[attr-defined]
+    items = client.scan(TableName=harness.settings.table_name)["Items"]
+    mine = [item for item in items if item.get("job_id", {}).get("S") == job_id]
+    if kind == "job":
+        return [item for item in mine if item["sk"]["S"] == "JOB" or item["sk"]["S"].startswith("JOB#")]
+    return [item for item in mine if item["pk"]["S"].startswith("T#") and item["sk"]["S"][0].isdigit()]
+
+
+@pytest.mark.moto_only("reads the table's items")
+def test_a_one_off_job_is_one_item_its_own_trigger_and_a_jittered_one_has_a_trigger_item(
+    harness: Harness,
+) -> None:
+    # Given a one-off job and a jittered one, due in ten minutes
+    plain = str(at_job(harness, 600)["job_id"])
+    jittered = str(at_job(harness, 600, jitter_seconds=30)["job_id"])
+    # Then the plain one is one item (and its index entry) in the trigger partition of its minute
+    (item,) = _items_of(harness, plain, "job")
+    assert {"pk": item["pk"], "sk": item["sk"]} == job_key(plain)
+    assert item["pk"]["S"].startswith("T#") and "trigger" in item
+    assert _items_of(harness, plain, "trigger") == []
+    # And the jittered one is a job item and a trigger item, as every recurring job
+    assert home_of(jittered) is None
+    assert len(_items_of(harness, jittered, "job")) == len(_items_of(harness, jittered, "trigger")) == 1
+    # When the ticks reach them, each is sent once, and the plain one keeps its job item
+    for _ in range(11):
+        harness.clock.advance(60)
+        harness.dispatcher.sweep()
+    assert sorted(message.job_id for message, _delay in harness.queue.sent) == sorted([plain, jittered])
+    assert harness.store.get_job(plain) is not None
+
+
+@pytest.mark.moto_only("reads the table's items")
+def test_a_create_retried_after_its_home_minute_writes_a_trigger_of_its_own_and_runs(
+    harness: Harness,
+) -> None:
+    # Given a create of a one-off job due in ten minutes that died after its idempotency record,
+    # before its job item
+    body = CreateJobIn.model_validate(
+        {
+            "schedule": {"at": iso(harness.clock() + timedelta(seconds=600))},
+            "target": {"type": "http", "url": "http://127.0.0.1:9/hook"},
+        }
+    )
+    job_id = str(harness.service.create_job(harness.owner, body, idempotency_key="k1")["job_id"])
+    harness.store.client.delete_item(  # type: ignore[attr-defined]
+        TableName=harness.settings.table_name, Key=job_key(job_id)
+    )
+    assert harness.queue.sent == []
+    # When it is retried after the minute its id names has passed
+    harness.clock.advance(700)
+    again = harness.service.create_job(harness.owner, body, idempotency_key="k1")
+    # Then the same job is written at its home, with a trigger of its own in the current minute,
+    # which the request dispatches at once (its time has passed)
+    assert again["job_id"] == job_id
+    home = home_of(job_id)
+    assert home is not None
+    (job_item,) = _items_of(harness, job_id, "job")
+    assert job_item["pk"]["S"] == trigger_pk(*home) and "trigger" not in job_item
+    (trigger_item,) = _items_of(harness, job_id, "trigger")
+    assert trigger_item["pk"]["S"] == trigger_pk(bucket_of(harness.clock()), home[1])
+    assert [message.job_id for message, _delay in harness.queue.sent] == [job_id]

@@ -23,9 +23,11 @@ from functions.core.model import (
     bucket_start,
     check_transition,
     fire_time,
+    home_of,
     iso,
     jitter_of,
     make_trigger,
+    new_job_id,
     next_bucket,
     parse_iso,
     plan_claim,
@@ -243,3 +245,18 @@ def test_a_message_carries_its_runs_jitter_so_a_start_that_overtakes_the_run_put
         WorkMessage("job_1", run.run_id, queued=replace(run, jitter_ms=0)).to_json()
     )
     assert plain.queued is not None and plain.queued.jitter_ms == 0 and "jitter" not in plain.to_json()
+
+
+@given(
+    minute=st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2099, 12, 31)),
+    shards=st.integers(min_value=1, max_value=1000),
+)
+def test_a_one_off_job_id_names_its_home_whatever_the_shard_count_becomes(
+    minute: datetime, shards: int
+) -> None:
+    bucket = bucket_of(minute.replace(tzinfo=UTC))
+    job_id = new_job_id(bucket, shards)
+    home = home_of(job_id)
+    assert home is not None and home[0] == bucket and 0 <= home[1] < shards
+    assert shard_of(job_id, shards) == shard_of(job_id, shards * 2 + 7) == home[1], "the shard it names"
+    assert home_of(new_job_id()) is None and home_of("job_x") is None and home_of("job_a_b_c") is None

@@ -169,7 +169,11 @@ def test_a_sleep_that_wakes_a_little_late_still_lands_on_the_head_start_not_a_se
     clock = Clock(T0)
     queue = MemoryQueue(delays=False)
     dispatcher = _dispatcher(clock, queue)
-    dispatcher.sleep = lambda seconds: clock.advance(seconds + 0.003)  # wakes 3 ms late
+
+    def oversleep(seconds: float) -> None:
+        clock.advance(seconds + 0.003)  # wakes 3 ms late
+
+    dispatcher.sleep = oversleep
     _create_due(dispatcher, clock, [at(200.0)])
     clock.advance(100)
     dispatcher.sweep()

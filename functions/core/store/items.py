@@ -26,11 +26,13 @@ from functions.core.model import (
     Trigger,
     TriggerState,
     from_ms,
+    home_of,
+    run_id_for,
     to_ms,
 )
 from functions.core.resources import GSI1_PK, GSI1_SK, PK, SK, TTL_ATTRIBUTE
 from functions.core.schedule import Schedule
-from functions.core.store.keys import owner_index_pk, trigger_key
+from functions.core.store.keys import job_key, owner_index_pk, trigger_key
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -57,10 +59,13 @@ def optional_ms(value: datetime | None) -> int | None:
     return None if value is None else to_ms(value)
 
 
-def job_to_item(job: Job) -> dict[str, Any]:
+def job_to_item(job: Job, first_trigger: Trigger | None = None) -> dict[str, Any]:
+    """The job's item; with ``first_trigger``, that trigger inside it (a one-off job at its home:
+    ``embeds``)."""
+    key = job_key(job.job_id)
     values: dict[str, Any] = {
-        PK: f"JOB#{job.job_id}",
-        SK: "JOB",
+        PK: key[PK]["S"],
+        SK: key[SK]["S"],
         "type": "job",
         "job_id": job.job_id,
         "owner": job.owner,
@@ -94,8 +99,38 @@ def job_to_item(job: Job) -> dict[str, Any]:
         TTL_ATTRIBUTE: int(job.expires_at.timestamp()) if job.expires_at is not None else None,
         GSI1_PK: owner_index_pk(job.owner),
         GSI1_SK: f"{to_ms(job.created_at):013d}#{job.job_id}",
+        EMBEDDED_TRIGGER: _embedded(first_trigger) if first_trigger is not None else None,
     }
     return to_attributes(values)
+
+
+# The attribute of a one-off job's item that holds its first trigger (docs/architecture.md).
+EMBEDDED_TRIGGER = "trigger"
+
+
+def embeds(job: Job, trigger: Trigger | None) -> bool:
+    """Whether ``trigger`` goes inside ``job``'s item: the job's first scheduled occurrence, in the
+    bucket and shard its id names as home (a create retried after that minute writes a trigger of
+    its own in the current one)."""
+    return (
+        trigger is not None
+        and home_of(job.job_id) == (trigger.bucket, trigger.shard)
+        and trigger.kind is RunKind.SCHEDULED
+        and not trigger.is_retry
+        and trigger.runs_before == 0
+    )
+
+
+def _embedded(trigger: Trigger) -> dict[str, Any]:
+    """Only what the job item does not say already: the trigger is the job's first occurrence."""
+    values = {
+        "scheduled_for": to_ms(trigger.scheduled_for),
+        "fire_at": to_ms(trigger.fire_at),
+        "job_version": trigger.job_version,
+        "state": trigger.state.value,
+        "claimed_at": optional_ms(trigger.claimed_at),
+    }
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def job_from_item(item: Mapping[str, Any]) -> Job:
@@ -234,8 +269,29 @@ def trigger_to_item(trigger: Trigger) -> dict[str, Any]:
     return item
 
 
-def trigger_from_item(item: Mapping[str, Any], bucket: str, shard: int) -> Trigger:
+def trigger_from_item(item: Mapping[str, Any], bucket: str, shard: int) -> Trigger | None:
+    """The trigger an item of a bucket holds: a trigger item, or a one-off job's item carrying its
+    first trigger (None when it carries none: removed as stale, or never embedded)."""
     data = from_attributes(item)
+    if data.get("type") == "job":
+        embedded = data.get(EMBEDDED_TRIGGER)
+        if not embedded:
+            return None
+        job_id = str(data["job_id"])
+        scheduled_for = from_ms(int(embedded["scheduled_for"]))
+        return Trigger(
+            job_id=job_id,
+            run_id=run_id_for(job_id, scheduled_for),
+            scheduled_for=scheduled_for,
+            fire_at=from_ms(int(embedded["fire_at"])),
+            job_version=int(embedded["job_version"]),
+            shard=shard,
+            bucket=bucket,
+            state=TriggerState(embedded["state"]),
+            claimed_at=optional_time(embedded.get("claimed_at")),
+            written_at=from_ms(int(data["created_at"])),
+            embedded=True,
+        )
     return Trigger(
         job_id=data["job_id"],
         run_id=data["run_id"],

@@ -11,7 +11,7 @@ from functions.core.model import Job, JobStatus, Trigger, from_ms, to_ms
 from functions.core.ports import IdempotencyKeyTaken, JobExists, NameTaken, VersionChanged
 from functions.core.resources import GSI1, GSI1_PK, TTL_ATTRIBUTE
 from functions.core.store.base import TableBase
-from functions.core.store.items import as_stored_job, job_from_item, job_to_item, trigger_to_item
+from functions.core.store.items import as_stored_job, embeds, job_from_item, job_to_item, trigger_to_item
 from functions.core.store.keys import idempotency_key, in_job_listing, job_key, name_key, owner_index_pk
 from functions.core.store.pages import read_page
 
@@ -140,10 +140,14 @@ class JobTable(TableBase):
                     ExpressionAttributeValues={":job_id": {"S": job.job_id}},
                 )
             raise NameTaken()
-        if first_trigger is not None:
+        # A one-off job at its home is its own first trigger: one item (docs/architecture.md).
+        inside = first_trigger if embeds(job, first_trigger) else None
+        if first_trigger is not None and inside is None:
             self.put_trigger_item(first_trigger)
         created = self.conditional(
-            self.client.put_item, Item=job_to_item(job), ConditionExpression="attribute_not_exists(pk)"
+            self.client.put_item,
+            Item=job_to_item(job, inside),
+            ConditionExpression="attribute_not_exists(pk)",
         )
         if created:
             return

@@ -5,11 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from functions.core.model import Trigger, to_ms
+from functions.core.model import Trigger, home_of, to_ms
 from functions.core.resources import GSI1, GSI1_PK, GSI1_SK, PK, SK
 
 
 def job_key(job_id: str) -> dict[str, Any]:
+    """``JOB#<id>``, or for a one-off job whose id names a home, its place among the triggers of its
+    due minute (the item is its own first trigger: docs/architecture.md, "The table")."""
+    home = home_of(job_id)
+    if home is not None:
+        return {PK: {"S": trigger_pk(*home)}, SK: {"S": f"JOB#{job_id}"}}
     return {PK: {"S": f"JOB#{job_id}"}, SK: {"S": "JOB"}}
 
 
@@ -26,6 +31,9 @@ def trigger_pk(bucket: str, shard: int) -> str:
 
 
 def trigger_key(trigger: Trigger) -> dict[str, Any]:
+    """The item holding ``trigger``: its own, or for an embedded one its job's."""
+    if trigger.embedded:
+        return job_key(trigger.job_id)
     return {
         PK: {"S": trigger_pk(trigger.bucket, trigger.shard)},
         SK: {"S": f"{to_ms(trigger.fire_at):013d}#{trigger.run_id}"},
@@ -58,7 +66,7 @@ def in_job_listing(owner: str) -> Callable[[Mapping[str, Any]], bool]:
         return (
             set(key) == {PK, SK, GSI1_PK, GSI1_SK}
             and key[GSI1_PK]["S"] == owner_key
-            and key[PK]["S"].startswith("JOB#")
+            and (key[PK]["S"].startswith("JOB#") or key[SK]["S"].startswith("JOB#"))
         )
 
     return belongs

@@ -53,10 +53,10 @@ class RunTable(TableBase):
         run: Run | None = None
         job: Job | None = None
         for item in response.get("Responses", {}).get(self.table, []):
-            if item[SK]["S"] == "JOB":
-                job = job_from_item(item)
-            else:
+            if item[SK]["S"].startswith("RUN#"):
                 run = run_from_item(item)
+            else:
+                job = job_from_item(item)
         if response.get("UnprocessedKeys"):
             # Throttled: fall back to single reads rather than report a missing item.
             job_item = self.client.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=True)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from functions.core.model import Trigger, TriggerState, to_ms
 from functions.core.store.base import TableBase, chunks
-from functions.core.store.items import trigger_from_item, trigger_to_item
+from functions.core.store.items import EMBEDDED_TRIGGER, trigger_from_item, trigger_to_item
 from functions.core.store.keys import cursor_key, trigger_key, trigger_pk
 
 if TYPE_CHECKING:
@@ -31,7 +31,10 @@ class TriggerTable(TableBase):
         }
         while True:
             response = self.client.query(**request)
-            triggers.extend(trigger_from_item(item, bucket, shard) for item in response.get("Items", []))
+            for item in response.get("Items", []):
+                trigger = trigger_from_item(item, bucket, shard)
+                if trigger is not None:
+                    triggers.append(trigger)
             last = response.get("LastEvaluatedKey")
             if not last:
                 return triggers
@@ -63,7 +66,17 @@ class TriggerTable(TableBase):
         )
 
     def delete_trigger(self, trigger: Trigger) -> None:
-        self.client.delete_item(TableName=self.table, Key=trigger_key(trigger))
+        if not trigger.embedded:
+            self.client.delete_item(TableName=self.table, Key=trigger_key(trigger))
+            return
+        # A one-off job's own trigger: the map goes, the job stays (and an item gone stays gone).
+        self.conditional(
+            self.client.update_item,
+            Key=trigger_key(trigger),
+            UpdateExpression="REMOVE #trigger",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames={"#trigger": EMBEDDED_TRIGGER},
+        )
 
     def get_cursor(self, shard: int) -> str | None:
         response = self.client.get_item(TableName=self.table, Key=cursor_key(shard), ConsistentRead=True)
