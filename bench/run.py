@@ -21,10 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import claims, coldstart, common, cost, plots, precision, worker_queue
+from bench import claims, coldstart, common, cost, memory, plots, precision, worker_queue
 from bench.common import log, machine, write_json, write_text
 
-ALL = ("coldstart", "claims", "precision", "precision_faults", "cost", "worker_queue")
+ALL = ("coldstart", "claims", "precision", "precision_faults", "cost", "worker_queue", "memory")
 
 
 def _benchmarks(
@@ -80,6 +80,15 @@ def _benchmarks(
                 crons=6 if quick else 20,
             ),
             cost.report,
+        ),
+        # The worker's memory: batches of ten due at one second, the worker's CPU held to each Lambda
+        # size's share by a cgroup quota (needs root; skipped without it). ~7.5 min: 49 batches 8 s
+        # apart after the 60 s look-ahead.
+        "memory": (
+            lambda: memory.run_or_skip(
+                sizes=(512, 1769) if quick else memory.DEFAULT_SIZES, batches=2 if quick else 8
+            ),
+            memory.report,
         ),
     }
 
