@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from functions.core import crash_points, pacing
+from functions.core import crash_points
 from functions.core.model import (
     MAX_ROW_COVERS,
     RUN_COUNT_WINDOW,
@@ -41,6 +41,7 @@ from functions.core.model import (
 from functions.core.observability import logger
 from functions.core.ports import Queue, Tables, VersionChanged
 from functions.core.queue import WorkMessage
+from functions.core.sending import Sender
 from functions.core.settings import Settings
 from functions.core.sweep import DispatchReport, SweepReport, sweep, sweep_shard, trigger_key
 
@@ -96,7 +97,7 @@ class Dispatcher:
         self.queue = queue
         self.settings = settings
         self.clock = clock
-        self.sleep = sleep  # a paced send waits for its moment (``_send``)
+        self.sender = Sender(queue, settings.head_start, clock, sleep)
         # False for a worker going on with a buffered backfill: its role may not delete items, so a
         # trigger it finds stale (the job was cancelled meanwhile) is left for the next sweep.
         self.deletes = deletes
@@ -219,7 +220,7 @@ class Dispatcher:
         if not outgoing:
             self._delete(finished)
             return chained
-        self._send(outgoing, paced=paced)
+        self.sender.send([(item.message, item.fire_at) for item in outgoing], paced=paced)
         report.sent += len(outgoing)
         self.crash_point("after_send_before_delete")
         runs = [item.message.queued for item in outgoing if item.message.queued is not None]
@@ -239,36 +240,6 @@ class Dispatcher:
         self._remember([item.trigger for item in outgoing if not item.trigger.is_retry])
         self._delete(finished + [item.trigger for item in outgoing if item.trigger.is_retry])
         return chained
-
-    def _send(self, outgoing: list[_Outgoing], *, paced: bool) -> None:
-        """Send the messages, ten to a request. Paced: each group at its moment (``pacing.plan``).
-        Each request's delays are computed from the clock as it is made, so a request that comes
-        later than planned makes its messages arrive early, never late."""
-        head_start = self.settings.head_start
-        groups = (
-            pacing.plan(outgoing, [item.fire_at for item in outgoing], self.clock(), head_start)
-            if paced
-            else [pacing.Group(self.clock(), outgoing)]
-        )
-        for group in groups:
-            wait = (group.at - self.clock()).total_seconds()
-            if wait > 0:
-                self.sleep(wait)
-            for start in range(0, len(group.items), 10):
-                chunk = group.items[start : start + 10]
-                now = self.clock()
-                self.queue.send(
-                    [(item.message, pacing.delay_for(item.fire_at, now, head_start)) for item in chunk]
-                )
-                # One line a request (up to ten runs), not one a run: log lines are billed by the
-                # byte, and Powertools adds ~300 bytes of its own keys to each. Greppable by run id.
-                logger.info(
-                    "runs dispatched",
-                    extra={
-                        "count": len(chunk),
-                        "runs": " ".join(f"{item.message.job_id}/{item.message.run_id}" for item in chunk),
-                    },
-                )
 
     def _delete(self, triggers: list[Trigger]) -> None:
         """Delete triggers that are done but have no run of their own: a sent retry wake-up, an

@@ -254,6 +254,10 @@ class Queue(Protocol):
 class Targets(Protocol):
     """Delivers one attempt to a job's target. Never raises for a target failure."""
 
+    def prepare(self, spec: Mapping[str, Any], timeout_seconds: float) -> None:
+        """A delivery to ``spec`` is due within a moment: open what can be opened before it (its
+        connection), without waiting and without failing."""
+
     def execute(
         self,
         spec: Mapping[str, Any],

@@ -22,6 +22,10 @@ class ScriptedTargets:
     def __init__(self, *outcomes: TargetOutcome) -> None:
         self.outcomes = list(outcomes)
         self.deliveries: list[tuple[Mapping[str, Any], Delivery, float]] = []
+        self.prepared: list[Mapping[str, Any]] = []
+
+    def prepare(self, spec: Mapping[str, Any], timeout_seconds: float) -> None:
+        self.prepared.append(spec)
 
     def execute(
         self,

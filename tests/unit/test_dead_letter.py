@@ -136,6 +136,9 @@ def test_an_alert_sent_beside_the_call_is_waited_for_even_when_the_dead_letter_i
     slow_alerts = engine.targets
 
     class SlowAlert:
+        def prepare(self, spec: Any, timeout_seconds: float) -> None:
+            slow_alerts.prepare(spec, timeout_seconds)
+
         def execute(
             self, spec: Any, delivery: Delivery, timeout_seconds: float, cancel: Any = None
         ) -> TargetOutcome:

@@ -1437,3 +1437,13 @@ def test_a_dispatcher_that_may_not_delete_leaves_a_stale_trigger_for_the_sweep(e
     assert trigger in engine.store.query_bucket(trigger.bucket, trigger.shard)
     engine.dispatcher.dispatch([trigger], engine.clock())
     assert trigger not in engine.store.query_bucket(trigger.bucket, trigger.shard)
+
+
+def test_the_worker_opens_the_targets_connection_while_it_waits_for_the_second(engine: Engine) -> None:
+    job = engine.create(schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()})
+    engine.clock.advance(4.75)  # the message arrives a head start before the second
+    engine.deliver_all()
+    assert [spec["url"] for spec in engine.targets.prepared] == [HOOK["url"]]
+    assert len(engine.targets.deliveries) == 1
+    (run,) = engine.store.runs[job["job_id"]].values()
+    assert run.status is RunStatus.SUCCEEDED and run.lateness_ms == 0

@@ -136,21 +136,40 @@ def test_a_request_that_comes_late_makes_its_messages_early_not_late() -> None:
     clock = Clock(T0)
     queue = MemoryQueue(delays=False)
     dispatcher = _dispatcher(clock, queue, sends_take=0.3)  # each SendMessageBatch takes 300 ms
-    fires = [at(200.0)] * 30
+    fires = [at(200.0), at(200.1), at(200.2)]  # three moments 100 ms apart: three requests in turn
+    _create_due(dispatcher, clock, fires)
+    clock.advance(100)
+    dispatcher.sweep()
+    early = sorted(
+        (fire - dispatcher.settings.head_start - (when + timedelta(seconds=delay))).total_seconds()
+        for fire, (when, (delay,)) in zip(fires, queue.sent_at, strict=True)  # type: ignore[attr-defined]
+    )
+    lead = pacing.SEND_LEAD.total_seconds()
+    assert early == pytest.approx([lead, 1 - 0.38 - lead + lead, 1 - 0.18 - lead + lead]), (
+        "the first on time; the requests after a slow one come after their moments: a second early"
+    )
+
+
+def test_a_large_group_starts_early_enough_that_no_request_of_it_comes_after_its_moment() -> None:
+    clock = Clock(T0)
+    queue = MemoryQueue(delays=False)
+    dispatcher = _dispatcher(clock, queue)
+    fires = [at(200.0)] * 95 + [at(207.0)] * 95  # the same send moment: one group of 19 requests
     _create_due(dispatcher, clock, fires)
     clock.advance(100)
     dispatcher.sweep()
     arrivals = [
-        when + timedelta(seconds=delay)
+        (when + timedelta(seconds=delay), delays)
         for when, delays in queue.sent_at  # type: ignore[attr-defined]
         for delay in delays
     ]
-    wanted = at(200.0) - dispatcher.settings.head_start
-    assert all(arrival <= wanted for arrival in arrivals), "none late"
-    lead = pacing.SEND_LEAD.total_seconds()
-    assert sorted({(wanted - arrival).total_seconds() for arrival in arrivals}) == pytest.approx(
-        [lead, 1 - 0.6 + lead, 1 - 0.3 + lead]
-    ), "the first on time; the requests after a slow one a second's fraction early"
+    assert len(arrivals) == 190
+    wanted = {at(200.0) - dispatcher.settings.head_start, at(207.0) - dispatcher.settings.head_start}
+    for arrival, _delays in arrivals:
+        gap = min((w - arrival for w in wanted if w >= arrival), default=timedelta(seconds=-1))
+        assert timedelta(0) <= gap < timedelta(milliseconds=100), "none late, none a second early"
+    # The runs due at one moment travel together: no request mixes the two seconds.
+    assert all(len(set(delays)) == 1 for _when, delays in queue.sent_at)  # type: ignore[attr-defined]
 
 
 def test_the_api_sends_at_once_with_the_delay_rounded_down() -> None:
@@ -173,7 +192,7 @@ def test_a_sleep_that_wakes_a_little_late_still_lands_on_the_head_start_not_a_se
     def oversleep(seconds: float) -> None:
         clock.advance(seconds + 0.003)  # wakes 3 ms late
 
-    dispatcher.sleep = oversleep
+    dispatcher.sender.sleep = oversleep
     _create_due(dispatcher, clock, [at(200.0)])
     clock.advance(100)
     dispatcher.sweep()

@@ -55,6 +55,25 @@ class TargetExecutor:
                 client = self._clients[service] = self._client_factory(service)
             return client
 
+    def prepare(self, spec: Mapping[str, Any], timeout_seconds: float) -> None:
+        """A delivery to this target is due within a moment: open its connection now, in the
+        background (HTTP targets; ``functions/core/targets/warm.py``). Never fails: a warm-up that
+        does not work leaves the delivery to connect, as without it."""
+        if spec.get("type") != "http" or has_templates({"url": spec.get("url")}, None):
+            return
+
+        def warm() -> None:
+            try:
+                target = normalize_target(spec, self._policy, strict=False)
+                budget = float(timeout_seconds)
+                if target.get("timeout_seconds") is not None:
+                    budget = min(budget, float(target["timeout_seconds"]))
+                self._http.prepare(target, budget)
+            except Exception:
+                return
+
+        threading.Thread(target=warm, name="punctual-warm", daemon=True).start()
+
     def execute(
         self,
         spec: Mapping[str, Any],

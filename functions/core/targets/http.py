@@ -44,8 +44,12 @@ from functions.core.targets.outcome import (
     seconds_text,
     success,
 )
+from functions.core.targets.warm import ConnectionShelf, Parked
 
 __all__ = ["Exchange", "HttpDelivery"]
+
+# A connection opened before the second gives up after this long (the delivery then connects itself).
+WARM_CONNECT_SECONDS = 5.0
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -118,6 +122,16 @@ class Exchange:
             for sock in self._sockets:
                 self._shutdown(sock)
 
+    def adopt(self, other: Exchange) -> None:
+        """Take over the sockets ``other`` tracks (a connection opened before this exchange)."""
+        with other._lock:
+            sockets, other._sockets = other._sockets, []
+        with self._lock:
+            self._sockets.extend(sockets)
+            if self.aborted:
+                for sock in sockets:
+                    self._shutdown(sock)
+
     def release(self) -> None:
         with self._lock:
             for sock in self._sockets:
@@ -184,6 +198,27 @@ class HttpDelivery:
         self._policy = policy
         self._user_agent = user_agent
         self._ca_certs = ca_certs
+        self._shelf = ConnectionShelf()
+
+    def prepare(self, target: Mapping[str, Any], budget: float) -> None:
+        """Resolve and vet the target's address and open a connection to it, parked for the
+        delivery due in a moment (``functions/core/targets/warm.py``). Raises what connecting
+        raises; the caller ignores it (the delivery then connects, and reports the failure)."""
+        url = parse_target_url(target["url"], self._policy)
+        timeout = Timeout(connect=min(budget, WARM_CONNECT_SECONDS), read=budget)
+        for address in resolve_and_check(url.host, url.port, self._policy):
+            tracker = Exchange()
+            pool = self._pool(url, address, timeout, tracker)
+            try:
+                conn = pool._get_conn()
+                conn.connect()
+                pool._put_conn(conn)
+            except Exception:
+                pool.close()
+                tracker.release()
+                continue
+            self._shelf.park((url.scheme, url.host, url.port), Parked(address, pool, tracker))
+            return
 
     def work(
         self,
@@ -210,6 +245,22 @@ class HttpDelivery:
         headers["Host"] = url.host_header
 
         def work() -> TargetOutcome:
+            parked = self._shelf.take((url.scheme, url.host, url.port))
+            if parked is not None:  # opened before the second: only the request goes out now
+                try:
+                    return self._send(
+                        url=url,
+                        address=parked.address,
+                        method=method,
+                        body=body,
+                        headers=headers,
+                        budget=budget,
+                        remaining=started + budget - time.monotonic(),
+                        exchange=exchange,
+                        parked=parked,
+                    )
+                except _ConnectFailed:
+                    pass  # it was closed meanwhile and no request went out: connect as usual
             try:
                 addresses = resolve_and_check(url.host, url.port, self._policy)
             except ForbiddenAddressError as exc:
@@ -252,30 +303,15 @@ class HttpDelivery:
         budget: float,
         remaining: float,
         exchange: Exchange,
+        parked: Parked | None = None,
     ) -> TargetOutcome:
-        # The pool is addressed by the vetted IP, so urllib3 does not resolve the name again; Host, SNI
-        # and certificate verification still use the name from the URL.
-        timeout = Timeout(connect=min(remaining, budget), read=budget)
-        pool: HTTPConnectionPool
-        if url.scheme == "https":
-            pool = HTTPSConnectionPool(
-                address,
-                url.port,
-                timeout=timeout,
-                maxsize=1,
-                retries=False,
-                cert_reqs="CERT_REQUIRED",
-                ca_certs=self._ca_certs,
-                assert_hostname=url.host,
-                server_hostname=url.host,
-                exchange=exchange,
-            )
-            pool.ConnectionCls = _TrackedHTTPSConnection
+        timeout = Timeout(connect=max(0.001, min(remaining, budget)), read=budget)
+        if parked is not None:
+            pool = parked.pool
+            pool.conn_kw["exchange"] = exchange  # a connection it opens anew is this exchange's
+            exchange.adopt(parked.tracker)
         else:
-            pool = HTTPConnectionPool(
-                address, url.port, timeout=timeout, maxsize=1, retries=False, exchange=exchange
-            )
-            pool.ConnectionCls = _TrackedHTTPConnection
+            pool = self._pool(url, address, timeout, exchange)
 
         response: BaseHTTPResponse | None = None
         try:
@@ -285,6 +321,7 @@ class HttpDelivery:
                     url.request_target,
                     body=None if method == "GET" else body,
                     headers=dict(headers),
+                    timeout=timeout,
                     retries=False,
                     redirect=False,
                     assert_same_host=False,
@@ -320,6 +357,31 @@ class HttpDelivery:
             if response is not None:
                 response.close()
             pool.close()
+
+    def _pool(self, url: TargetURL, address: str, timeout: Timeout, exchange: Exchange) -> HTTPConnectionPool:
+        """A pool of one connection to the vetted IP: urllib3 does not resolve the name again; Host,
+        SNI and certificate verification still use the name from the URL."""
+        pool: HTTPConnectionPool
+        if url.scheme == "https":
+            pool = HTTPSConnectionPool(
+                address,
+                url.port,
+                timeout=timeout,
+                maxsize=1,
+                retries=False,
+                cert_reqs="CERT_REQUIRED",
+                ca_certs=self._ca_certs,
+                assert_hostname=url.host,
+                server_hostname=url.host,
+                exchange=exchange,
+            )
+            pool.ConnectionCls = _TrackedHTTPSConnection
+        else:
+            pool = HTTPConnectionPool(
+                address, url.port, timeout=timeout, maxsize=1, retries=False, exchange=exchange
+            )
+            pool.ConnectionCls = _TrackedHTTPConnection
+        return pool
 
     # ------------------------------------------------------------------------------------------ AWS
 
