@@ -394,12 +394,13 @@ def _recurring(
             body.update({**CONTROLS, "alerts": alerts})
         job = stack.api.create(body)
         jobs.append(job["job_id"])
-    # The first tick after creation claims everything within the look-ahead (the pipeline fills);
-    # from then on each tick claims one occurrence per cron. Each repetition is a fixed window of
-    # whole tick periods from half a second after the 5th second of a period, so it holds its ticks
-    # whole (each lasts well under 5 s) and exactly one occurrence of each cron (they fire on whole
-    # seconds).
-    tick, end = _next_tick(stack, time.time())
+    # The create sends the occurrences within the look-ahead at once (the API does not wait for a
+    # send moment: they arrive up to a second and a quarter early); from then on each tick sends
+    # one occurrence per cron, paced. Steady state starts once the API's have run. Each repetition
+    # is a fixed window of whole tick periods from half a second after the 5th second of a period,
+    # so it holds its ticks whole (each lasts well under 5 s) and exactly one occurrence of each
+    # cron (they fire on whole seconds).
+    tick, end = _next_tick(stack, time.time() + LOOKAHEAD_SECONDS, timeout=LOOKAHEAD_SECONDS + 60)
     since = tick + 5.5 if end < tick + 5.5 else tick + TICK_SECONDS + 5.5
     scenarios = []
     for r in range(repetitions):

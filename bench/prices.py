@@ -6,6 +6,8 @@ re-checked against AWS for this run. Update ``AS_OF`` and the values together.
 
 from __future__ import annotations
 
+from functions.core.resources import WORKER_MEMORY_MB
+
 AS_OF = "the prices stated in docs/deploy.md (us-east-1 list prices, 2025); not re-checked online"
 REGION = "us-east-1"
 
@@ -20,7 +22,7 @@ CLOUDWATCH_LOGS_INGESTED_GB = 0.50
 EVENTBRIDGE_SCHEDULER_INVOCATION = 1.00 / 1e6  # for comparison: EventBridge Scheduler, per invocation
 
 # Memory of each function, as in infra/ (docs/deploy.md).
-MEMORY_GB = {"api": 1.0, "dispatcher": 1.0, "worker": 0.5}
+MEMORY_GB = {"api": 1.0, "dispatcher": 1.0, "worker": WORKER_MEMORY_MB / 1024}
 
 TABLE = [
     ("DynamoDB write request unit", "$0.625 per million"),

@@ -14,7 +14,7 @@ from aws_cdk import aws_logs as logs
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from functions.core.resources import WORKER_TIMEOUT_SECONDS
+from functions.core.resources import WORKER_MEMORY_MB, WORKER_TIMEOUT_SECONDS
 from infra import permissions
 from infra.assets import LAMBDA_PYTHON_VERSION
 from infra.config import ALLOW_ALL_TARGETS, DeploymentConfig
@@ -119,7 +119,7 @@ class Functions(Construct):
                 "Worker",
                 "worker",
                 "functions.worker.handler.handler",
-                512,
+                WORKER_MEMORY_MB,
                 WORKER_TIMEOUT,
                 "Punctual worker: executes runs from the work queue against their targets",
             )

@@ -39,6 +39,11 @@ OUTCOME_MARGIN_SECONDS: Final = 30
 MAX_JOB_TIMEOUT_SECONDS: Final = 840
 
 
+# The worker function's memory: the smallest at which ten runs due at one second all start on time
+# (`make bench`, memory: docs/benchmarks.md, "Arrival"). Lambda's CPU is in proportion to memory.
+WORKER_MEMORY_MB: Final = 768
+
+
 def deployed_visibility_seconds(batching_window_seconds: int) -> int:
     """The work queue's visibility timeout as deployed (locally it is WORK_QUEUE_VISIBILITY_SECONDS)."""
     return VISIBILITY_TIMEOUT_FACTOR * WORKER_TIMEOUT_SECONDS + batching_window_seconds
