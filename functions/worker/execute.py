@@ -122,6 +122,7 @@ class RunExecutor:
         deadline = None if time_left_seconds is None else arrived_at + timedelta(seconds=time_left_seconds)
         last = receive_count >= WORK_QUEUE_MAX_RECEIVE_COUNT or message.exhausted
         try:
+            self._hold_on_arrival(message, receipt_handle)
             self._handle(
                 message, receipt_handle, receive_count=receive_count, deadline=deadline, arrived_at=arrived_at
             )
@@ -517,12 +518,29 @@ class RunExecutor:
         self._sleep_until(due - timedelta(seconds=PRESTART_SECONDS))
         return True
 
+    def _hold_on_arrival(self, message: WorkMessage, receipt_handle: str | None) -> None:
+        """Hide a dispatched message for the wait its body announces before anything else: a worker
+        killed during its first reads then leaves it hidden for seconds, not for the receive's
+        visibility (on AWS the queue's 5,400 s). The hold before the wait finds it done already."""
+        if message.queued is None or receipt_handle is None:
+            return
+        due = message.queued.next_attempt_at or message.queued.scheduled_for
+        remaining = (due - self.clock()).total_seconds()
+        if remaining <= self.settings.max_early_wait_seconds:
+            self._hold(receipt_handle, remaining)
+
     def _hold(self, receipt_handle: str | None, seconds: float) -> None:
         """Keep the message hidden while this worker waits ``seconds``, plus a short margin; the
-        attempt's heartbeat takes over before that runs out (``_hidden_until``)."""
+        attempt's heartbeat takes over before that runs out (``_hidden_until``). A hold that already
+        covers it (``_hold_on_arrival``) is not asked for again."""
         if receipt_handle is not None:
             hidden = math.ceil(max(0.0, seconds)) + HOLD_MARGIN_SECONDS
             asked = time.monotonic()
+            if (
+                self._hidden_until.get(receipt_handle, 0.0)
+                >= asked + max(0.0, seconds) + HOLD_MARGIN_SECONDS - 0.5
+            ):
+                return
             self.queue.change_visibility(receipt_handle, hidden)
             self._hidden_until[receipt_handle] = asked + hidden
 

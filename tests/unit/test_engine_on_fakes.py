@@ -1447,3 +1447,26 @@ def test_the_worker_opens_the_targets_connection_while_it_waits_for_the_second(e
     assert len(engine.targets.deliveries) == 1
     (run,) = engine.store.runs[job["job_id"]].values()
     assert run.status is RunStatus.SUCCEEDED and run.lateness_ms == 0
+
+
+def test_a_dispatched_message_is_hidden_for_its_wait_before_the_worker_reads_anything(engine: Engine) -> None:
+    """A worker killed during its first reads must not leave the message hidden for the receive's
+    visibility (on AWS the queue's 5,400 s): the hold its body allows for comes first, once."""
+    calls: list[str] = []
+    engine.create(schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()})
+    read, hide = engine.store.get_run_and_job, engine.queue.change_visibility
+
+    def reading(job_id: str, run_id: str) -> Any:
+        calls.append("read")
+        return read(job_id, run_id)
+
+    def hiding(receipt_handle: str, seconds: int) -> None:
+        calls.append(f"hide {seconds}")
+        hide(receipt_handle, seconds)
+
+    engine.store.get_run_and_job = reading  # type: ignore[method-assign]
+    engine.queue.change_visibility = hiding  # type: ignore[method-assign]
+    engine.clock.advance(4.75)  # a head start before the second
+    engine.deliver_all()
+    assert calls[:2] == ["hide 3", "read"], "hidden for the wait plus the margin before any read"
+    assert calls.count("hide 3") == 1, "and not asked for again before the wait"
