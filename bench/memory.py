@@ -430,25 +430,25 @@ def check_quota(group: Group, seconds: float = 0.6) -> float:
 
 def worker_role(events_path: str, role_args: list[str]) -> None:
     """``punctual.local.role worker`` with a record of each handler invocation (one JSON line: its
-    span, its records' job ids, the process CPU clock at both ends) and of each ``_sleep_until`` of
-    the run executor (the moment waited for, when the wait began and ended, the process CPU clock
+    span, its records' job ids, the process CPU clock at both ends) and of each ``sleep_until`` of
+    the worker's arrival (the moment waited for, when the wait began and ended, the process CPU clock
     when it began): the last wait of a record, for its second, begins once the record is ready to
     call. The waits are kept in memory and written when an invocation ends, so that nothing but an
     append stands between a wait's end and the call."""
     import functions.worker.handler as worker_handler
-    from functions.worker.execute import RunExecutor
+    from functions.worker.arrival import Arrival
 
     out = open(events_path, "a", buffering=1)  # noqa: SIM115 - open for the life of the process
     lock = threading.Lock()
     waits: collections.deque[list[float]] = collections.deque()
-    sleep_until = RunExecutor._sleep_until
+    sleep_until = Arrival.sleep_until
 
-    def timed_sleep(self: RunExecutor, moment: datetime) -> None:
+    def timed_sleep(self: Arrival, moment: datetime) -> None:
         entered, cpu = time.time(), time.process_time()
         sleep_until(self, moment)
         waits.append([moment.timestamp(), entered, time.time(), cpu])
 
-    setattr(RunExecutor, "_sleep_until", timed_sleep)  # noqa: B010 - a method, replaced for the record
+    setattr(Arrival, "sleep_until", timed_sleep)  # noqa: B010 - a method, replaced for the record
     handler = worker_handler.handler
 
     def timed(event: dict[str, Any], context: Any) -> Any:

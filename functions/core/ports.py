@@ -150,6 +150,12 @@ class RunStore(Protocol):
 
     def get_run_and_job(self, job_id: str, run_id: str) -> tuple[Run | None, Job | None]: ...
 
+    def get_runs_and_jobs(
+        self, keys: list[tuple[str, str]]
+    ) -> tuple[dict[tuple[str, str], Run], dict[str, Job]]:
+        """The runs of these (job_id, run_id) pairs and their jobs that exist, read consistently in
+        as few round trips as the table allows: a worker's first read of a batch."""
+
     def get_runs(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Run]:
         """The existing runs of these (job_id, run_id) pairs (may lag a write by a moment)."""
 
@@ -241,6 +247,10 @@ class Queue(Protocol):
         """Send (message, delay in seconds) pairs; raise if any was refused."""
 
     def change_visibility(self, receipt_handle: str, seconds: int) -> None: ...
+
+    def change_visibilities(self, changes: list[tuple[str, int]]) -> list[str]:
+        """Set the visibility of several received messages, ten to a request; returns the receipt
+        handles refused (a message deleted or received again meanwhile)."""
 
     def delete_messages(self, receipt_handles: list[str]) -> None:
         """Delete received messages (a worker's records that ended before their batch did)."""

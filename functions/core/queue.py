@@ -106,6 +106,24 @@ class WorkQueue:
             VisibilityTimeout=max(0, min(seconds, 43_200)),
         )
 
+    def change_visibilities(self, changes: list[tuple[str, int]]) -> list[str]:
+        refused: list[str] = []
+        for start in range(0, len(changes), 10):
+            chunk = changes[start : start + 10]
+            response = self.client.change_message_visibility_batch(
+                QueueUrl=self.queue_url,
+                Entries=[
+                    {
+                        "Id": str(index),
+                        "ReceiptHandle": handle,
+                        "VisibilityTimeout": max(0, min(seconds, 43_200)),
+                    }
+                    for index, (handle, seconds) in enumerate(chunk)
+                ],
+            )
+            refused.extend(chunk[int(failure["Id"])][0] for failure in response.get("Failed") or [])
+        return refused
+
     def delete_messages(self, receipt_handles: list[str]) -> None:
         """Delete in batches of ten. A handle whose message is gone already is no error (SQS deletes
         a message once; the event source mapping may delete the same one after the invocation)."""

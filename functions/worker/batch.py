@@ -57,6 +57,14 @@ class VisibilityLedger:
         self.queue.change_visibility(receipt_handle, seconds)
         self._visible_at[receipt_handle] = asked + seconds
 
+    def change_visibilities(self, changes: list[tuple[str, int]]) -> list[str]:
+        asked = self.monotonic()
+        refused = self.queue.change_visibilities(changes)
+        for handle, seconds in changes:
+            if handle not in refused:
+                self._visible_at[handle] = asked + seconds
+        return refused
+
     def delete_messages(self, receipt_handles: list[str]) -> None:
         self.queue.delete_messages(receipt_handles)
 

@@ -23,7 +23,8 @@ from functions.core.ports import Queue
 from functions.core.queue import WorkMessage
 from functions.core.settings import get_settings
 from functions.worker.batch import Settler, VisibilityLedger, retry_visibility
-from functions.worker.execute import ReturnLater, RunExecutor
+from functions.worker.context import ReturnLater
+from functions.worker.execute import RunExecutor
 
 
 @lru_cache(maxsize=1)
@@ -101,6 +102,21 @@ def _handle(record: SQSRecord, context: LambdaContext, settler: Settler | None =
         _forget(record.receipt_handle)
 
 
+def _arrive(records: list[dict[str, Any]]) -> None:
+    """The batch's holds and first reads, two requests for all its records (``Arrival.receive``).
+    A record whose body does not parse is left to its own handling, which reports it."""
+    arrived: list[tuple[WorkMessage, str]] = []
+    for record in records:
+        try:
+            arrived.append((WorkMessage.from_json(record["body"]), record["receiptHandle"]))
+        except Exception:
+            continue
+    try:
+        run_executor().arrive(arrived)
+    except Exception:  # the records fail one by one, each given back soon (record_handler)
+        logger.exception("worker not configured")
+
+
 def _queue() -> Queue | None:
     try:
         return run_executor().queue
@@ -136,6 +152,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
     records = event.get("Records") or []
     processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     settler = _settler() if len(records) > 1 else None  # a lone record ends with its invocation
+    if len(records) > 1:
+        _arrive(records)
     try:
         with ThreadPoolExecutor(max_workers=max(1, len(records)), thread_name_prefix="record") as pool:
 

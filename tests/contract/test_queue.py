@@ -69,3 +69,19 @@ def test_received_messages_are_deleted_in_batches_and_a_second_delete_is_harmles
     queue.delete_messages(handles[:3])  # the event source mapping deletes them again afterwards
     assert queue.receive(10) == []
     assert queue.depth()["in_flight"] == 0
+
+
+def test_visibilities_change_ten_to_a_request_and_a_deleted_messages_change_is_refused(
+    queue: QueueUnderTest,
+) -> None:
+    queue.send([(WorkMessage("j", f"r{n}"), 0) for n in range(12)])
+    received = queue.receive(10) + queue.receive(10)
+    handles = [m["ReceiptHandle"] for m in received]
+    queue.delete_messages(handles[:1])
+    # all hidden a while, except two given back at once
+    refused = queue.change_visibilities(
+        [(handle, 0 if n in (3, 11) else 30) for n, handle in enumerate(handles)]
+    )
+    assert refused in ([], handles[:1]), "a deleted message's change is refused or ignored, never raised"
+    given_back = sorted(WorkMessage.from_json(received[n]["Body"]).run_id for n in (3, 11))
+    assert sorted(WorkMessage.from_json(m["Body"]).run_id for m in queue.receive(10)) == given_back

@@ -15,12 +15,14 @@ from functions.core.model import (
     RunKind,
     RunStatus,
     TriggerState,
+    bucket_of,
     job_history,
+    new_job_id,
     not_run_row,
 )
 from functions.core.ports import RunNotOurs, Tables
 from functions.core.store.items import as_stored_attempt
-from tests.contract.conftest import NOW, World, attempt
+from tests.contract.conftest import NOW, SHARDS, World, attempt
 
 
 def test_an_attempt_starts_once_and_a_lapsed_one_is_taken_over_once(world: World, tables: Tables) -> None:
@@ -252,3 +254,22 @@ def test_an_alert_is_claimed_once_per_run_and_kind(world: World, tables: Tables)
     assert tables.claim_alert(run, "failed"), "each kind once"
     stored = tables.get_run(job.job_id, run.run_id)
     assert stored is not None and stored.alerts_sent == {"late", "failed"}
+
+
+def test_a_batchs_runs_and_jobs_are_read_together_with_what_is_missing_left_out(
+    world: World, tables: Tables
+) -> None:
+    at = NOW + timedelta(minutes=5)  # a one-off job at its home: its item is in its trigger's partition
+    one_off = world.job(cron=False, job_id=new_job_id(bucket_of(at), SHARDS))
+    tables.create_job(one_off, world.trigger(one_off, at))
+    recurring, _ = world.created()
+    runs = [world.run(one_off, at), *(world.run(recurring, NOW + timedelta(minutes=m)) for m in range(2))]
+    for run in runs:
+        assert tables.put_run(run)
+    wanted = [(run.job_id, run.run_id) for run in runs]
+    found_runs, found_jobs = tables.get_runs_and_jobs([*wanted, (recurring.job_id, "nope"), ("gone", "r")])
+    assert sorted(found_runs) == sorted(wanted)
+    assert all(found_runs[key].run_id == key[1] for key in wanted)
+    assert sorted(found_jobs) == sorted([one_off.job_id, recurring.job_id])
+    assert found_jobs[one_off.job_id].schedule == one_off.schedule
+    assert tables.get_runs_and_jobs([]) == ({}, {})

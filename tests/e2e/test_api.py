@@ -24,7 +24,7 @@ import pytest
 from functions.core import tracing
 from functions.core.model import iso, parse_iso
 from functions.core.settings import Settings
-from functions.worker.execute import PRESTART_SECONDS
+from functions.worker.arrival import PRESTART_SECONDS
 from punctual.verify import verify
 from tests.e2e.conftest import Api, wait_until
 from tests.support.receiver import Receiver

@@ -85,6 +85,18 @@ class MemoryQueue:
             if message is not None:
                 message.visible_at = time.monotonic() + max(0, min(seconds, MAX_VISIBILITY_SECONDS))
 
+    def change_visibilities(self, changes: list[tuple[str, int]]) -> list[str]:
+        refused: list[str] = []
+        with self.lock:
+            now = time.monotonic()
+            for handle, seconds in changes:
+                message = self.work.find(handle)
+                if message is None:
+                    refused.append(handle)
+                else:
+                    message.visible_at = now + max(0, min(seconds, MAX_VISIBILITY_SECONDS))
+        return refused
+
     def delete_messages(self, receipt_handles: list[str]) -> None:
         with self.lock:
             for handle in receipt_handles:

@@ -312,6 +312,14 @@ class MemoryStore:
         with self.lock:
             return self.get_run(job_id, run_id), self.get_job(job_id)
 
+    def get_runs_and_jobs(
+        self, keys: list[tuple[str, str]]
+    ) -> tuple[dict[tuple[str, str], Run], dict[str, Job]]:
+        with self.lock:
+            runs = {key: run for key in keys if (run := self.get_run(*key)) is not None}
+            jobs = {job_id: job for job_id, _ in keys if (job := self.get_job(job_id)) is not None}
+            return runs, jobs
+
     def list_runs(
         self,
         job_id: str,

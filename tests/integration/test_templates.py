@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from functions.core.model import RunStatus, iso
-from functions.worker.execute import ReturnLater
+from functions.worker.context import ReturnLater
 from punctual.verify import verify
 from tests.integration.conftest import GOOD_JOB, Harness
 from tests.support.receiver import Receiver

@@ -17,7 +17,8 @@ from functions.core.resources import (
     WORKER_TIMEOUT_SECONDS,
 )
 from functions.core.settings import Settings
-from functions.worker.execute import HOLD_MARGIN_SECONDS, ReturnLater
+from functions.worker.arrival import HOLD_MARGIN_SECONDS
+from functions.worker.context import ReturnLater
 from tests.integration.conftest import Harness, SimulatedCrash
 from tests.support.receiver import Receiver
 
@@ -472,4 +473,4 @@ def test_the_executor_forgets_each_messages_hold_whatever_became_of_it(
     assert harness.work() == 1
     assert receiver.for_path("/cancelled") == []
     assert only_run(harness, job["job_id"]).status is RunStatus.CANCELLED
-    assert harness.executor._hidden_until == {}
+    assert harness.executor.arrival.hidden_until == {}

@@ -20,7 +20,7 @@ from functions.core.resources import (
 )
 from functions.worker import handler as worker
 from functions.worker.batch import MAX_RETRY_VISIBILITY_SECONDS, VisibilityLedger, retry_visibility
-from functions.worker.execute import ReturnLater
+from functions.worker.context import ReturnLater
 from punctual.local.gateway import LambdaContext
 from punctual.local.roles import _to_event
 from tests.integration.conftest import Harness
@@ -234,3 +234,67 @@ def test_the_ledger_forgets_every_records_message_whatever_became_of_it(
     assert invoke([alone])["batchItemFailures"] == []  # a lone record: no settler
     assert len(invoke(batch)["batchItemFailures"]) == 1
     assert ledger._visible_at == {}
+
+
+def batch_due_in_a_second(
+    wired: Harness, receiver: Receiver, count: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``count`` one-off jobs due at one second, and their messages received as one batch."""
+    due = wired.clock() + timedelta(seconds=1)
+    jobs = [
+        wired.create(schedule={"at": iso(due)}, target={"type": "http", "url": f"{receiver.url}/b{n}"})
+        for n in range(count)
+    ]
+    messages = wired.queue.receive(10)
+    assert len(messages) == count
+    return jobs, messages
+
+
+def test_a_batch_is_held_and_read_in_one_request_each_before_its_records_start(
+    wired: Harness, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs, messages = batch_due_in_a_second(wired, receiver, 5)
+    calls: list[tuple[str, int]] = []
+    store, queue = wired.store, wired.queue
+    read_all, read_one = store.get_runs_and_jobs, store.get_run_and_job
+    hide_all, hide_one = queue.change_visibilities, queue.change_visibility
+
+    def counted(name: str, call: Any, size: Any) -> Any:
+        def wrapper(*args: Any) -> Any:
+            calls.append((name, size(*args)))
+            return call(*args)
+
+        return wrapper
+
+    monkeypatch.setattr(store, "get_runs_and_jobs", counted("read", read_all, len))
+    monkeypatch.setattr(store, "get_run_and_job", counted("read", read_one, lambda *_: 1))
+    monkeypatch.setattr(queue, "change_visibilities", counted("hide", hide_all, len))
+    monkeypatch.setattr(queue, "change_visibility", counted("hide", hide_one, lambda *_: 1))
+    result = invoke(messages)
+    assert result["batchItemFailures"] == []
+    assert calls[:2] == [("hide", 5), ("read", 5)], "the batch's hold, then its reads: one request each"
+    assert [call for call in calls[2:] if call[0] in ("read", "hide")] == []
+    for job in jobs:
+        runs, _ = wired.store.list_runs(job["job_id"], limit=5)
+        assert runs[0].status is RunStatus.SUCCEEDED
+    assert len(receiver.deliveries) == 5
+
+
+def test_a_batch_whose_reads_fail_together_reads_record_by_record(
+    wired: Harness, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs, messages = batch_due_in_a_second(wired, receiver, 3)
+
+    read = wired.store.get_runs_and_jobs
+
+    def throttled(keys: Any) -> Any:  # the batch's read fails; a record's own (one key) goes through
+        if len(keys) > 1:
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "BatchGetItem")
+        return read(keys)
+
+    monkeypatch.setattr(wired.store, "get_runs_and_jobs", throttled)
+    result = invoke(messages)
+    assert result["batchItemFailures"] == []
+    for job in jobs:
+        runs, _ = wired.store.list_runs(job["job_id"], limit=5)
+        assert runs[0].status is RunStatus.SUCCEEDED

@@ -34,7 +34,9 @@ from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.sweep import shard_groups
 from functions.dispatcher import handler as dispatcher_handler
-from functions.worker.execute import ReturnLater, RunExecutor
+from functions.worker.context import ReturnLater
+from functions.worker.execute import RunExecutor
+from functions.worker.followups import FollowUps
 from tests.conftest import Clock
 from tests.fakes.invoker import RecordingInvoker
 from tests.fakes.queue import MemoryQueue
@@ -777,16 +779,16 @@ def test_a_worker_dying_between_a_backfill_runs_end_and_the_next_dispatch_loses_
     created = engine.create(schedule={"cron": "0 * * * *"})
     engine.clock.advance(3 * 3600)
     backfill(engine, created["job_id"], **{"from": "2026-11-22T12:00:00Z", "to": "2026-11-22T14:00:00Z"})
-    original = RunExecutor._next_backfill
+    original = FollowUps.next_backfill
     calls = {"n": 0}
 
-    def dies_once(self: RunExecutor, job: Any, run: Any) -> None:
+    def dies_once(self: FollowUps, job: Any, run: Any) -> None:
         calls["n"] += 1
         if calls["n"] == 1:
             raise RuntimeError("worker killed after recording the outcome")
         original(self, job, run)
 
-    monkeypatch.setattr(RunExecutor, "_next_backfill", dies_once)
+    monkeypatch.setattr(FollowUps, "next_backfill", dies_once)
     (message,) = engine.queue.receive()
     with pytest.raises(RuntimeError):
         engine.executor.handle(WorkMessage.from_json(message["Body"]), message["ReceiptHandle"])

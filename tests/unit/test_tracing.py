@@ -23,7 +23,8 @@ from functions.core.schedule import parse_schedule
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.targets.outcome import Delivery, traceparent, traceparent_of, xray_trace_id
-from functions.worker.execute import ReturnLater, RunExecutor
+from functions.worker.context import ReturnLater
+from functions.worker.execute import RunExecutor
 from tests.conftest import Clock
 from tests.fakes.queue import MemoryQueue
 from tests.fakes.store import MemoryStore

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from functions.core.model import (
     Attempt,
@@ -32,8 +32,9 @@ from functions.core.store.jobs import put_trigger_item
 from functions.core.store.keys import in_run_listing, job_key, run_key
 from functions.core.store.pages import read_page
 
-if TYPE_CHECKING:
-    pass
+# A batch read's requests in all for keys the table leaves unprocessed (throttled), before it reads
+# what is still left one item at a time.
+UNPROCESSED_ROUNDS = 2
 
 
 class RunTable(TableBase):
@@ -45,25 +46,44 @@ class RunTable(TableBase):
         return run_from_item(item) if item else None
 
     def get_run_and_job(self, job_id: str, run_id: str) -> tuple[Run | None, Job | None]:
-        """Both in one round trip: the worker's first read."""
-        keys = [run_key(job_id, run_id), job_key(job_id)]
-        response = self.client.batch_get_item(
-            RequestItems={self.table: {"Keys": keys, "ConsistentRead": True}}
-        )
-        run: Run | None = None
-        job: Job | None = None
-        for item in response.get("Responses", {}).get(self.table, []):
+        """Both in one round trip: the worker's first read of a lone record."""
+        runs, jobs = self.get_runs_and_jobs([(job_id, run_id)])
+        return runs.get((job_id, run_id)), jobs.get(job_id)
+
+    def get_runs_and_jobs(
+        self, keys: list[tuple[str, str]]
+    ) -> tuple[dict[tuple[str, str], Run], dict[str, Job]]:
+        """A batch's runs and jobs, consistent, a hundred items to a request. Keys the table left
+        unprocessed (throttled) are asked again, then read one by one rather than reported missing."""
+        pairs = list(dict.fromkeys(keys))
+        wanted = [run_key(job_id, run_id) for job_id, run_id in pairs]
+        wanted += [job_key(job_id) for job_id in dict.fromkeys(job_id for job_id, _ in pairs)]
+        items: list[dict[str, Any]] = []
+        for chunk in chunks(wanted, 100):
+            pending: list[Any] = chunk
+            for _ in range(UNPROCESSED_ROUNDS):
+                response = self.client.batch_get_item(
+                    RequestItems={self.table: {"Keys": pending, "ConsistentRead": True}}
+                )
+                items += response.get("Responses", {}).get(self.table, [])
+                unprocessed: dict[str, Any] = response.get("UnprocessedKeys") or {}
+                pending = unprocessed.get(self.table, {}).get("Keys", [])
+                if not pending:
+                    break
+            for key in pending:
+                item = self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
+                if item is not None:
+                    items.append(item)
+        runs: dict[tuple[str, str], Run] = {}
+        jobs: dict[str, Job] = {}
+        for item in items:
             if item[SK]["S"].startswith("RUN#"):
                 run = run_from_item(item)
+                runs[(run.job_id, run.run_id)] = run
             else:
                 job = job_from_item(item)
-        if response.get("UnprocessedKeys"):
-            # Throttled: fall back to single reads rather than report a missing item.
-            job_item = self.client.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=True)
-            return self.get_run(job_id, run_id), (
-                job_from_item(job_item["Item"]) if "Item" in job_item else None
-            )
-        return run, job
+                jobs[job.job_id] = job
+        return runs, jobs
 
     def get_runs(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Run]:
         """The runs of these (job_id, run_id) pairs that exist, eventually consistent (the sweep's
