@@ -16,7 +16,12 @@ from functions.core.observability import logger
 from functions.core.settings import Settings
 from punctual.local.gateway import LambdaContext
 
-RECEIVE_VISIBILITY_SECONDS = 5
+# How long a received message stays hidden until the worker hides it for its own wait (its first
+# request on arrival). Only a worker process killed in between makes it count: its messages come back
+# this long after the receive, which for a message arriving the head start before its second is
+# about this late. 3 s keeps that under a lapsed lease's 3.5 s and well above the worker's first
+# request (tens of milliseconds, a second under the emulator's heaviest load).
+RECEIVE_VISIBILITY_SECONDS = 3
 
 
 def run_dispatcher(settings: Settings, tick_seconds: float) -> None:
