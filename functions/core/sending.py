@@ -46,13 +46,12 @@ class Sender:
             else [pacing.Group(self.clock(), outgoing)]
         )
         for group in groups:
-            # The runs due at one moment travel together, ten to a request, never mixed with others:
-            # they become visible together, and the event source hands them over in one batch.
-            requests = [
-                same[start : start + 10]
-                for same in _by_fire_time(group.items)
-                for start in range(0, len(same), 10)
-            ]
+            # Ten to a request, in due-time order: each message has its own delay, so the runs of a
+            # group's due times share requests (the crons of a minute due on whole seconds are one
+            # group: a request per ten, not per second), and the runs due at one moment stay
+            # together, to become visible and reach the worker together.
+            ordered = sorted(group.items, key=lambda item: item[1])
+            requests = [ordered[start : start + 10] for start in range(0, len(ordered), 10)]
             # Every request of a group must be made by its moment (made later, its delays would be a
             # second shorter): a large group (the crons of one second, whole-second one-offs) goes
             # SEND_THREADS requests at a time, starting early enough for its last round.
@@ -84,11 +83,3 @@ class Sender:
                 "runs": " ".join(f"{message.job_id}/{message.run_id}" for message, _fire_at in messages),
             },
         )
-
-
-def _by_fire_time(items: list[Outgoing]) -> list[list[Outgoing]]:
-    """``items`` in lists of one fire time each, in time order."""
-    same: dict[datetime, list[Outgoing]] = {}
-    for item in items:
-        same.setdefault(item[1], []).append(item)
-    return [same[fire_at] for fire_at in sorted(same)]

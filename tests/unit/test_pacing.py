@@ -168,8 +168,33 @@ def test_a_large_group_starts_early_enough_that_no_request_of_it_comes_after_its
     for arrival, _delays in arrivals:
         gap = min((w - arrival for w in wanted if w >= arrival), default=timedelta(seconds=-1))
         assert timedelta(0) <= gap < timedelta(milliseconds=100), "none late, none a second early"
-    # The runs due at one moment travel together: no request mixes the two seconds.
-    assert all(len(set(delays)) == 1 for _when, delays in queue.sent_at)  # type: ignore[attr-defined]
+    # Ten to a request in due-time order: 19 requests, the runs of one second in consecutive ones.
+    assert len(queue.sent_at) == 19  # type: ignore[attr-defined]
+    delays = [delay for _when, delays in queue.sent_at for delay in delays]  # type: ignore[attr-defined]
+    assert delays == sorted(delays)
+
+
+def test_runs_due_on_different_whole_seconds_share_requests() -> None:
+    """The crons of a minute due on whole seconds have one send moment: a request per ten runs,
+    not per second (each message has its own delay)."""
+    clock = Clock(T0)
+    queue = MemoryQueue(delays=False)
+    dispatcher = _dispatcher(clock, queue)
+    fires = [at(200.0 + n) for n in range(20)]
+    _create_due(dispatcher, clock, fires)
+    clock.advance(100)
+    assert dispatcher.sweep().dispatch.sent == 20
+    assert [len(delays) for _when, delays in queue.sent_at] == [10, 10]  # type: ignore[attr-defined]
+    arrivals = sorted(
+        when + timedelta(seconds=delay)
+        for when, delays in queue.sent_at  # type: ignore[attr-defined]
+        for delay in delays
+    )
+    head = dispatcher.settings.head_start
+    assert all(
+        timedelta(0) <= fire - head - arrival < timedelta(milliseconds=100)
+        for fire, arrival in zip(fires, arrivals, strict=True)
+    ), "each at its own second's head start"
 
 
 def test_the_api_sends_at_once_with_the_delay_rounded_down() -> None:
