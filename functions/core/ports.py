@@ -274,7 +274,11 @@ class Targets(Protocol):
         delivery: Delivery,
         timeout_seconds: float,
         cancel: threading.Event | None = None,
-    ) -> TargetOutcome: ...
+        *,
+        wait: Callable[[], None] | None = None,
+    ) -> TargetOutcome:
+        """Deliver once. ``wait`` is called just before the request goes out (the wait for the run's
+        second), after everything that can be done before it."""
 
 
 class Invoker(Protocol):

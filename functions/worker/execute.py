@@ -281,8 +281,9 @@ class RunExecutor:
         self.crash_point("after_start_before_execute")
         if due > self.clock():  # its connection opens while the worker waits for the second
             self.targets.prepare(job.target, float(job.timeout_seconds))
-        self.arrival.sleep_until(due)
-        called_at = self.clock()
+        # The call is composed now and sent at the second (``_deliver``): on time unless the start
+        # write outlasted the head start.
+        called_at = max(self.clock(), due)
         started_late = None
         if sets_lateness and called_at - started_at >= timedelta(milliseconds=1):
             # The start write outlasted its head start, so the target is called after the second the
@@ -316,7 +317,7 @@ class RunExecutor:
             alarm=self._running_long(job, run, sending),
             hidden_until=self.arrival.hidden_until.pop(receipt_handle, None) if receipt_handle else None,
         ) as heartbeat:
-            outcome = self._deliver(job, run, heartbeat.lost)
+            outcome = self._deliver(job, run, heartbeat.lost, due)
         self.crash_point("after_execute_before_record")
         try:
             # The hold: how long before the attempt's due time its message reached this worker
@@ -510,7 +511,10 @@ class RunExecutor:
             if job is not None:
                 self.follow_ups.wake_waiting(job, run)
 
-    def _deliver(self, job: Job, run: Run, cancel: threading.Event) -> TargetOutcome:
+    def _deliver(self, job: Job, run: Run, cancel: threading.Event, due: datetime) -> TargetOutcome:
+        """Call the target at ``due``: everything before the request (its composition, its thread)
+        is done first, and only the request itself waits for the second. Ten runs due at one second
+        composing their requests at the second reached their call 3 to 10 ms late on a quiet core."""
         delivery = Delivery(
             job_id=job.job_id,
             run_id=run.run_id,
@@ -521,7 +525,13 @@ class RunExecutor:
             sampled=tracing.sampled(run.run_id, self.settings.run_trace_percent),
         )
         try:
-            return self.targets.execute(job.target, delivery, float(job.timeout_seconds), cancel=cancel)
+            return self.targets.execute(
+                job.target,
+                delivery,
+                float(job.timeout_seconds),
+                cancel=cancel,
+                wait=lambda: self.arrival.sleep_until(due),
+            )
         except Exception as error:  # the executor should not raise; if it does, the attempt failed
             logger.exception("target executor crashed", extra={"job_id": job.job_id, "run_id": run.run_id})
             return TargetOutcome(

@@ -4,7 +4,7 @@ delivery it was asked for (no network)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from functions.core.targets.outcome import Delivery, TargetOutcome
@@ -33,6 +33,10 @@ class ScriptedTargets:
         delivery: Delivery,
         timeout_seconds: float,
         cancel: threading.Event | None = None,
+        *,
+        wait: Callable[[], None] | None = None,
     ) -> TargetOutcome:
+        if wait is not None:
+            wait()
         self.deliveries.append((spec, delivery, timeout_seconds))
         return self.outcomes.pop(0) if self.outcomes else OK

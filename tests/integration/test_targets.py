@@ -884,3 +884,36 @@ def test_clients_are_created_lazily_once_per_service() -> None:
     for _ in range(2):
         assert executor.execute({"type": "lambda", "function": "f"}, make_delivery(), 30).succeeded
     assert created == ["lambda"]
+
+
+def test_a_request_waits_for_its_moment_on_its_own_thread_and_its_time_bound_counts_from_then(
+    server: TargetServer,
+) -> None:
+    # Given a delivery whose wait for its second is longer than its whole time bound
+    executor = TargetExecutor(no_clients, LOCAL)
+    waited: dict[str, Any] = {}
+
+    def wait() -> None:
+        waited["thread"] = threading.current_thread()
+        time.sleep(0.4)
+        waited["until"] = time.monotonic()
+
+    # When it is executed with that wait
+    outcome = executor.execute(http_spec(server.url("/at-its-second")), make_delivery(), 0.3, wait=wait)
+    # Then the request went out after the wait, from the delivery's own thread, and succeeded: the
+    # bound counts from the moment the request goes out, not from the composing before it
+    assert outcome.succeeded, outcome.error
+    assert waited["thread"] is not threading.current_thread()
+    assert len(server.requests) == 1 and outcome.duration_ms < 300
+
+
+def test_a_cancel_during_the_wait_sends_nothing(server: TargetServer) -> None:
+    executor = TargetExecutor(no_clients, LOCAL)
+    cancel = threading.Event()
+    threading.Timer(0.1, cancel.set).start()
+    outcome = executor.execute(
+        http_spec(server.url("/never")), make_delivery(), 30, cancel, wait=lambda: time.sleep(0.4)
+    )
+    assert outcome.error == "cancelled" and not outcome.retriable
+    time.sleep(0.5)  # past the wait: the delivery's thread saw the cancel and sent nothing
+    assert server.requests == []

@@ -140,11 +140,11 @@ def test_an_alert_sent_beside_the_call_is_waited_for_even_when_the_dead_letter_i
             slow_alerts.prepare(spec, timeout_seconds)
 
         def execute(
-            self, spec: Any, delivery: Delivery, timeout_seconds: float, cancel: Any = None
+            self, spec: Any, delivery: Delivery, timeout_seconds: float, cancel: Any = None, wait: Any = None
         ) -> TargetOutcome:
             if delivery.alert == "late":
                 time.sleep(0.3)
-            return slow_alerts.execute(spec, delivery, timeout_seconds, cancel)
+            return slow_alerts.execute(spec, delivery, timeout_seconds, cancel, wait=wait)
 
     engine.executor.targets = engine.executor.alerts.targets = SlowAlert()
     engine.executor.dead_letters.targets = engine.executor.targets

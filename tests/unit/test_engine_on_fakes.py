@@ -111,6 +111,30 @@ def test_a_retriable_failure_is_retried_then_the_one_off_job_completes(engine: E
     assert [d.attempt for _spec, d, _timeout in engine.targets.deliveries] == [1, 2]
 
 
+def test_the_call_is_composed_before_the_second_and_only_the_request_waits_for_it(engine: Engine) -> None:
+    """Ten runs due at one second that composed their requests at the second reached their calls 3 to
+    10 ms late on a quiet core: the worker hands the target its wait instead of waiting first."""
+    due = engine.clock() + timedelta(seconds=5)
+    engine.create(schedule={"at": due.isoformat()})
+    seen: dict[str, Any] = {}
+    plain = ScriptedTargets.execute
+
+    def execute(
+        spec: Any, delivery: Any, timeout_seconds: float, cancel: Any = None, wait: Any = None
+    ) -> Any:
+        seen["called"] = engine.clock()
+        seen["wait"] = wait
+        return plain(engine.targets, spec, delivery, timeout_seconds, cancel, wait=wait)
+
+    engine.targets.execute = execute  # type: ignore[method-assign]
+    engine.clock.now = due - timedelta(milliseconds=250)  # the message arrives its head start early
+    engine.deliver_all()
+    assert seen["wait"] is not None and seen["called"] < due, "handed over before the second"
+    assert engine.clock() >= due, "the wait it was handed ends at the second"
+    (run,) = [r for runs in engine.store.runs.values() for r in runs.values()]
+    assert run.status is RunStatus.SUCCEEDED and run.lateness_ms == 0
+
+
 def test_a_fatal_failure_fails_the_run_and_the_job_and_leaves_the_dlq_empty(engine: Engine) -> None:
     engine.targets.outcomes = [failure(404, retriable=False)]
     job = engine.create(schedule={"at": (engine.clock() + timedelta(seconds=5)).isoformat()})
@@ -940,7 +964,11 @@ def while_running(engine: Engine, first: WorkMessage, during: Any) -> None:
     targets = engine.targets
     plain = ScriptedTargets.execute
 
-    def execute(spec: Any, delivery: Any, timeout_seconds: float, cancel: Any = None) -> Any:
+    def execute(
+        spec: Any, delivery: Any, timeout_seconds: float, cancel: Any = None, wait: Any = None
+    ) -> Any:
+        if wait is not None:
+            wait()
         if delivery.run_id == first.run_id and delivery.attempt == 1:
             during()
         return plain(targets, spec, delivery, timeout_seconds, cancel)
@@ -1263,7 +1291,9 @@ def test_an_attempt_running_long_alerts_once_from_the_heartbeat(engine: Engine) 
     )
     plain = ScriptedTargets.execute
 
-    def slow(spec: Any, delivery: Any, timeout_seconds: float, cancel: Any = None) -> Any:
+    def slow(spec: Any, delivery: Any, timeout_seconds: float, cancel: Any = None, wait: Any = None) -> Any:
+        if wait is not None:
+            wait()
         if delivery.alert is None:
             real_time.sleep(2.5)  # real time: the heartbeat beats on a thread, every second here
         return plain(engine.targets, spec, delivery, timeout_seconds, cancel)

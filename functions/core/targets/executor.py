@@ -80,6 +80,8 @@ class TargetExecutor:
         delivery: Delivery,
         timeout_seconds: float,
         cancel: threading.Event | None = None,
+        *,
+        wait: Callable[[], None] | None = None,
     ) -> TargetOutcome:
         """Deliver once and report how it went; never raises for a failure of the target.
 
@@ -87,6 +89,11 @@ class TargetExecutor:
         own timeout, whichever is smaller. Setting ``cancel`` ends the wait at once with a non-retriable
         "cancelled" outcome (an HTTP request in flight is aborted; an AWS call already sent may still
         complete on the AWS side).
+
+        ``wait`` (the worker's wait for the run's second) is called on the delivery's own thread just
+        before the request goes out: the request is composed (template, target, body, headers, its
+        signature) and its thread started before it, so at the second only the request is sent. The
+        time bound counts from the end of the wait.
         """
         started = time.monotonic()
         if has_templates(spec, delivery.payload):  # {{run_id}} and the like, filled in for this attempt
@@ -121,7 +128,6 @@ class TargetExecutor:
                 delivery=delivery,
                 body_text=body_text,
                 budget=budget,
-                started=started,
                 exchange=exchange,
             )
         elif kind == "lambda":
@@ -132,7 +138,7 @@ class TargetExecutor:
             work = self._aws.sns_work(target, delivery, body_text)
         else:
             work = self._aws.eventbridge_work(target, delivery)
-        return self._run_bounded(work, budget, started, cancel, exchange)
+        return self._run_bounded(work, budget, started, cancel, exchange, wait)
 
     @staticmethod
     def _finish(outcome: TargetOutcome, started: float) -> TargetOutcome:
@@ -145,18 +151,26 @@ class TargetExecutor:
         started: float,
         cancel: threading.Event | None,
         exchange: Exchange | None,
+        wait: Callable[[], None] | None = None,
     ) -> TargetOutcome:
-        """Run ``work`` in its own thread so that a deadline or a cancel can end the wait at any point.
+        """Run ``work`` in its own thread (after ``wait``) so that a deadline or a cancel can end the
+        wait at any point.
 
         Socket timeouts alone would not do: they bound each read, not the whole exchange, so a target
         trickling one byte at a time could hold a worker forever.
         """
         results: list[TargetOutcome] = []
         done = threading.Event()
+        stopped = threading.Event()
+        began: list[float | None] = [started if wait is None else None]  # when the request went out
 
         def run() -> None:
             try:
-                results.append(work())
+                if wait is not None:
+                    wait()
+                    began[0] = time.monotonic()
+                if not stopped.is_set():
+                    results.append(work())
             except Exception as exc:
                 results.append(failure(f"internal error: {type(exc).__name__}: {exc}", retriable=True))
             finally:
@@ -165,28 +179,33 @@ class TargetExecutor:
                 done.set()
 
         threading.Thread(target=run, name="punctual-target", daemon=True).start()
-        deadline = started + budget
         stop: str | None = None
         while not done.is_set():
             if cancel is not None and cancel.is_set():
                 stop = "cancelled"
                 break
-            remaining = deadline - time.monotonic()
+            sent = began[0]
+            if sent is None:  # still waiting for its moment: only a cancel ends that
+                done.wait(_CANCEL_POLL_SECONDS)
+                continue
+            remaining = sent + budget - time.monotonic()
             if remaining <= 0:
                 stop = "timeout"
                 break
             done.wait(remaining if cancel is None else min(remaining, _CANCEL_POLL_SECONDS))
-        if done.is_set():
-            return self._finish(results[0], started)
+        sent = began[0] if began[0] is not None else started
+        if done.is_set() and results:
+            return self._finish(results[0], sent)
+        stopped.set()
 
         answered: TargetOutcome | None = None
         if exchange is not None:
             exchange.abort()
             answered = exchange.outcome_so_far()
         if answered is not None:
-            return self._finish(answered, started)
+            return self._finish(answered, sent)
         if stop == "cancelled":
-            return self._finish(failure("cancelled", retriable=False), started)
-        return self._finish(failure(f"timeout after {seconds_text(budget)}", retriable=True), started)
+            return self._finish(failure("cancelled", retriable=False), sent)
+        return self._finish(failure(f"timeout after {seconds_text(budget)}", retriable=True), sent)
 
     # ------------------------------------------------------------------------------------------ HTTP

@@ -227,7 +227,6 @@ class HttpDelivery:
         delivery: Delivery,
         body_text: str,
         budget: float,
-        started: float,
         exchange: Exchange,
     ) -> Callable[[], TargetOutcome]:
         url = parse_target_url(target["url"], self._policy)
@@ -245,6 +244,8 @@ class HttpDelivery:
         headers["Host"] = url.host_header
 
         def work() -> TargetOutcome:
+            # The bound counts from now: the request may have been composed ahead of its second.
+            deadline = time.monotonic() + budget
             parked = self._shelf.take((url.scheme, url.host, url.port))
             if parked is not None:  # opened before the second: only the request goes out now
                 try:
@@ -255,7 +256,7 @@ class HttpDelivery:
                         body=body,
                         headers=headers,
                         budget=budget,
-                        remaining=started + budget - time.monotonic(),
+                        remaining=deadline - time.monotonic(),
                         exchange=exchange,
                         parked=parked,
                     )
@@ -271,7 +272,7 @@ class HttpDelivery:
                 return failure(f"DNS lookup failed for {url.host}: {exc}", retriable=True)
             outcome = failure(f"timeout after {seconds_text(budget)}", retriable=True)
             for address in addresses:
-                remaining = started + budget - time.monotonic()
+                remaining = deadline - time.monotonic()
                 if remaining <= 0 or exchange.aborted:
                     break
                 try:
