@@ -6,7 +6,6 @@ import fnmatch
 import hashlib
 import json
 import re
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -22,6 +21,7 @@ from functions.api.errors import (
     from_validation,
 )
 from functions.api.guards import MAX_BODY_BYTES
+from functions.core.clock import SYSTEM_CLOCK, Clock
 from functions.core.dispatching import Dispatcher
 from functions.core.model import (
     RUN_COUNT_WINDOW,
@@ -48,7 +48,6 @@ from functions.core.model import (
     new_job_id,
     run_id_for,
     runs_made,
-    utcnow,
 )
 from functions.core.ports import (
     BadCursorError,
@@ -83,7 +82,7 @@ class JobService:
         dispatcher: Dispatcher,
         settings: Settings,
         policy: NetworkPolicy,
-        clock: Callable[[], datetime] = utcnow,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.store = store
         self.dispatcher = dispatcher

@@ -7,7 +7,6 @@ because the sweep for its minute may already have run). The protocol is in docs/
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from functions.core import crash_points
+from functions.core.clock import SYSTEM_CLOCK, Clock
 from functions.core.model import (
     MAX_ROW_COVERS,
     RUN_COUNT_WINDOW,
@@ -36,7 +36,6 @@ from functions.core.model import (
     not_run_row,
     plan_claim,
     run_id_for,
-    utcnow,
 )
 from functions.core.observability import logger
 from functions.core.ports import Queue, Tables, VersionChanged
@@ -87,17 +86,16 @@ class Dispatcher:
         store: Tables,
         queue: Queue,
         settings: Settings,
-        clock: Callable[[], datetime] = utcnow,
+        clock: Clock = SYSTEM_CLOCK,
         crash_point: Callable[[str], None] | None = None,
         *,
         deletes: bool = True,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.store = store
         self.queue = queue
         self.settings = settings
         self.clock = clock
-        self.sender = Sender(queue, settings.head_start, clock, sleep)
+        self.sender = Sender(queue, settings.head_start, clock)
         # False for a worker going on with a buffered backfill: its role may not delete items, so a
         # trigger it finds stale (the job was cancelled meanwhile) is left for the next sweep.
         self.deletes = deletes

@@ -132,10 +132,6 @@ class Reason(StrEnum):
 # ---------------------------------------------------------------------------------------------- time
 
 
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 def to_ms(moment: datetime) -> int:
     return round(moment.timestamp() * 1000)
 

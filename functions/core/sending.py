@@ -6,12 +6,11 @@ planned makes its messages arrive early, never late (docs/architecture.md, "Arri
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from functions.core import pacing
+from functions.core.clock import SYSTEM_CLOCK, Clock
 from functions.core.observability import logger
 from functions.core.ports import Queue
 from functions.core.queue import WorkMessage
@@ -27,13 +26,11 @@ class Sender:
         self,
         queue: Queue,
         head_start: timedelta,
-        clock: Callable[[], datetime],
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.queue = queue
         self.head_start = head_start
         self.clock = clock
-        self.sleep = sleep
         # How long a SendMessageBatch takes, a running estimate (``_request``).
         self._request_time = timedelta(milliseconds=20)
 
@@ -58,7 +55,7 @@ class Sender:
             rounds = -(-len(requests) // SEND_THREADS)
             wait = (group.at - self._request_time * (rounds - 1) - self.clock()).total_seconds()
             if wait > 0:
-                self.sleep(wait)
+                self.clock.sleep(wait)
             if len(requests) == 1:
                 self._request(requests[0])
             else:

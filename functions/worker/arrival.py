@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from functions.core import pacing
+from functions.core.clock import sleep_until
 from functions.core.model import Job, Run
 from functions.core.observability import logger
 from functions.core.queue import WorkMessage
@@ -134,11 +135,9 @@ class Arrival:
         return True
 
     def sleep_until(self, moment: datetime) -> None:
-        """Sleep until ``moment``, never waking before it (a sleep overshoots by a fraction of a
-        millisecond). No spinning: ten records due at one second spinning together took the CPU a
-        small Lambda has for the calls themselves."""
-        while (remaining := (moment - self.context.clock()).total_seconds()) > 0:
-            self.context.sleep(max(remaining, 0.0001))
+        """Sleep until ``moment``, never before it. No spinning: ten records due at one second
+        spinning together took the CPU a small Lambda has for the calls themselves."""
+        sleep_until(self.context.clock, moment)
 
     # ------------------------------------------------------------------------------------------
 

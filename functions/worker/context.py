@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Generic, TypeVar, overload
 
+from functions.core.clock import Clock
 from functions.core.ports import Queue, Tables, Targets
 from functions.core.settings import Settings
 
@@ -32,8 +32,7 @@ class WorkerContext:
     queue: Queue
     targets: Targets
     settings: Settings
-    clock: Callable[[], datetime]
-    sleep: Callable[[float], None]
+    clock: Clock
     crash_point: Callable[[str], None]
     rng: random.Random = field(default_factory=random.Random)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import random
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
@@ -20,6 +19,7 @@ from typing import NoReturn
 
 from functions.core import crash_points, lifecycle, tracing
 from functions.core.alerts import ALERT_TIMEOUT_SECONDS, AlertSender
+from functions.core.clock import SYSTEM_CLOCK, Clock
 from functions.core.model import (
     MISSED_REASONS,
     AlertKind,
@@ -28,7 +28,6 @@ from functions.core.model import (
     Run,
     RunStatus,
     lateness_of,
-    utcnow,
 )
 from functions.core.observability import logger
 from functions.core.ports import Queue, RunNotOurs, Tables, Targets
@@ -63,8 +62,7 @@ class RunExecutor:
     queue = Shared[Queue]()
     targets = Shared[Targets]()
     settings = Shared[Settings]()
-    clock = Shared[Callable[[], datetime]]()
-    sleep = Shared[Callable[[float], None]]()
+    clock = Shared[Clock]()
     crash_point = Shared[Callable[[str], None]]()
     rng = Shared[random.Random]()
 
@@ -74,12 +72,11 @@ class RunExecutor:
         queue: Queue,
         targets: Targets,
         settings: Settings,
-        clock: Callable[[], datetime] = utcnow,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Clock = SYSTEM_CLOCK,
         crash_point: Callable[[str], None] | None = None,
     ) -> None:
         self.context = WorkerContext(
-            store, queue, targets, settings, clock, sleep, crash_point or crash_points.crash_point
+            store, queue, targets, settings, clock, crash_point or crash_points.crash_point
         )
         self.alerts = AlertSender(store, targets)
         self.dead_letters = DeadLetters(store, targets)

@@ -172,7 +172,7 @@ def harness(request: pytest.FixtureRequest, clock: Clock) -> Iterator[Harness]:
     def crash(name: str) -> None:
         holder["h"].crash_point(name)
 
-    dispatcher = Dispatcher(store, queue, settings, clock=clock, sleep=clock.sleep, crash_point=crash)
+    dispatcher = Dispatcher(store, queue, settings, clock=clock, crash_point=crash)
     policy = NetworkPolicy(allow_loopback=True, allow_list=())
     service = JobService(store, dispatcher, settings, policy, clock=clock)
     executor = RunExecutor(
@@ -181,7 +181,6 @@ def harness(request: pytest.FixtureRequest, clock: Clock) -> Iterator[Harness]:
         TargetExecutor(lambda name: aws.client(name, settings), policy),
         settings,
         clock=clock,
-        sleep=clock.sleep,
         crash_point=crash,
     )
     holder["h"] = Harness(settings, clock, store, queue, dispatcher, service, executor)

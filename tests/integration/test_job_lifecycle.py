@@ -220,7 +220,6 @@ def test_cancelling_a_running_http_call_aborts_it_without_retry(harness: Harness
         harness.executor.targets,
         harness.settings.replace(lease_seconds=3),
         clock=harness.clock,
-        sleep=harness.clock.sleep,
     )
     with Receiver(slow) as receiver:
         job = harness.create(

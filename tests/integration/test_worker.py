@@ -463,13 +463,13 @@ def test_the_executor_forgets_each_messages_hold_whatever_became_of_it(
     # The executor lives as long as its Lambda container: a hold it noted for a message whose attempt
     # never started (its job cancelled while the worker waited for the second) must not stay behind.
     job = one_off(harness, receiver, "/cancelled", seconds=5)
-    real_sleep = harness.executor.sleep
+    real_sleep = harness.clock.sleep
 
     def cancel_while_waiting(seconds: float) -> None:
         harness.service.cancel_job(harness.owner, job["job_id"])
         real_sleep(seconds)
 
-    monkeypatch.setattr(harness.executor, "sleep", cancel_while_waiting)
+    monkeypatch.setattr(harness.clock, "sleep", cancel_while_waiting)
     assert harness.work() == 1
     assert receiver.for_path("/cancelled") == []
     assert only_run(harness, job["job_id"]).status is RunStatus.CANCELLED

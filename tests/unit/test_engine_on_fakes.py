@@ -77,14 +77,10 @@ class Engine:
 def engine_with(settings: Settings, clock: Clock) -> Engine:
     """The engine on the in-memory fakes, with these settings."""
     store, queue, targets = MemoryStore(), MemoryQueue(delays=False), ScriptedTargets()
-    dispatcher = Dispatcher(
-        store, queue, settings, clock=clock, sleep=clock.sleep, crash_point=lambda _name: None
-    )
+    dispatcher = Dispatcher(store, queue, settings, clock=clock, crash_point=lambda _name: None)
     policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
     service = JobService(store, dispatcher, settings, policy, clock=clock)
-    executor = RunExecutor(
-        store, queue, targets, settings, clock=clock, sleep=clock.sleep, crash_point=lambda _name: None
-    )
+    executor = RunExecutor(store, queue, targets, settings, clock=clock, crash_point=lambda _name: None)
     return Engine(clock, store, queue, targets, dispatcher, service, executor)
 
 
@@ -233,9 +229,7 @@ def test_a_dispatcher_remembers_what_it_dispatched_and_a_fresh_one_reads_the_run
     report = engine.dispatcher.sweep()
     assert report.triggers_checked == 3 and report.dispatch.sent == 0
     assert checked == [], "its own dispatches are not read again"
-    fresh = Dispatcher(
-        engine.store, engine.queue, SETTINGS, clock=clock, sleep=clock.sleep, crash_point=lambda _name: None
-    )
+    fresh = Dispatcher(engine.store, engine.queue, SETTINGS, clock=clock, crash_point=lambda _name: None)
     assert fresh.sweep().dispatch.sent == 0
     assert len(checked) == 3, "a new process (a cold container) reads the runs instead"
     assert len(engine.queue.sent) == 3
@@ -501,9 +495,7 @@ def tick_during_first_send(engine: Engine, clock: Clock) -> list[int]:
     """Make a tick (another process: a dispatcher of its own) sweep while the first send of the test
     is under way, when the occurrence's trigger is written and its run not yet: the moment an API
     request and a tick both see it undispatched. Returns the tick's sent count (once it ran)."""
-    tick = Dispatcher(
-        engine.store, engine.queue, SETTINGS, clock=clock, sleep=clock.sleep, crash_point=lambda _name: None
-    )
+    tick = Dispatcher(engine.store, engine.queue, SETTINGS, clock=clock, crash_point=lambda _name: None)
     send = engine.queue.send
     ticked: list[int] = []
 
@@ -550,7 +542,6 @@ def test_a_trigger_whose_request_died_before_sending_it_is_sent_by_a_sweep_after
         engine.queue,
         SETTINGS,
         clock=clock,
-        sleep=clock.sleep,
         crash_point=crash_at("after_claim_before_send"),
     )
     policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
@@ -1461,9 +1452,7 @@ def test_a_dispatcher_that_may_not_delete_leaves_a_stale_trigger_for_the_sweep(e
     engine.service.cancel_job("alice", job.job_id)
     trigger = make_trigger(job, engine.clock(), now=engine.clock(), shard_count=4, kind=RunKind.BACKFILL)
     engine.store.put_trigger(trigger)
-    worker_side = Dispatcher(
-        engine.store, engine.queue, SETTINGS, clock=engine.clock, sleep=engine.clock.sleep, deletes=False
-    )
+    worker_side = Dispatcher(engine.store, engine.queue, SETTINGS, clock=engine.clock, deletes=False)
     report = worker_side.dispatch([trigger], engine.clock())
     assert report.stale == 1 and report.sent == 0
     assert trigger in engine.store.query_bucket(trigger.bucket, trigger.shard)

@@ -262,14 +262,10 @@ def test_the_worker_sends_a_segment_per_attempt_of_a_run_that_retries_once(
         MemoryQueue(delays=False),
         ScriptedTargets(failure(503, retriable=True)),
     )
-    dispatcher = Dispatcher(
-        store, queue, settings, clock=clock, sleep=clock.sleep, crash_point=lambda _name: None
-    )
+    dispatcher = Dispatcher(store, queue, settings, clock=clock, crash_point=lambda _name: None)
     policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
     service = JobService(store, dispatcher, settings, policy, clock=clock)
-    executor = RunExecutor(
-        store, queue, targets, settings, clock=clock, sleep=clock.sleep, crash_point=lambda _name: None
-    )
+    executor = RunExecutor(store, queue, targets, settings, clock=clock, crash_point=lambda _name: None)
     body = {
         "schedule": {"at": (clock() + timedelta(seconds=5)).isoformat()},
         "target": {"type": "http", "url": "https://example.com/hook"},

@@ -1,0 +1,66 @@
+"""The engine reads the time and waits only through its ``Clock`` port (``functions/core/clock.py``),
+so that the same logic runs on the system's clock and in virtual time."""
+
+from __future__ import annotations
+
+import ast
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from functions.core.clock import SYSTEM_CLOCK, sleep_until
+from tests.conftest import Clock
+
+FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
+# The port itself, and the network edge: a delivery's deadlines and its signature's time are those of
+# real sockets.
+ALLOWED = ("core/clock.py", "core/targets/")
+FORBIDDEN = {
+    ("time", "time"),
+    ("time", "sleep"),
+    ("datetime", "now"),
+    ("datetime", "utcnow"),
+    ("date", "today"),
+}
+
+
+def _uses(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and (node.value.id, node.attr) in FORBIDDEN
+        ):
+            found.append(f"{node.value.id}.{node.attr} (line {node.lineno})")
+        if isinstance(node, ast.ImportFrom) and node.module in ("time", "datetime"):
+            found += [
+                f"from {node.module} import {alias.name} (line {node.lineno})"
+                for alias in node.names
+                if (node.module, alias.name) in FORBIDDEN
+            ]
+    return found
+
+
+def test_no_logic_module_reads_the_time_or_sleeps_but_through_the_clock_port() -> None:
+    offenders = {
+        str(path.relative_to(FUNCTIONS)): uses
+        for path in sorted(FUNCTIONS.rglob("*.py"))
+        if not str(path.relative_to(FUNCTIONS)).startswith(ALLOWED) and (uses := _uses(path))
+    }
+    assert offenders == {}
+
+
+def test_the_scan_finds_what_it_looks_for(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import time\nfrom datetime import datetime\nx = datetime.now()\ntime.sleep(1)\n")
+    assert _uses(sample) == ["datetime.now (line 3)", "time.sleep (line 4)"]
+
+
+def test_sleep_until_never_wakes_before_its_moment() -> None:
+    start = datetime(2026, 11, 25, 12, tzinfo=UTC)
+    clock = Clock(start)
+    sleep_until(clock, start + timedelta(seconds=1.5))
+    assert clock() >= start + timedelta(seconds=1.5)
+    moment = SYSTEM_CLOCK() + timedelta(milliseconds=20)
+    sleep_until(SYSTEM_CLOCK, moment)
+    assert SYSTEM_CLOCK() >= moment and SYSTEM_CLOCK().tzinfo is UTC
