@@ -917,3 +917,18 @@ def test_a_cancel_during_the_wait_sends_nothing(server: TargetServer) -> None:
     assert outcome.error == "cancelled" and not outcome.retriable
     time.sleep(0.5)  # past the wait: the delivery's thread saw the cancel and sent nothing
     assert server.requests == []
+
+
+def test_a_delivery_that_fails_before_any_request_fails_at_its_moment_not_before() -> None:
+    # A target the policy blocks fails without a request; handed a wait, it fails once the wait is
+    # over, so that the attempt's finish never comes before the second its start records.
+    executor = TargetExecutor(no_clients, STRICT)
+    waited: list[float] = []
+    outcome = executor.execute(
+        http_spec("http://127.0.0.1:9/hook"),
+        make_delivery(),
+        30,
+        wait=lambda: waited.append(time.monotonic()),
+    )
+    assert outcome.error is not None and outcome.error.startswith("blocked") and not outcome.retriable
+    assert len(waited) == 1

@@ -102,13 +102,13 @@ class TargetExecutor:
         try:
             target = normalize_target(spec, self._policy, strict=False)
         except ForbiddenAddressError as exc:
-            return self._finish(failure(f"blocked: {exc.reason}", retriable=False), started)
+            return self._fail(failure(f"blocked: {exc.reason}", retriable=False), wait)
         except TargetError as exc:
-            return self._finish(failure(f"invalid target: {exc}", retriable=False), started)
+            return self._fail(failure(f"invalid target: {exc}", retriable=False), wait)
         try:
             body_text = json_text(delivery.payload)
         except (TypeError, ValueError) as exc:
-            return self._finish(failure(f"payload is not valid JSON: {exc}", retriable=False), started)
+            return self._fail(failure(f"payload is not valid JSON: {exc}", retriable=False), wait)
 
         budget = float(timeout_seconds)
         if target["type"] == "http" and target.get("timeout_seconds") is not None:
@@ -116,7 +116,7 @@ class TargetExecutor:
         if cancel is not None and cancel.is_set():
             return self._finish(failure("cancelled", retriable=False), started)
         if not budget > 0:
-            return self._finish(failure(f"timeout after {seconds_text(budget)}", retriable=True), started)
+            return self._fail(failure(f"timeout after {seconds_text(budget)}", retriable=True), wait)
 
         exchange: Exchange | None = None
         work: Callable[[], TargetOutcome]
@@ -139,6 +139,13 @@ class TargetExecutor:
         else:
             work = self._aws.eventbridge_work(target, delivery)
         return self._run_bounded(work, budget, started, cancel, exchange, wait)
+
+    def _fail(self, outcome: TargetOutcome, wait: Callable[[], None] | None) -> TargetOutcome:
+        """A delivery that fails before any request (a blocked or invalid target, a payload that is
+        not JSON) fails at its moment, not before it: its attempt's times stay in order."""
+        if wait is not None:
+            wait()
+        return self._finish(outcome, time.monotonic())
 
     @staticmethod
     def _finish(outcome: TargetOutcome, started: float) -> TargetOutcome:
