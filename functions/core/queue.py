@@ -76,6 +76,11 @@ class WorkMessage:
         return cls(job_id=job_id, run_id=run_id, queued=queued, exhausted=data.get("exhausted") is True)
 
 
+def _visibility(seconds: int) -> int:
+    """A visibility timeout SQS accepts: 0 to 12 hours."""
+    return max(0, min(seconds, 43_200))
+
+
 class SendError(Exception):
     """Some messages of a batch were not accepted by SQS."""
 
@@ -103,7 +108,7 @@ class WorkQueue:
         self.client.change_message_visibility(
             QueueUrl=self.queue_url,
             ReceiptHandle=receipt_handle,
-            VisibilityTimeout=max(0, min(seconds, 43_200)),
+            VisibilityTimeout=_visibility(seconds),
         )
 
     def change_visibilities(self, changes: list[tuple[str, int]]) -> list[str]:
@@ -116,7 +121,7 @@ class WorkQueue:
                     {
                         "Id": str(index),
                         "ReceiptHandle": handle,
-                        "VisibilityTimeout": max(0, min(seconds, 43_200)),
+                        "VisibilityTimeout": _visibility(seconds),
                     }
                     for index, (handle, seconds) in enumerate(chunk)
                 ],

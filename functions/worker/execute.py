@@ -34,21 +34,19 @@ from functions.core.ports import Queue, RunNotOurs, Tables, Targets
 from functions.core.queue import WorkMessage
 from functions.core.resources import (
     OUTCOME_MARGIN_SECONDS,
-    SQS_MAX_DELAY_SECONDS,
     SQS_MAX_VISIBILITY_SECONDS,
     WORK_QUEUE_MAX_RECEIVE_COUNT,
 )
 from functions.core.settings import Settings
 from functions.core.targets.outcome import Delivery, TargetOutcome
-from functions.worker.arrival import HOLD_MARGIN_SECONDS, Arrival, Arrived
+from functions.worker.arrival import Arrival, Arrived
 from functions.worker.context import ReturnLater, Shared, WorkerContext
 from functions.worker.dead_letter import DeadLetters, DeadLetterUndelivered
 from functions.worker.followups import FollowUps
 from functions.worker.heartbeat import AgeAlarm, Heartbeat, next_beat_by
+from functions.worker.last_delivery import LAST_DELIVERY_RETRY_SECONDS, LastDelivery
 from functions.worker.outcome import Outcomes
 
-# A last delivery that could not end its run (a table error) is tried again this much later.
-LAST_DELIVERY_RETRY_SECONDS = 30
 # cancel_other: how many runs not yet ended one start may cancel before it starts (normally one; a
 # second only when an earlier occurrence was about to start as well).
 OVERLAP_CANCELS = 3
@@ -83,6 +81,7 @@ class RunExecutor:
         self.arrival = Arrival(self.context)
         self.follow_ups = FollowUps(self.context)
         self.outcomes = Outcomes(self.context, self.alerts, self.dead_letters, self.follow_ups)
+        self.last_delivery = LastDelivery(self.context, self.outcomes)
 
     def arrive(self, records: list[tuple[WorkMessage, str]]) -> None:
         """A batch arrived: its holds and first reads in two requests (``Arrival.receive``), before
@@ -101,7 +100,7 @@ class RunExecutor:
         """Process one work message; raise ``ReturnLater`` to leave it on the queue.
 
         ``receive_count`` is how often SQS has delivered this message (its last delivery ends the
-        run, see ``_last_delivery``); ``time_left_seconds`` is how long the invocation has before it
+        run, see ``LastDelivery``); ``time_left_seconds`` is how long the invocation has before it
         is stopped (an attempt that could not finish by then is left to a fresh invocation).
         """
         now = self.clock()
@@ -122,7 +121,7 @@ class RunExecutor:
             if not last:
                 raise
             delay = LAST_DELIVERY_RETRY_SECONDS if later.seconds is None else later.seconds
-            self._renew_last(message, delay, str(later))
+            self.last_delivery.renew(message, delay, str(later))
         except DeadLetterUndelivered as error:
             if not last:
                 raise
@@ -133,20 +132,9 @@ class RunExecutor:
         except Exception as error:
             if not last:
                 raise  # SQS delivers it again
-            self._renew_last(message, LAST_DELIVERY_RETRY_SECONDS, f"{type(error).__name__}: {error}")
+            self.last_delivery.renew(message, LAST_DELIVERY_RETRY_SECONDS, f"{type(error).__name__}: {error}")
         finally:
             self.arrival.forget(receipt_handle)  # its hold and reads (the executor is reused)
-
-    def _renew_last(self, message: WorkMessage, delay: int, why: str) -> None:
-        """The last delivery of a message could not end its run (the table erred, say): SQS would move
-        it to the DLQ with the run still open. A fresh copy, marked ``exhausted``, ends it later as
-        that delivery would have (if sending fails too, the message reaches the DLQ: its alarm)."""
-        renewed = replace(message, exhausted=True)
-        self.queue.send([(renewed, max(1, min(SQS_MAX_DELAY_SECONDS, delay)))])
-        logger.warning(
-            "last delivery could not end the run: message renewed",
-            extra={"job_id": message.job_id, "run_id": message.run_id, "why": why},
-        )
 
     def _handle(
         self,
@@ -201,7 +189,7 @@ class RunExecutor:
             self._end(run, lifecycle.Cancel("job cancelled"), create=create)
             return
         if receive_count >= WORK_QUEUE_MAX_RECEIVE_COUNT or message.exhausted:
-            self._last_delivery(message, run, job, receive_count)
+            self.last_delivery.end(message, run, job, receive_count)
             return
         now = self.clock()
         if run.status is RunStatus.RUNNING and run.lease_until is not None and now < run.lease_until:
@@ -431,53 +419,6 @@ class RunExecutor:
                 extra={"job_id": run.job_id, "run_id": run.run_id, "seconds_left": round(left, 1)},
             )
             raise ReturnLater("not enough time left in this invocation", 0)
-
-    def _last_delivery(self, message: WorkMessage, run: Run, job: Job, receive_count: int) -> None:
-        """SQS will not deliver this message again: end the run now rather than let the queue move the
-        message to the DLQ with the run still open.
-
-        A run whose attempt another worker holds keeps going: a fresh copy of the message, delayed to
-        the end of that lease, covers it in case that worker dies too. Otherwise the run is FAILED
-        (one-off jobs with it), the attempt that could not finish is recorded as such, and the message
-        is copied to the DLQ, like any run that failed for good.
-        """
-        log = {"job_id": run.job_id, "run_id": run.run_id, "receive_count": receive_count}
-        now = self.clock()
-        if run.status is RunStatus.QUEUED and run.overlap_with is not None and job.overlap.buffers:
-            # Waiting behind another run (a buffering policy) is not a failure: it goes on waiting.
-            self.queue.send([(replace(message, exhausted=False), SQS_MAX_DELAY_SECONDS)])
-            logger.warning("last delivery of a waiting run: message renewed", extra=log)
-            return
-        if run.status is RunStatus.RUNNING and run.lease_until is not None and now < run.lease_until:
-            remaining = math.ceil((run.lease_until - now).total_seconds())
-            renewed = replace(message, exhausted=False)  # a fresh copy: nothing has failed
-            self.queue.send([(renewed, min(SQS_MAX_DELAY_SECONDS, remaining + HOLD_MARGIN_SECONDS))])
-            logger.warning("last delivery of a running attempt: message renewed", extra=log)
-            return
-        reason = (
-            f"delivery exhausted: the run's message was received {receive_count} times without an "
-            "outcome (the workers that took it crashed or ran out of time)"
-        )
-        try:
-            run = self.store.start_attempt(
-                run,
-                token=uuid.uuid4().hex,
-                now=now,
-                lease_until=now + timedelta(seconds=self.settings.lease_seconds),
-            )
-        except RunNotOurs:
-            logger.info("last delivery: another worker started the attempt", extra=log)
-            return
-        outcome = TargetOutcome(
-            succeeded=False,
-            retriable=False,
-            status_code=None,
-            error=reason,
-            response_excerpt="",
-            duration_ms=0,
-        )
-        logger.error("run failed: delivery exhausted", extra=log)
-        self.outcomes.record(job, run, now, outcome)
 
     def _end(
         self,
