@@ -198,13 +198,17 @@ def redelivery_run(jobs: int, slow_seconds: float) -> dict[str, Any]:
 class _SimulatedAttempt:
     """The store, the queue and the clock of one attempt of ``seconds``, in simulated time."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, start: datetime) -> None:
         self.now = 0.0
         self.end = seconds
+        self.start = start
         self.renewals = 0
         self.visibility_calls = 0
 
-    def wait(self, wanted: float) -> bool:
+    def __call__(self) -> datetime:
+        return self.start + timedelta(seconds=self.now)
+
+    def wait(self, _event: object, wanted: float) -> bool:
         if self.now + wanted >= self.end:
             self.now = self.end
             return True
@@ -232,16 +236,14 @@ def heartbeats() -> dict[str, Any]:
     run = Run(job_id="j", run_id="r", owner="o", scheduled_for=start, status=RunStatus.RUNNING)
     rows = []
     for seconds in (5, 30, 60, 300, 840):
-        attempt = _SimulatedAttempt(seconds)
+        attempt = _SimulatedAttempt(seconds, start)
         Heartbeat(
             cast(Any, attempt),
             cast(Any, attempt),
             run,
             "receipt",
             base_lease=base,
-            clock=lambda attempt=attempt: start + timedelta(seconds=attempt.now),  # type: ignore[misc]
-            monotonic=attempt.monotonic,
-            wait=attempt.wait,
+            clock=cast(Any, attempt),
         )._run()
         rows.append(
             {

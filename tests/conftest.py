@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from functions.core.clock import SystemClock
+
 # Never let a test reach a real AWS account.
 for _key, _value in {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -18,8 +20,9 @@ for _key, _value in {
     os.environ[_key] = _value
 
 
-class Clock:
-    """A controllable clock; ``sleep`` advances it instead of waiting."""
+class Clock(SystemClock):
+    """A controllable clock; ``sleep`` advances it instead of waiting. Intervals, event waits and
+    background work stay the system's (a heartbeat's thread waits in real time, as it always has)."""
 
     def __init__(self, start: datetime) -> None:
         self.now = start

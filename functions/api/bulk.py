@@ -8,7 +8,6 @@ writes, the same answer or refusal), so a bulk action is exactly N single action
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from functions.api.errors import ApiError, InvalidInput
@@ -58,8 +57,7 @@ def bulk_action(jobs: JobService, owner: str, request: BulkIn) -> dict[str, Any]
             return {"job_id": job.job_id, "status": error.status_code, "job": None, "error": error.body()}
 
     chosen = matched[:MAX_BULK]
-    with ThreadPoolExecutor(max_workers=max(1, min(8, len(chosen)))) as pool:
-        items = list(pool.map(one, chosen))
+    items = jobs.clock.parallel(one, chosen, 8, "bulk")
     return {
         "action": request.action,
         "matched": len(matched),

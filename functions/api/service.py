@@ -6,7 +6,6 @@ import fnmatch
 import hashlib
 import json
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -139,10 +138,10 @@ class JobService:
             return [one(index, requests[index]) for index in indices]
 
         answers: list[tuple[dict[str, Any], Trigger | None]] = [({}, None)] * len(requests)
-        with ThreadPoolExecutor(max_workers=max(1, min(8, len(chains))), thread_name_prefix="create") as pool:
-            for indices, results in zip(chains.values(), pool.map(chain, chains.values()), strict=True):
-                for index, result in zip(indices, results, strict=True):
-                    answers[index] = result
+        chained = list(chains.values())
+        for indices, results in zip(chained, self.clock.parallel(chain, chained, 8, "create"), strict=True):
+            for index, result in zip(indices, results, strict=True):
+                answers[index] = result
         now = self.clock()
         due = [trigger for _answer, trigger in answers if trigger and self._due_soon(trigger.fire_at, now)]
         if due:
@@ -459,8 +458,9 @@ class JobService:
         runs: dict[str, int] = {}
         now = self.clock()
         owned = [job for job in self.store.owner_jobs(owner) if not job.gone(now)]
-        with ThreadPoolExecutor(max_workers=max(1, min(8, len(owned)))) as pool:
-            histories = list(pool.map(lambda job: job_history(job, self._recent_runs(job)), owned))
+        histories = self.clock.parallel(
+            lambda job: job_history(job, self._recent_runs(job)), owned, 8, "stats"
+        )
         for history in histories:
             jobs[history.status.value] = jobs.get(history.status.value, 0) + 1
             for outcome, count in history.run_counts.items():

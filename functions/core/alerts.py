@@ -10,10 +10,10 @@ here. Sending never raises into the worker: an alert that cannot be sent is logg
 
 from __future__ import annotations
 
-import threading
 from datetime import datetime
 from typing import Any, Final
 
+from functions.core.clock import SYSTEM_CLOCK, Clock, Joinable
 from functions.core.model import AlertKind, Job, Run, iso, to_ms
 from functions.core.observability import logger
 from functions.core.ports import RunStore, Targets
@@ -65,9 +65,10 @@ class AlertSender:
     """Sends a job's alerts, each once per run and kind; on a thread of its own when asked (an alert
     must not hold up the call of the target or the heartbeat)."""
 
-    def __init__(self, store: RunStore, targets: Targets) -> None:
+    def __init__(self, store: RunStore, targets: Targets, clock: Clock = SYSTEM_CLOCK) -> None:
         self.store = store
         self.targets = targets
+        self.clock = clock
 
     def send(self, kind: AlertKind, job: Job, run: Run, detail: str, now: datetime) -> bool:
         """Send an alert of ``kind`` if the job wants it and none was sent for this run; whether it
@@ -97,14 +98,12 @@ class AlertSender:
         logger.info("alert sent", extra={**log, **metric_record(kind, job, now), "detail": detail})
         return True
 
-    def send_soon(
-        self, kind: AlertKind, job: Job, run: Run, detail: str, now: datetime
-    ) -> threading.Thread | None:
+    def send_soon(self, kind: AlertKind, job: Job, run: Run, detail: str, now: datetime) -> Joinable | None:
         """``send`` on a thread of its own, returned to be joined before the invocation ends."""
         if job.alerts is None or not job.alerts.wants(kind):
             return None
-        thread = threading.Thread(
-            target=self.send, args=(kind, job, run, detail, now), name=f"alert-{kind.value}", daemon=True
-        )
-        thread.start()
-        return thread
+
+        def send() -> None:
+            self.send(kind, job, run, detail, now)
+
+        return self.clock.start(send, f"alert-{kind.value}")

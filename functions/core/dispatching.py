@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -195,11 +194,9 @@ class Dispatcher:
         sweep waits on several round trips at once.
         """
         concurrency = min(self.settings.claim_concurrency, len(pending))
-        if concurrency > 1:
-            with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="claim") as pool:
-                outcomes = list(pool.map(lambda trigger: self._dispatch_one(trigger, now, jobs), pending))
-        else:
-            outcomes = [self._dispatch_one(trigger, now, jobs) for trigger in pending]
+        outcomes = self.clock.parallel(
+            lambda trigger: self._dispatch_one(trigger, now, jobs), pending, concurrency, "claim"
+        )
         outgoing: list[_Outgoing] = []
         chained: list[Trigger] = []
         finished: list[Trigger] = []
@@ -222,13 +219,7 @@ class Dispatcher:
         report.sent += len(outgoing)
         self.crash_point("after_send_before_delete")
         runs = [item.message.queued for item in outgoing if item.message.queued is not None]
-        written: list[bool] = []
-        if len(runs) == 1:
-            written = [self.store.put_run(runs[0])]
-        elif runs:
-            threads = min(len(runs), concurrency)
-            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="claim") as pool:
-                written = list(pool.map(self.store.put_run, runs))
+        written = self.clock.parallel(self.store.put_run, runs, concurrency, "claim")
         # False: the worker started it first, or another dispatcher wrote it (its message was a
         # duplicate, absorbed by the worker). Either way the run exists now.
         report.lost_races += written.count(False)

@@ -6,7 +6,6 @@ planned makes its messages arrive early, never late (docs/architecture.md, "Arri
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from functions.core import pacing
@@ -56,11 +55,7 @@ class Sender:
             wait = (group.at - self._request_time * (rounds - 1) - self.clock()).total_seconds()
             if wait > 0:
                 self.clock.sleep(wait)
-            if len(requests) == 1:
-                self._request(requests[0])
-            else:
-                with ThreadPoolExecutor(min(len(requests), SEND_THREADS), thread_name_prefix="send") as pool:
-                    list(pool.map(self._request, requests))
+            self.clock.parallel(self._request, requests, SEND_THREADS, "send")
 
     def _request(self, messages: list[Outgoing]) -> None:
         """One ``SendMessageBatch``, its delays computed as it is made; its duration feeds the

@@ -6,7 +6,6 @@ docs/architecture.md, "Dispatcher".
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -78,9 +77,10 @@ def sweep(dispatcher: Dispatcher, now: datetime, shards: Sequence[int] | None = 
     shards = list(range(settings.shard_count)) if shards is None else list(shards)
     report = SweepReport()
     workers = max(1, min(len(shards), 16))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sweep") as pool:
-        for shard_report in pool.map(lambda shard: dispatcher.sweep_shard(shard, now), shards):
-            report.add(shard_report)
+    for shard_report in dispatcher.clock.parallel(
+        lambda shard: dispatcher.sweep_shard(shard, now), shards, workers, "sweep"
+    ):
+        report.add(shard_report)
     oldest = store.oldest_cursor(shards)
     if oldest is not None:
         report.lag_seconds = max(0.0, (dispatcher.clock() - bucket_start(oldest)).total_seconds())

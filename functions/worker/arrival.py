@@ -9,7 +9,6 @@ moment (or the local emulator, which serves one request at a time) answered one 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -49,7 +48,8 @@ class Arrival:
 
     def __init__(self, context: WorkerContext) -> None:
         self.context = context
-        # When each held message becomes visible again (monotonic), for its attempt's first beat.
+        # When each held message becomes visible again (the clock's monotonic time), for its
+        # attempt's first beat.
         self.hidden_until: dict[str, float] = {}
         self.arrived: dict[str, Arrived] = {}
 
@@ -103,7 +103,7 @@ class Arrival:
         covers it (made on arrival) is not asked for again."""
         if receipt_handle is None:
             return
-        asked = time.monotonic()
+        asked = self.context.clock.monotonic()
         if self._covered(receipt_handle, asked, seconds):
             return
         hidden = self._hidden_for(seconds)
@@ -151,7 +151,7 @@ class Arrival:
         return remaining if remaining <= self.context.settings.max_early_wait_seconds else None
 
     def _hold_all(self, holds: dict[str, float]) -> None:
-        asked = time.monotonic()
+        asked = self.context.clock.monotonic()
         hidden = {handle: self._hidden_for(seconds) for handle, seconds in holds.items()}
         try:
             refused = set(self.context.queue.change_visibilities(list(hidden.items())))

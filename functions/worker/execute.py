@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from functions.core import crash_points, lifecycle, tracing
 from functions.core.alerts import ALERT_TIMEOUT_SECONDS, AlertSender
-from functions.core.clock import SYSTEM_CLOCK, Clock
+from functions.core.clock import SYSTEM_CLOCK, Clock, Joinable
 from functions.core.model import (
     MISSED_REASONS,
     AlertKind,
@@ -76,7 +76,7 @@ class RunExecutor:
         self.context = WorkerContext(
             store, queue, targets, settings, clock, crash_point or crash_points.crash_point
         )
-        self.alerts = AlertSender(store, targets)
+        self.alerts = AlertSender(store, targets, clock)
         self.dead_letters = DeadLetters(store, targets)
         self.arrival = Arrival(self.context)
         self.follow_ups = FollowUps(self.context)
@@ -286,7 +286,7 @@ class RunExecutor:
                 "executions": run.executions,
             },
         )
-        sending: list[threading.Thread | None] = []
+        sending: list[Joinable | None] = []
         if sets_lateness and job.alerts is not None and job.alerts.late_seconds is not None:
             late_ms = run.lateness_ms or 0
             if late_ms > job.alerts.late_seconds * 1000:
@@ -314,7 +314,7 @@ class RunExecutor:
                 if thread is not None:
                     thread.join(ALERT_TIMEOUT_SECONDS + 2)
 
-    def _running_long(self, job: Job, run: Run, sending: list[threading.Thread | None]) -> AgeAlarm | None:
+    def _running_long(self, job: Job, run: Run, sending: list[Joinable | None]) -> AgeAlarm | None:
         """The heartbeat's alarm for the ``running_long`` alert: once, when the attempt has run for
         the job's ``running_seconds`` (None for a job that does not want it)."""
         if job.alerts is None or job.alerts.running_seconds is None:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
+from functions.core.clock import Clock, Joinable
 from functions.core.model import Run
 from functions.core.observability import logger
 
@@ -96,10 +96,8 @@ class Heartbeat:
         receipt_handle: str | None,
         *,
         base_lease: int,
-        clock: Callable[[], datetime],
+        clock: Clock,
         alarm: AgeAlarm | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
-        wait: Callable[[float], bool] | None = None,
         hidden_until: float | None = None,
     ) -> None:
         self.store = store
@@ -109,29 +107,32 @@ class Heartbeat:
         self.base_lease = base_lease
         self.clock = clock
         self.alarm = alarm
-        self.monotonic = monotonic
-        self.started = monotonic()
-        # When the worker's hold of the message runs out (monotonic): the first beat must come first.
+        self.started = clock.monotonic()
+        # When the worker's hold of the message runs out (the clock's monotonic time): the first beat
+        # must come first.
         # Normally the hold ends 2 s after the second and the first beat comes 1.3 s after it; a
         # message received late, whose start write was slow, may have less left.
         self.hidden_until = hidden_until
         self.beats = 0
         self.stopped = threading.Event()
         self.lost = threading.Event()
-        # Waits up to the given seconds; True once stopped (tests pass a simulated one).
-        self.wait = wait or self.stopped.wait
-        self.thread = threading.Thread(target=self._run, name=f"heartbeat-{run.run_id}", daemon=True)
+        self.thread: Joinable | None = None
 
     def __enter__(self) -> Heartbeat:
-        self.thread.start()
+        self.thread = self.clock.start(self._run, f"heartbeat-{self.run.run_id}")
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.stopped.set()
-        self.thread.join(timeout=5)
+        if self.thread is not None:
+            self.thread.join(timeout=5)
+
+    def wait(self, seconds: float) -> bool:
+        """Wait up to ``seconds``; True once stopped."""
+        return self.clock.wait(self.stopped, seconds)
 
     def _age(self) -> float:
-        return self.monotonic() - self.started
+        return self.clock.monotonic() - self.started
 
     def _run(self) -> None:
         next_beat = beat_interval(self.base_lease)

@@ -32,7 +32,10 @@ class SimulatedTime:
     def monotonic(self) -> float:
         return self.now
 
-    def wait(self, seconds: float) -> bool:
+    def __call__(self) -> datetime:
+        return T0 + timedelta(seconds=self.now)
+
+    def wait(self, _event: object, seconds: float) -> bool:
         if self.now + seconds >= self.end:
             self.now = self.end
             return True
@@ -80,9 +83,7 @@ def beat_for(
         run_item(),
         "receipt",
         base_lease=BASE,
-        clock=lambda: T0 + timedelta(seconds=time.now),
-        monotonic=time.monotonic,
-        wait=time.wait,
+        clock=time,  # type: ignore[arg-type]
         **kwargs,
     )
     heartbeat._run()
