@@ -77,6 +77,27 @@ def _stored_trigger(trigger: Trigger) -> Trigger:
     return stored
 
 
+class _Triggers(dict[_TriggerKey, Trigger]):
+    """The trigger items, with each partition's keys at hand: a bucket's query reads its partition,
+    not the table (the simulator's table holds hundreds of thousands)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.partitions: dict[tuple[str, int], set[_TriggerKey]] = {}
+
+    def __setitem__(self, key: _TriggerKey, trigger: Trigger) -> None:
+        super().__setitem__(key, trigger)
+        self.partitions.setdefault(key[:2], set()).add(key)
+
+    def pop(self, key: _TriggerKey, *default: Any) -> Any:
+        if key in self:
+            self.partitions[key[:2]].discard(key)
+        return super().pop(key, *default)
+
+    def in_partition(self, bucket: str, shard: int) -> list[Trigger]:
+        return [self[key] for key in sorted(self.partitions.get((bucket, shard), ()))]
+
+
 def _trigger_key(trigger: Trigger) -> _TriggerKey:
     return trigger.bucket, trigger.shard, f"{to_ms(trigger.fire_at):013d}#{trigger.run_id}"
 
@@ -102,7 +123,7 @@ class MemoryStore:
         self.names: dict[tuple[str, str], str] = {}
         self.reserved: dict[tuple[str, str], datetime] = {}
         self.idempotency: dict[tuple[str, str], tuple[str, str, int]] = {}
-        self.triggers: dict[_TriggerKey, Trigger] = {}
+        self.triggers = _Triggers()
         self.cursors: dict[int, str] = {}
         self.runs: dict[str, dict[str, Run]] = {}
 
@@ -259,11 +280,7 @@ class MemoryStore:
 
     def query_bucket(self, bucket: str, shard: int) -> list[Trigger]:
         with self.lock:
-            return [
-                trigger
-                for key, trigger in sorted(self.triggers.items())
-                if key[0] == bucket and key[1] == shard
-            ]
+            return self.triggers.in_partition(bucket, shard)
 
     def put_trigger(self, trigger: Trigger) -> None:
         with self.lock:

@@ -1,0 +1,1 @@
+"""The scale model: its parameters (``params``) and the capacity planner (``plan``)."""

@@ -1,0 +1,391 @@
+"""Every figure the scale model uses, with its source and its default: the simulator (``sim/``) and
+``punctual plan`` read them from here, and docs/scale.md lists them (``parameter_table``).
+
+A figure AWS publishes cites the page; a published measurement cites who measured it; a figure
+measured on this project cites the benchmark and its file under ``bench/results/``; a figure nobody
+publishes says so and is a stated assumption, to be replaced by a measurement on AWS.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+AWS_SQS_ESM_SCALING = (
+    "AWS Lambda Developer Guide, 'Configuring scaling behavior for SQS event source mappings' "
+    "(https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html)"
+)
+AWS_PROVISIONED_POLLERS = (
+    "AWS News Blog, 'AWS Lambda SQS provisioned mode' (14 Nov 2025); Lambda API ProvisionedPollerConfig"
+)
+AWS_LAMBDA_QUOTAS = "AWS Lambda Developer Guide, 'Lambda quotas' (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html)"
+AWS_LAMBDA_MEMORY = (
+    "AWS Lambda Developer Guide, 'Configure Lambda function memory' "
+    "(https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html)"
+)
+AWS_SQS_QUOTAS = (
+    "Amazon SQS Developer Guide, 'Amazon SQS message quotas' "
+    "(https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html)"
+)
+AWS_SQS_TIMERS = (
+    "Amazon SQS Developer Guide, 'Amazon SQS message timers' "
+    "(https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-message-timers.html)"
+)
+AWS_DDB_PARTITIONS = (
+    "Amazon DynamoDB Developer Guide, 'Partitions and data distribution' and 'Burst and adaptive "
+    "capacity' (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.Partitions.html)"
+)
+AWS_DDB_ON_DEMAND = (
+    "Amazon DynamoDB Developer Guide, 'On-demand capacity mode' (initial throughput, 'up to double "
+    "the previous peak') and 'Service quotas' (40,000 read and write request units per table) "
+    "(https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode.html)"
+)
+AWS_DDB_LATENCY = (
+    "not published as a distribution: DynamoDB promises 'single-digit millisecond' requests "
+    "(https://aws.amazon.com/dynamodb/); a stated assumption"
+)
+BOTOCORE_STANDARD_RETRIES = (
+    "botocore, standard retry mode (botocore/retries/standard.py: at most max_attempts, delay "
+    "random() x min(20, 2^(attempt-1)) s); max_attempts 5 as functions/core/aws.py sets it"
+)
+ESM_LATENCY = (
+    "bitesizedserverless.com, 'Serverless messaging latency compared' (2022): SQS standard queue to a "
+    "warm Lambda through the event source mapping, 1,024 messages, eu-west-1"
+)
+EVENTBRIDGE_RULE = (
+    "Amazon EventBridge User Guide, 'Creating a rule that runs on a schedule': rate(1 minute), "
+    "'the precision of a schedule is one minute'; its delay after the minute is not published"
+)
+BENCH_CLAIMS = "measured on this project: make bench, bench/results/claims.json (dispatcher CPU per claim)"
+BENCH_COST = "measured on this project: make bench, bench/results/cost.json (requests and CPU per job)"
+BENCH_COLDSTART = "measured on this project: make bench, bench/results/coldstart.json (handler import time)"
+
+
+def _about(unit: str, source: str, what: str) -> dict[str, str]:
+    return {"unit": unit, "source": source, "what": what}
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """The model of AWS and of the engine's own costs. ``replace`` makes a variant (a scenario's)."""
+
+    # ---------------------------------------------------------------------------------- DynamoDB
+    ddb_partition_wcu: float = field(
+        default=1000,
+        metadata=_about(
+            "WCU/s",
+            AWS_DDB_PARTITIONS,
+            "write units a second on one partition key value",
+        ),
+    )
+    ddb_partition_rcu: float = field(
+        default=3000,
+        metadata=_about(
+            "RCU/s",
+            AWS_DDB_PARTITIONS,
+            "read units a second on one partition key value",
+        ),
+    )
+    ddb_table_wcu: float = field(
+        default=40_000,
+        metadata=_about(
+            "WRU/s",
+            AWS_DDB_ON_DEMAND,
+            "on-demand table quota, writes (adjustable)",
+        ),
+    )
+    ddb_table_rcu: float = field(
+        default=40_000,
+        metadata=_about(
+            "RRU/s",
+            AWS_DDB_ON_DEMAND,
+            "on-demand table quota, reads (adjustable)",
+        ),
+    )
+    ddb_initial_peak_wcu: float = field(
+        default=2000,
+        metadata=_about(
+            "WRU/s",
+            AWS_DDB_ON_DEMAND,
+            "a new on-demand table's 'previous peak' (it serves double at once)",
+        ),
+    )
+    ddb_initial_peak_rcu: float = field(
+        default=6000,
+        metadata=_about(
+            "RRU/s",
+            AWS_DDB_ON_DEMAND,
+            "the same for reads",
+        ),
+    )
+    ddb_latency_ms: tuple[tuple[float, float], ...] = field(
+        default=((0.0, 2.5), (0.5, 4.5), (0.9, 7.0), (0.99, 15.0), (1.0, 40.0)),
+        metadata=_about(
+            "quantile, ms",
+            AWS_DDB_LATENCY,
+            "round trip of one request from a Lambda in the table's region",
+        ),
+    )
+    ddb_max_attempts: int = field(
+        default=5,
+        metadata=_about(
+            "attempts",
+            BOTOCORE_STANDARD_RETRIES,
+            "SDK attempts before a throttled request fails",
+        ),
+    )
+    ddb_max_backoff_seconds: float = field(
+        default=20.0,
+        metadata=_about(
+            "s",
+            BOTOCORE_STANDARD_RETRIES,
+            "longest SDK backoff",
+        ),
+    )
+
+    # --------------------------------------------------------------------------------------- SQS
+    sqs_max_delay_seconds: int = field(
+        default=900,
+        metadata=_about(
+            "s",
+            AWS_SQS_TIMERS,
+            "longest DelaySeconds (whole seconds)",
+        ),
+    )
+    sqs_in_flight_limit: int = field(
+        default=120_000,
+        metadata=_about(
+            "messages",
+            AWS_SQS_QUOTAS,
+            "standard queue, received and not deleted",
+        ),
+    )
+    sqs_latency_ms: tuple[tuple[float, float], ...] = field(
+        default=((0.0, 3.0), (0.5, 6.0), (0.9, 10.0), (0.99, 25.0), (1.0, 60.0)),
+        metadata=_about(
+            "quantile, ms",
+            "not published as a distribution; a stated assumption (SQS 'single-digit to tens of ms')",
+            "round trip of one SendMessageBatch / ChangeMessageVisibility / DeleteMessageBatch",
+        ),
+    )
+    esm_latency_ms: tuple[tuple[float, float], ...] = field(
+        default=((0.0, 10.0), (0.1, 13.7), (0.5, 16.2), (0.9, 33.8), (0.99, 105.0), (1.0, 250.0)),
+        metadata=_about(
+            "quantile, ms",
+            ESM_LATENCY + "; the tails beyond p10 and p99 are assumed",
+            "a message visible to the handler running with it (poll, batch, invoke)",
+        ),
+    )
+    esm_initial_concurrency: int = field(
+        default=5,
+        metadata=_about(
+            "batches",
+            AWS_SQS_ESM_SCALING,
+            "concurrent batches the mapping starts with",
+        ),
+    )
+    esm_scale_per_minute: int = field(
+        default=300,
+        metadata=_about(
+            "invocations/min",
+            AWS_SQS_ESM_SCALING,
+            "added each minute while messages wait",
+        ),
+    )
+    esm_max_concurrency: int = field(
+        default=1250,
+        metadata=_about(
+            "invocations",
+            AWS_SQS_ESM_SCALING,
+            "most concurrent batches (default mode)",
+        ),
+    )
+    esm_provisioned_scale_per_minute: int = field(
+        default=1000,
+        metadata=_about(
+            "invocations/min",
+            AWS_PROVISIONED_POLLERS,
+            "provisioned mode: scaling a minute",
+        ),
+    )
+    esm_provisioned_max_concurrency: int = field(
+        default=20_000,
+        metadata=_about(
+            "invocations",
+            AWS_PROVISIONED_POLLERS,
+            "provisioned mode: most concurrent executions",
+        ),
+    )
+
+    # ------------------------------------------------------------------------------------ Lambda
+    lambda_account_concurrency: int = field(
+        default=1000,
+        metadata=_about(
+            "executions",
+            AWS_LAMBDA_QUOTAS,
+            "account concurrency (default quota)",
+        ),
+    )
+    lambda_full_vcpu_mb: int = field(
+        default=1769,
+        metadata=_about(
+            "MB",
+            AWS_LAMBDA_MEMORY,
+            "memory at which a function has one full vCPU",
+        ),
+    )
+    lambda_invoke_ms: float = field(
+        default=15.0,
+        metadata=_about(
+            "ms",
+            "not published; a stated assumption (asynchronous Invoke to handler start, warm)",
+            "fan-out latency",
+        ),
+    )
+    cold_start_ms: dict[str, float] = field(
+        default_factory=lambda: {"dispatcher": 177.5 + 100.0, "worker": 208.0 + 100.0, "api": 191.6 + 100.0},
+        metadata=_about(
+            "ms",
+            BENCH_COLDSTART + " (import, as deployed) plus an assumed 100 ms for the runtime's own start",
+            "a new execution environment's start, per function",
+        ),
+    )
+    memory_mb: dict[str, int] = field(
+        default_factory=lambda: {"dispatcher": 1024, "worker": 768, "api": 1024},
+        metadata=_about(
+            "MB",
+            "the deployment's defaults (infra/config.py)",
+            "memory per function (CPU in proportion)",
+        ),
+    )
+
+    # ---------------------------------------------------------------------- the engine's own CPU
+    # On this machine's core (one full vCPU: 1,769 MB on Lambda). What the engine's Python does
+    # around each request (building it, signing, parsing the answer) dominates: the benches measure
+    # 6.7 ms of dispatcher CPU per claim over 2.8 requests per claim.
+    cpu_per_request_ms: float = field(
+        default=2.4,
+        metadata=_about(
+            "ms",
+            BENCH_CLAIMS + " and " + BENCH_COST,
+            "CPU of one AWS request on the boto3 path (one vCPU)",
+        ),
+    )
+    cpu_per_kb_ms: float = field(
+        default=0.15,
+        metadata=_about(
+            "ms",
+            BENCH_COST + "; a stated split of the per-request figure",
+            "CPU per KB of items a request carries (the SDK serializes and parses them)",
+        ),
+    )
+    cpu_per_record_ms: float = field(
+        default=4.0,
+        metadata=_about(
+            "ms",
+            BENCH_COST + " (worker CPU per job 12.5-19 ms, less its requests)",
+            "worker CPU per record besides its requests",
+        ),
+    )
+    cpu_per_invocation_ms: float = field(
+        default=3.0,
+        metadata=_about(
+            "ms",
+            "a stated assumption (Powertools' logger and batch processor per invocation)",
+            "CPU per invocation",
+        ),
+    )
+
+    # ------------------------------------------------------------------------------- EventBridge
+    tick_delay_ms: tuple[tuple[float, float], ...] = field(
+        default=((0.0, 100.0), (0.5, 500.0), (1.0, 2000.0)),
+        metadata=_about(
+            "quantile, ms",
+            EVENTBRIDGE_RULE + "; a stated assumption",
+            "a tick's start after its minute begins",
+        ),
+    )
+
+    # ------------------------------------------------------------------------------------ prices
+    usd_per_million_wru: float = field(
+        default=0.625,
+        metadata=_about(
+            "$",
+            "DynamoDB pricing, on-demand, us-east-1",
+            "write request units",
+        ),
+    )
+    usd_per_million_rru: float = field(
+        default=0.125,
+        metadata=_about(
+            "$",
+            "DynamoDB pricing, on-demand, us-east-1",
+            "read request units",
+        ),
+    )
+    usd_per_million_sqs: float = field(
+        default=0.40,
+        metadata=_about(
+            "$",
+            "SQS pricing, standard, us-east-1",
+            "requests (64 KB chunks)",
+        ),
+    )
+    usd_per_million_lambda_requests: float = field(
+        default=0.20,
+        metadata=_about(
+            "$",
+            "Lambda pricing, us-east-1",
+            "requests",
+        ),
+    )
+    usd_per_gb_second: float = field(
+        default=0.0000133334,
+        metadata=_about(
+            "$",
+            "Lambda pricing, arm64, us-east-1",
+            "duration",
+        ),
+    )
+    usd_per_million_api_requests: float = field(
+        default=1.00,
+        metadata=_about(
+            "$",
+            "API Gateway pricing, HTTP API, us-east-1",
+            "requests",
+        ),
+    )
+
+    def vcpu(self, function: str) -> float:
+        """The share of a vCPU one execution environment of ``function`` has (one thread: at most 1)."""
+        return min(1.0, self.memory_mb[function] / self.lambda_full_vcpu_mb)
+
+    def replace(self, **changes: Any) -> Parameters:
+        return replace(self, **changes)
+
+
+DEFAULTS = Parameters()
+
+
+def parameter_table(parameters: Parameters = DEFAULTS) -> list[dict[str, Any]]:
+    """Every parameter with its value, unit, meaning and source (docs/scale.md prints this)."""
+    return [
+        {
+            "name": spec.name,
+            "value": getattr(parameters, spec.name),
+            "unit": spec.metadata["unit"],
+            "what": spec.metadata["what"],
+            "source": spec.metadata["source"],
+        }
+        for spec in fields(parameters)
+    ]
+
+
+def quantile(points: tuple[tuple[float, float], ...], u: float) -> float:
+    """The value at quantile ``u`` (0..1) of a distribution given by points (quantile, value), linear
+    between them: a sample when ``u`` is uniform."""
+    for (q0, v0), (q1, v1) in itertools.pairwise(points):
+        if u <= q1:
+            return v0 if q1 == q0 else v0 + (v1 - v0) * (u - q0) / (q1 - q0)
+    return points[-1][1]

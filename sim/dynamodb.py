@@ -1,0 +1,176 @@
+"""DynamoDB in virtual time: the engine's ``Tables`` port as the in-memory fake answers it, with the
+requests the real adapter would make (``sim.table_requests``), their latency, the CPU the SDK spends
+on them, and the limits that throttle them.
+
+Limits, per second: each partition key value 1,000 WCU and 3,000 RCU (an index's partition key
+value alike); the table its on-demand quota, and no more than double its previous peak. A throttled
+request is retried as botocore's standard mode retries it (backoff with jitter, 5 attempts); the
+last refusal reaches the engine as the SDK raises it.
+
+One simplification: the fake applies a call's writes before its requests are admitted, so a request
+throttled past its last retry has landed all the same. The engine sees the SDK's error, as it would
+for a write whose answer was lost (a case it must handle anyway); it is counted
+(``failed_after_retries``) and no scenario that meets its targets has any.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from punctual.scale.params import Parameters, quantile
+from sim.table_requests import TableRequest, requests_for, snapshot
+from sim.world import World
+from tests.fakes.store import MemoryStore
+
+
+@dataclass
+class TableStats:
+    requests: dict[str, int] = field(default_factory=dict)
+    rcu: float = 0.0
+    wcu: float = 0.0
+    throttled: dict[tuple[str, str], int] = field(default_factory=dict)  # (partition kind, operation)
+    failed_after_retries: int = 0
+    peak_rcu_per_second: float = 0.0
+    peak_wcu_per_second: float = 0.0
+    per_second: dict[int, list[float]] = field(default_factory=dict)  # second -> [rcu, wcu]
+
+
+def partition_kind(partition: str) -> str:
+    """The kind of a partition key value, for the report: trigger shard, job, owner index, ..."""
+    if partition.startswith("gsi1:"):
+        return "owner index"
+    head = partition.split("#", 1)[0]
+    return {"T": "trigger shard", "JOB": "job and runs", "CURSOR": "cursor", "NAME": "name"}.get(
+        head, head.lower()
+    )
+
+
+class Capacity:
+    """Units consumed per second, per partition key value and for the table; what is refused."""
+
+    def __init__(
+        self, params: Parameters, *, table_share: float, shared_partition: Callable[[str], bool]
+    ) -> None:
+        self.params = params
+        # A simulation of one group of shards stands for 1/share of the table (``sim.engine``): its
+        # table figures are scaled up by that, and partitions every group writes (the owner index)
+        # have their share of the limit.
+        self.table_share = table_share
+        self.shared_partition = shared_partition
+        self.second = -1
+        self.partitions: dict[str, list[float]] = {}
+        self.table = [0.0, 0.0]
+        self.peak = [params.ddb_initial_peak_rcu, params.ddb_initial_peak_wcu]
+        self.stats = TableStats()
+
+    def _roll(self, now: float) -> None:
+        second = math.floor(now)
+        if second != self.second:
+            if self.second >= 0:
+                rcu, wcu = (units / self.table_share for units in self.table)
+                self.stats.per_second[self.second] = [rcu, wcu]
+                self.peak = [max(self.peak[0], rcu), max(self.peak[1], wcu)]
+                self.stats.peak_rcu_per_second = max(self.stats.peak_rcu_per_second, rcu)
+                self.stats.peak_wcu_per_second = max(self.stats.peak_wcu_per_second, wcu)
+            self.second = second
+            self.partitions = {}
+            self.table = [0.0, 0.0]
+
+    def admit(self, request: TableRequest, now: float) -> str | None:
+        """Charge the request's units if every limit allows them; else the kind of the partition (or
+        "table") that refused it."""
+        self._roll(now)
+        params = self.params
+        table_rcu = min(params.ddb_table_rcu, 2 * self.peak[0]) * self.table_share
+        table_wcu = min(params.ddb_table_wcu, 2 * self.peak[1]) * self.table_share
+        rcu = sum(unit.rcu for unit in request.units)
+        wcu = sum(unit.wcu for unit in request.units)
+        if self.table[0] + rcu > table_rcu or self.table[1] + wcu > table_wcu:
+            return "table"
+        for unit in request.units:
+            share = self.table_share if self.shared_partition(unit.partition) else 1.0
+            used = self.partitions.get(unit.partition, [0.0, 0.0])
+            if used[0] + unit.rcu > params.ddb_partition_rcu * share or (
+                used[1] + unit.wcu > params.ddb_partition_wcu * share
+            ):
+                return partition_kind(unit.partition)
+        for unit in request.units:
+            used = self.partitions.setdefault(unit.partition, [0.0, 0.0])
+            used[0] += unit.rcu
+            used[1] += unit.wcu
+        self.table[0] += rcu
+        self.table[1] += wcu
+        self.stats.rcu += rcu
+        self.stats.wcu += wcu
+        return None
+
+
+class SimTables:
+    """Implements ``functions.core.ports.Tables`` over a ``MemoryStore``, in virtual time."""
+
+    def __init__(
+        self,
+        world: World,
+        store: MemoryStore,
+        capacity: Capacity,
+        params: Parameters,
+        rng: random.Random,
+        charge: Callable[[float], None],
+    ) -> None:
+        self._world = world
+        self._store = store
+        self._capacity = capacity
+        self._params = params
+        self._rng = rng
+        self._charge = charge
+        self.stats = capacity.stats
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._store, name)
+        if name.startswith("_") or not callable(method):
+            return method
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._call(name, method, args, kwargs)
+
+        return call
+
+    def _call(
+        self, name: str, method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        before = snapshot(self._store, name, args, kwargs)
+        try:
+            result: Any = method(*args, **kwargs)
+            error: BaseException | None = None
+        except Exception as raised:  # a refused conditional write: charged all the same
+            result, error = raised, raised
+        for request in requests_for(name, args, kwargs, result, before, self._store):
+            self._send(request)
+        if error is not None:
+            raise error
+        return result
+
+    def _send(self, request: TableRequest) -> None:
+        """One request: its CPU, its round trip, its admission, retried as the SDK retries it."""
+        params, stats = self._params, self.stats
+        stats.requests[request.operation] = stats.requests.get(request.operation, 0) + 1
+        self._charge((params.cpu_per_request_ms + params.cpu_per_kb_ms * request.bytes / 1024) / 1000)
+        for attempt in range(1, params.ddb_max_attempts + 1):
+            self._world.sleep(quantile(params.ddb_latency_ms, self._rng.random()) / 1000)
+            refused = self._capacity.admit(request, self._world.now)
+            if refused is None:
+                return
+            key = (refused, request.operation)
+            stats.throttled[key] = stats.throttled.get(key, 0) + 1
+            if attempt < params.ddb_max_attempts:
+                backoff = self._rng.random() * min(params.ddb_max_backoff_seconds, 2 ** (attempt - 1))
+                self._world.sleep(backoff)
+        stats.failed_after_retries += 1
+        code = "ThrottlingException" if refused == "table" else "ProvisionedThroughputExceededException"
+        raise ClientError({"Error": {"Code": code, "Message": f"throttled ({refused})"}}, request.operation)

@@ -1,0 +1,363 @@
+"""The engine's own code wired to the simulated AWS: the real ``JobService`` (the API's logic),
+``Dispatcher`` (each tick's sweep) and ``RunExecutor`` (each worker record), on ``MemoryStore``
+behind ``SimTables``, ``SimQueue`` and ``SimTargets``, all on the virtual clock of one ``World``.
+
+Around them, what AWS runs and the engine does not: EventBridge's tick each minute (with its
+fan-out to ``sweep_invocations`` dispatcher invocations), the event source mapping that polls the
+queue and invokes the worker with batches, Lambda's concurrency and API Gateway's invocations of the
+API. The batch handler around the records does here what ``functions/worker/handler.py`` does: the
+batch's holds and reads in two requests (``RunExecutor.arrive``), each record on its own task, a
+record that raises given back with the visibility its handler would give it.
+
+A deployment of ``sweep_invocations`` groups of shards is simulated by one group (``Deployment``,
+``groups``): the groups share nothing but the table's quotas, the account's concurrency, the queue's
+in-flight limit and the owner index's partitions, which the group gets its share of
+(docs/scale.md, "One group stands for all").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import random
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from functions.api.models import CreateJobIn
+from functions.api.service import JobService
+from functions.core.dispatching import Dispatcher
+from functions.core.queue import WorkMessage
+from functions.core.resources import WORKER_TIMEOUT_SECONDS, deployed_visibility_seconds
+from functions.core.settings import Settings
+from functions.core.ssrf_guard import NetworkPolicy
+from functions.core.targets.outcome import Delivery, TargetOutcome
+from functions.worker.batch import retry_visibility
+from functions.worker.context import ReturnLater
+from functions.worker.execute import RunExecutor
+from punctual.scale.params import Parameters, quantile
+from sim.dynamodb import Capacity, SimTables
+from sim.lambdas import Lambdas
+from sim.sqs import EventSourceMapping, Message, SimQueue
+from sim.world import World
+from tests.fakes.store import MemoryStore
+
+HOOK_HOST = "example.com"
+API_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """The settings a deployment runs with: what ``punctual plan`` recommends and a scenario sets."""
+
+    shard_count: int = 8
+    sweep_invocations: int = 1
+    lookahead_seconds: int = 120
+    claim_concurrency: int = 4
+    head_start_ms: int = 250
+    worker_batch_size: int = 10
+    worker_batching_window_seconds: int = 0
+    worker_max_concurrency: int = 50
+    provisioned_pollers: bool = False
+    memory_mb: Mapping[str, int] = field(
+        default_factory=lambda: {"dispatcher": 1024, "worker": 768, "api": 1024}
+    )
+    # Quotas and table settings a large deployment asks AWS for (None: the defaults of ``Parameters``):
+    # the account's Lambda concurrency, the table's on-demand maximum (read and write request units
+    # a second), and its warm throughput (what it serves at once, without first doubling its peak).
+    account_concurrency: int | None = None
+    table_max_wcu: int | None = None
+    table_max_rcu: int | None = None
+    table_warm_wcu: int | None = None
+    table_warm_rcu: int | None = None
+
+    def parameters(self, params: Parameters) -> Parameters:
+        """``params`` as this deployment changes them (its memory sizes and quotas)."""
+        changes: dict[str, Any] = {"memory_mb": dict(self.memory_mb)}
+        if self.account_concurrency is not None:
+            changes["lambda_account_concurrency"] = self.account_concurrency
+        if self.table_max_wcu is not None:
+            changes["ddb_table_wcu"] = self.table_max_wcu
+        if self.table_max_rcu is not None:
+            changes["ddb_table_rcu"] = self.table_max_rcu
+        if self.table_warm_wcu is not None:  # warm throughput: as if that were half its peak so far
+            changes["ddb_initial_peak_wcu"] = self.table_warm_wcu / 2
+        if self.table_warm_rcu is not None:
+            changes["ddb_initial_peak_rcu"] = self.table_warm_rcu / 2
+        return params.replace(**changes)
+
+    @property
+    def groups(self) -> int:
+        """How many groups of shards the simulated one stands for."""
+        return self.sweep_invocations
+
+    def settings(self) -> Settings:
+        """The engine's settings in the simulated group: its share of the shards, swept by one
+        invocation."""
+        if self.shard_count % self.sweep_invocations:
+            raise ValueError("shard_count must be a multiple of sweep_invocations in a simulation")
+        return Settings(
+            table_name="sim",
+            queue_url="sim://work",
+            dlq_url="sim://dlq",
+            shard_count=self.shard_count // self.sweep_invocations,
+            lookahead_seconds=self.lookahead_seconds,
+            sweep_invocations=1,
+            claim_concurrency=self.claim_concurrency,
+            head_start_ms=self.head_start_ms,
+        )
+
+
+@dataclass
+class Call:
+    """One call of a target, as the receiver saw it."""
+
+    job_id: str
+    run_id: str
+    attempt: int
+    scheduled_for: datetime
+    called_at: float
+
+
+class SimTargets:
+    """Implements ``functions.core.ports.Targets``: every call recorded at its virtual moment; the
+    receiver answers after ``latency_seconds``."""
+
+    def __init__(self, world: World, lambdas: Lambdas, params: Parameters, latency_seconds: float) -> None:
+        self.world = world
+        self.lambdas = lambdas
+        self.params = params
+        self.latency_seconds = latency_seconds
+        self.calls: list[Call] = []
+
+    def prepare(self, spec: Mapping[str, Any], timeout_seconds: float) -> None:
+        return None
+
+    def execute(
+        self,
+        spec: Mapping[str, Any],
+        delivery: Delivery,
+        timeout_seconds: float,
+        cancel: threading.Event | None = None,
+        *,
+        wait: Callable[[], None] | None = None,
+    ) -> TargetOutcome:
+        self.lambdas.charge(self.params.cpu_per_request_ms / 1000)  # composing the request
+        if wait is not None:
+            wait()
+        self.calls.append(
+            Call(delivery.job_id, delivery.run_id, delivery.attempt, delivery.scheduled_for, self.world.now)
+        )
+        self.world.sleep(self.latency_seconds)
+        return TargetOutcome(True, False, 200, None, '{"ok": true}', round(self.latency_seconds * 1000))
+
+
+@dataclass
+class ApiStats:
+    requests: int = 0
+    throttled: int = 0
+    retried: int = 0
+    failed: int = 0  # after every attempt
+
+
+class Simulation:
+    """One simulated deployment. ``create``/``create_batch`` schedule API requests at virtual
+    moments; ``run`` runs the world; ``report`` (``sim.report``) reads what happened."""
+
+    def __init__(
+        self,
+        params: Parameters,
+        deployment: Deployment,
+        *,
+        epoch: datetime,
+        seed: int = 1,
+        target_latency_seconds: float = 0.05,
+        dispatcher_down: tuple[float, float] | None = None,
+    ) -> None:
+        self.params = deployment.parameters(params)
+        self.deployment = deployment
+        self.world = World(epoch)
+        self.rng = random.Random(seed)
+        share = 1 / deployment.groups
+        self.settings = deployment.settings()
+        self.store = MemoryStore()
+        self.lambdas = Lambdas(
+            self.world, self.params, max(1, int(self.params.lambda_account_concurrency * share))
+        )
+        self.capacity = Capacity(
+            self.params, table_share=share, shared_partition=lambda partition: partition.startswith("gsi1:")
+        )
+        self.tables = SimTables(
+            self.world, self.store, self.capacity, self.params, self.rng, self.lambdas.charge
+        )
+        self.queue = SimQueue(
+            self.world,
+            self.params,
+            self.rng,
+            visibility_seconds=deployed_visibility_seconds(deployment.worker_batching_window_seconds),
+            in_flight_limit=max(10, int(self.params.sqs_in_flight_limit * share)),
+            charge=self.lambdas.charge,
+        )
+        self.targets = SimTargets(self.world, self.lambdas, self.params, target_latency_seconds)
+        tables: Any = self.tables
+        never = self._no_crash
+        self.sweeper = Dispatcher(tables, self.queue, self.settings, clock=self.world, crash_point=never)
+        self.service = JobService(
+            tables,
+            Dispatcher(tables, self.queue, self.settings, clock=self.world, crash_point=never),
+            self.settings,
+            NetworkPolicy(allow_loopback=False, allow_list=(HOOK_HOST,)),
+            clock=self.world,
+        )
+        self.executor = RunExecutor(
+            tables, self.queue, self.targets, self.settings, clock=self.world, crash_point=never
+        )
+        self.esm = EventSourceMapping(
+            self.world,
+            self.queue,
+            self.lambdas,
+            self.params,
+            self.rng,
+            handle_batch=self._worker_batch,
+            batch_size=deployment.worker_batch_size,
+            window_seconds=deployment.worker_batching_window_seconds,
+            maximum_concurrency=deployment.worker_max_concurrency,
+            provisioned=deployment.provisioned_pollers,
+            scale_share=share,
+        )
+        self.api = ApiStats()
+        self._keys = itertools.count(1)
+        self.ticks: list[tuple[float, float | None]] = []  # (start, end) of each tick's sweep
+        self.dispatcher_down = dispatcher_down
+        self.world.spawn(self._tick_loop, name="eventbridge")
+
+    @staticmethod
+    def _no_crash(_point: str) -> None:
+        return None
+
+    # ------------------------------------------------------------------------------- the API
+
+    def create(self, at: float, owner: str, body: Mapping[str, Any]) -> None:
+        """``POST /v1/jobs`` at virtual second ``at``, with an ``Idempotency-Key`` (it may be retried)."""
+        key = f"sim-{next(self._keys)}"
+        request = CreateJobIn.model_validate(body)
+        self.world.spawn(
+            lambda: self._api(lambda: self.service.create_job(owner, request, key)), at=at, name="create"
+        )
+
+    def create_batch(self, at: float, owner: str, bodies: Sequence[Mapping[str, Any]]) -> None:
+        """``POST /v1/jobs/batch`` (up to 100 jobs) at virtual second ``at``, idempotent as above."""
+        key = f"sim-{next(self._keys)}"
+        self.world.spawn(
+            lambda: self._api(lambda: self.service.create_jobs(owner, list(bodies), key)),
+            at=at,
+            name="create",
+        )
+
+    def _api(self, call: Callable[[], object]) -> None:
+        """One API request: an invocation of the api function, retried as a client retries (after a
+        second while Lambda throttles it; with backoff after a 5xx, at most ``API_ATTEMPTS`` times)."""
+        for attempt in range(API_ATTEMPTS):
+            self.api.requests += 1
+            failed: list[BaseException] = []
+
+            def body(failed: list[BaseException] = failed) -> None:
+                try:
+                    call()
+                except Exception as error:  # the answer is a 5xx (this load makes no 4xx)
+                    failed.append(error)
+
+            while (task := self.lambdas.invoke("api", body, name="api")) is None:
+                self.api.throttled += 1
+                self.world.sleep(1.0)
+            task.join()
+            if not failed:
+                return
+            self.api.retried += 1
+            self.world.sleep(2**attempt)
+        self.api.failed += 1
+
+    # ------------------------------------------------------------------------- the dispatcher
+
+    def _tick_loop(self) -> None:
+        """EventBridge's rule: a tick at each minute, a little after it; the tick invokes one
+        dispatcher per group (``sweep_invocations``), this simulation's group among them."""
+        minute = 0
+        while True:
+            start = minute * 60 + quantile(self.params.tick_delay_ms, self.rng.random()) / 1000
+            self.world.sleep(max(0.0, start - self.world.now))
+            minute += 1
+            down = self.dispatcher_down
+            if down is not None and down[0] <= self.world.now < down[1]:
+                continue
+            if self.lambdas.invoke("dispatcher", self._tick, name="tick") is None:
+                self.ticks.append((self.world.now, None))
+
+    def _tick(self) -> None:
+        if self.deployment.groups == 1:
+            self._sweep()
+            return
+        # The fan-out: an asynchronous Invoke per group, from the tick's invocation.
+        self.lambdas.charge(self.params.cpu_per_request_ms / 1000 * self.deployment.groups)
+        self.world.sleep(self.params.lambda_invoke_ms / 1000)
+        while self.lambdas.invoke("dispatcher", self._sweep, name="sweep") is None:
+            self.world.sleep(1.0)  # Lambda retries a throttled asynchronous invocation
+
+    def _sweep(self) -> None:
+        began = self.world.now
+        self.sweeper.sweep()
+        self.ticks.append((began, self.world.now))
+
+    # ---------------------------------------------------------------------------- the worker
+
+    def _worker_batch(self, batch: list[Message]) -> list[str]:
+        """A worker invocation's batch, as ``functions/worker/handler.py`` handles it; the receipt
+        handles of the records that succeeded (the event source deletes them)."""
+        started = self.world.now
+        records: list[tuple[WorkMessage, str, int, str]] = []
+        for message in batch:
+            assert message.receipt is not None
+            records.append(
+                (WorkMessage.from_json(message.body), message.receipt, message.receives, message.body)
+            )
+        if len(records) > 1:
+            self.executor.arrive([(work, receipt) for work, receipt, _count, _body in records])
+
+        def one(record: tuple[WorkMessage, str, int, str]) -> str | None:
+            work, receipt, receives, body = record
+            self.lambdas.charge(self.params.cpu_per_record_ms / 1000)
+            try:
+                self.executor.handle(
+                    work,
+                    receipt,
+                    body,
+                    receive_count=receives,
+                    time_left_seconds=WORKER_TIMEOUT_SECONDS - (self.world.now - started),
+                )
+                return receipt
+            except ReturnLater as later:
+                seconds = retry_visibility(receives) if later.seconds is None else later.seconds
+            except Exception:
+                seconds = retry_visibility(receives)
+            with contextlib.suppress(Exception):  # if refused, its visibility runs out on its own
+                self.queue.change_visibility(receipt, seconds)
+            return None
+
+        handled = self.world.parallel(one, records, len(records), "record")
+        return [receipt for receipt in handled if receipt is not None]
+
+    # ------------------------------------------------------------------------------- running
+
+    def run(self, until_seconds: float) -> None:
+        self.world.run(until=until_seconds)
+
+    def at(self, seconds: float) -> datetime:
+        return self.world.at(seconds)
+
+    def seconds(self, moment: datetime) -> float:
+        return self.world.seconds(moment)
+
+    def later(self, seconds: float) -> datetime:
+        return self.world() + timedelta(seconds=seconds)

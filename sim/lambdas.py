@@ -1,0 +1,98 @@
+"""Lambda: account concurrency, execution environments (cold starts), CPU in proportion to memory,
+and what it bills (requests, GB-seconds).
+
+An invocation is a task whose context is its ``Invocation``; the tasks it starts (the parallel maps
+of a sweep, a record's heartbeat) share it. CPU is charged through ``charge``: an execution
+environment runs Python on one thread at a time (the GIL), so the CPU of all its tasks is served one
+after the other at the environment's share of a vCPU, and a task waits for its turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from punctual.scale.params import Parameters
+from sim.world import Task, World
+
+
+@dataclass
+class Invocation:
+    function: str
+    vcpu: float
+    started: float
+    cpu_free_at: float = 0.0
+    cpu_seconds: float = 0.0
+
+
+@dataclass
+class FunctionStats:
+    invocations: int = 0
+    cold_starts: int = 0
+    throttled: int = 0
+    gb_seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    environments: int = 0
+    running: int = 0
+    peak_running: int = 0
+
+
+@dataclass
+class Lambdas:
+    world: World
+    params: Parameters
+    # The account's concurrency this simulation has (a group of shards has its share: ``sim.engine``).
+    account_concurrency: int
+    running: int = 0
+    peak_running: int = 0
+    functions: dict[str, FunctionStats] = field(default_factory=dict)
+
+    def stats(self, function: str) -> FunctionStats:
+        return self.functions.setdefault(function, FunctionStats())
+
+    def invoke(self, function: str, body: Callable[[], None], *, name: str = "") -> Task | None:
+        """Start ``body`` as an invocation of ``function`` now; None if the account has no
+        concurrency left (Lambda throttles it: the caller retries or gives up as AWS's would)."""
+        stats = self.stats(function)
+        if self.running >= self.account_concurrency:
+            stats.throttled += 1
+            return None
+        self.running += 1
+        self.peak_running = max(self.peak_running, self.running)
+        stats.running += 1
+        stats.peak_running = max(stats.peak_running, stats.running)
+        stats.invocations += 1
+        cold = stats.running > stats.environments
+        if cold:
+            stats.environments += 1
+            stats.cold_starts += 1
+        invocation = Invocation(function, self.params.vcpu(function), self.world.now)
+
+        def run() -> None:
+            try:
+                if cold:
+                    # The import is CPU: a small function starts slower (the figure is one vCPU's).
+                    self.world.sleep(self.params.cold_start_ms[function] / 1000 / invocation.vcpu)
+                self.charge(self.params.cpu_per_invocation_ms / 1000)
+                body()
+            finally:
+                self.running -= 1
+                stats.running -= 1
+                seconds = self.world.now - invocation.started
+                stats.gb_seconds += seconds * self.params.memory_mb[function] / 1024
+                stats.cpu_seconds += invocation.cpu_seconds
+
+        return self.world.spawn(run, name=name or function, context=invocation)
+
+    def charge(self, cpu_seconds: float) -> None:
+        """Spend ``cpu_seconds`` of one vCPU's work in the current invocation: served after the CPU
+        its other tasks asked for, at its share of a vCPU. Outside an invocation (the scenario's own
+        tasks), nothing."""
+        task = self.world.current()
+        invocation = task.context if task is not None else None
+        if not isinstance(invocation, Invocation) or cpu_seconds <= 0:
+            return
+        invocation.cpu_seconds += cpu_seconds
+        start = max(self.world.now, invocation.cpu_free_at)
+        invocation.cpu_free_at = start + cpu_seconds / invocation.vcpu
+        self.world.sleep(invocation.cpu_free_at - self.world.now)

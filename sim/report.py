@@ -1,0 +1,157 @@
+"""What a simulation shows: lateness, lost / early / duplicated starts, throttling, peaks, cost.
+
+Figures of a group of shards are scaled to the deployment (``Deployment.groups``): counts of
+requests, units and concurrency are the group's times the number of groups; lateness and the
+per-job figures are the group's own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim.engine import Simulation
+
+
+@dataclass(frozen=True)
+class Expected:
+    """An occurrence the scenario expects to start once, at its second."""
+
+    job_id: str
+    due: float  # virtual seconds
+
+
+def percentile(values: list[float], share: float) -> float:
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(share * len(ordered)) - 1))]
+
+
+@dataclass
+class Report:
+    scenario: str
+    groups: int
+    expected: int
+    started: int
+    lost: int
+    early: int
+    duplicated: int
+    lateness_ms: dict[str, float]
+    within_seconds: dict[str, float]
+    throttled: dict[str, int]
+    failed_after_retries: int
+    peak_wcu_per_second: float
+    peak_rcu_per_second: float
+    peak_concurrency: dict[str, int]
+    peak_in_flight: int
+    peak_delayed: int
+    requests: dict[str, float]
+    usd_per_million_jobs: float
+    usd_breakdown: dict[str, float]
+    cpu_ms: dict[str, float]
+    api: dict[str, int]
+    esm: dict[str, float]
+    simulated_seconds: float
+    wall_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+    @property
+    def correct(self) -> bool:
+        return self.lost == 0 and self.early == 0 and self.duplicated == 0
+
+
+def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs: int) -> Report:
+    """Read a finished simulation. ``expected``: the occurrences that must have started;
+    ``jobs``: how many executions the cost is shared by (the group's)."""
+    groups = simulation.deployment.groups
+    calls: dict[tuple[str, str, int], list[float]] = {}
+    for call in simulation.targets.calls:
+        calls.setdefault((call.job_id, call.run_id, call.attempt), []).append(call.called_at)
+    first_calls: dict[tuple[str, float], float] = {}
+    for call in simulation.targets.calls:
+        if call.attempt == 1:
+            key = (call.job_id, round(simulation.seconds(call.scheduled_for), 3))
+            first_calls[key] = min(first_calls.get(key, math.inf), call.called_at)
+    lateness: list[float] = []
+    lost = early = 0
+    for occurrence in expected:
+        called = first_calls.get((occurrence.job_id, round(occurrence.due, 3)))
+        if called is None:
+            lost += 1
+            continue
+        late_us = round((called - occurrence.due) * 1e6)  # the clock's resolution: a microsecond
+        if late_us < 0:
+            early += 1
+        lateness.append(late_us / 1000)
+    duplicated = sum(len(moments) - 1 for moments in calls.values())
+    tables = simulation.tables.stats
+    queue = simulation.queue.stats
+    lambdas = simulation.lambdas
+    params = simulation.params
+    sqs_requests = sum(queue.requests.values()) + simulation.esm.idle_polls
+    lambda_requests = sum(stats.invocations for stats in lambdas.functions.values())
+    gb_seconds = sum(stats.gb_seconds for stats in lambdas.functions.values())
+    usd = {
+        "dynamodb writes": tables.wcu * params.usd_per_million_wru / 1e6,
+        "dynamodb reads": tables.rcu * params.usd_per_million_rru / 1e6,
+        "sqs": sqs_requests * params.usd_per_million_sqs / 1e6,
+        "lambda requests": lambda_requests * params.usd_per_million_lambda_requests / 1e6,
+        "lambda duration": gb_seconds * params.usd_per_gb_second,
+        "api gateway": simulation.api.requests * params.usd_per_million_api_requests / 1e6,
+    }
+    per_million = {name: round(value / max(1, jobs) * 1e6, 3) for name, value in usd.items()}
+    requests: dict[str, float] = {}
+    for operation, count in tables.requests.items():
+        requests[f"dynamodb:{operation}"] = round(count / max(1, jobs), 3)
+    for operation, count in queue.requests.items():
+        requests[f"sqs:{operation}"] = round(count / max(1, jobs), 3)
+    cpu = {
+        name: round(stats.cpu_seconds * 1000 / max(1, jobs), 2) for name, stats in lambdas.functions.items()
+    }
+    return Report(
+        scenario=scenario,
+        groups=groups,
+        expected=len(expected) * groups,
+        started=len(lateness) * groups,
+        lost=lost * groups,
+        early=early * groups,
+        duplicated=duplicated * groups,
+        lateness_ms={
+            "p50": round(percentile(lateness, 0.5), 1),
+            "p99": round(percentile(lateness, 0.99), 1),
+            "max": round(max(lateness, default=math.nan), 1),
+        },
+        within_seconds={
+            "1": round(sum(value <= 1000 for value in lateness) / max(1, len(lateness)), 4),
+            "60": round(sum(value <= 60_000 for value in lateness) / max(1, len(lateness)), 4),
+        },
+        throttled={
+            f"{kind} {operation}": count * groups for (kind, operation), count in tables.throttled.items()
+        },
+        failed_after_retries=tables.failed_after_retries * groups,
+        peak_wcu_per_second=round(tables.peak_wcu_per_second),
+        peak_rcu_per_second=round(tables.peak_rcu_per_second),
+        peak_concurrency={
+            "account": lambdas.peak_running * groups,
+            **{name: stats.peak_running * groups for name, stats in lambdas.functions.items()},
+        },
+        peak_in_flight=queue.peak_in_flight * groups,
+        peak_delayed=queue.peak_delayed * groups,
+        requests=requests,
+        usd_per_million_jobs=round(sum(per_million.values()), 2),
+        usd_breakdown=per_million,
+        cpu_ms=cpu,
+        api={name: count * groups for name, count in vars(simulation.api).items()},
+        esm={
+            "peak_batches": simulation.esm.peak_busy * groups,
+            "batches": simulation.esm.batches * groups,
+            "records_per_batch": round(simulation.esm.records / max(1, simulation.esm.batches), 2),
+            "throttled": simulation.esm.throttled * groups,
+        },
+        simulated_seconds=simulation.world.now,
+    )

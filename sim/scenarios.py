@@ -1,0 +1,186 @@
+"""The scenarios of docs/scale.md: what load reaches the API, when, and what must start.
+
+Each builds a ``Simulation`` of one group of shards (``Deployment.groups`` stand for the rest), feeds
+it jobs through the API's own logic, runs it, and reports (``sim.report``). Every occurrence due in
+the measured window must start once, at or after its second.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from functions.core.model import iso
+from punctual.scale.params import DEFAULTS, Parameters
+from sim.engine import HOOK_HOST, Deployment, Simulation
+from sim.report import Expected, Report, report
+
+EPOCH = datetime(2026, 12, 1, tzinfo=UTC)
+TARGET = {"type": "http", "url": f"https://{HOOK_HOST}/hook"}
+OWNERS = 50  # jobs are spread over this many owners (the owner index's partitions)
+DRAIN_SECONDS = 180  # after the window: late runs, retries
+
+
+@dataclass(frozen=True)
+class Load:
+    """Jobs due in the measured window, and how they reach the API."""
+
+    jobs_per_minute: int
+    minutes: int = 2
+    cron_fraction: float = 0.3
+    # One-offs are created this long before their second (uniform), a hundred to a request.
+    lead_seconds: tuple[float, float] = (130.0, 400.0)
+    # All one-offs due at this second of the window's first minute instead of spread over it.
+    same_second: bool = False
+    # One owner: every job belongs to it (the owner index's one partition).
+    one_owner: bool = False
+    # Whole seconds, as most callers schedule; else spread over the millisecond.
+    whole_seconds: bool = False
+    # The same load runs this long before the measured window (a steady state: warm functions, a
+    # table and an event source scaled to it); 0 for a load that comes out of the blue.
+    warmup_minutes: int = 1
+
+
+@dataclass
+class Scenario:
+    name: str
+    load: Load
+    deployment: Deployment = field(default_factory=Deployment)
+    params: Parameters = DEFAULTS
+    first_minute: int = 8
+    idle_minutes: int = 0  # an idle stretch before the window (the spike after an idle hour)
+    dispatcher_down_minutes: int = 0  # the dispatcher down for this long, ending at the window
+    target_latency_seconds: float = 0.05
+    seed: int = 1
+
+
+def _body(schedule: dict[str, Any], owner_hint: str) -> dict[str, Any]:
+    return {"schedule": schedule, "target": TARGET, "tags": {"load": owner_hint}}
+
+
+def build(scenario: Scenario) -> tuple[Simulation, float, float]:
+    """The simulation with its load scheduled; the measured window (virtual seconds)."""
+    load = scenario.load
+    first = (scenario.first_minute + scenario.idle_minutes) * 60
+    window = (float(first), float(first + load.minutes * 60))
+    loaded = window[0] - load.warmup_minutes * 60  # when the load starts (the warm-up's start)
+    down = None
+    if scenario.dispatcher_down_minutes:
+        down = (window[0] - scenario.dispatcher_down_minutes * 60, window[0] + 0.0)
+    simulation = Simulation(
+        scenario.params,
+        scenario.deployment,
+        epoch=EPOCH,
+        seed=scenario.seed,
+        target_latency_seconds=scenario.target_latency_seconds,
+        dispatcher_down=down,
+    )
+    rng = random.Random(scenario.seed)
+    per_group = load.jobs_per_minute / scenario.deployment.groups
+    crons = round(per_group * load.cron_fraction)
+    one_offs = round(per_group - crons)
+
+    def owner(index: int) -> str:
+        return "owner-0" if load.one_owner else f"owner-{index % OWNERS}"
+
+    # Recurring jobs: one occurrence a minute each, spread over the minute, created in the first
+    # minute of the simulation (the chain carries them from then on).
+    cron_bodies: dict[str, list[dict[str, Any]]] = {}
+    for index in range(crons):
+        offset = rng.randrange(60) if load.whole_seconds else rng.random() * 60
+        start = simulation.at(loaded + offset)
+        schedule = {"rate": "1 minute", "start_at": iso(start), "end_at": iso(simulation.at(window[1]))}
+        cron_bodies.setdefault(owner(index), []).append(_body(schedule, "cron"))
+    for who, bodies in cron_bodies.items():
+        for chunk in range(0, len(bodies), 100):
+            simulation.create_batch(rng.random() * 50, who, bodies[chunk : chunk + 100])
+    # One-offs: due over the window, each created its lead before its second.
+    dues: list[float] = []
+    for minute in range(load.warmup_minutes + load.minutes):
+        for _ in range(one_offs):
+            if load.same_second:
+                dues.append(loaded + minute * 60 + 30)
+            elif load.whole_seconds:
+                dues.append(loaded + minute * 60 + rng.randrange(60))
+            else:
+                dues.append(loaded + minute * 60 + round(rng.random() * 60, 3))
+    planned = sorted((max(0.0, due - rng.uniform(*load.lead_seconds)), due) for due in dues)
+    for index, chunk in enumerate(range(0, len(planned), 100)):
+        batch = planned[chunk : chunk + 100]
+        bodies = [_body({"at": iso(simulation.at(due))}, "one-off") for _created, due in batch]
+        simulation.create_batch(batch[0][0], owner(index), bodies)
+    return simulation, window[0], window[1]
+
+
+def expected_in(simulation: Simulation, start: float, end: float) -> list[Expected]:
+    """Every occurrence of every job due in [start, end), from the jobs as the table holds them."""
+    expected = []
+    for job in simulation.store.jobs.values():
+        for moment in job.schedule.occurrences_from(simulation.at(start), simulation.at(end), 10_000):
+            expected.append(Expected(job.job_id, simulation.seconds(moment)))
+    return expected
+
+
+def run(scenario: Scenario, *, progress: Callable[[str], None] | None = None) -> Report:
+    began = time.perf_counter()
+    simulation, start, end = build(scenario)
+    simulation.run(end + DRAIN_SECONDS)
+    expected = expected_in(simulation, start, end)
+    executions = len(simulation.targets.calls)
+    result = report(simulation, scenario.name, expected, executions)
+    result.wall_seconds = round(time.perf_counter() - began, 1)
+    if simulation.api.failed:
+        result.notes.append(f"{simulation.api.failed} API requests failed")
+    if progress is not None:
+        progress(f"{scenario.name}: {result.wall_seconds} s")
+    return result
+
+
+def window_of(simulation: Simulation, seconds: float) -> datetime:
+    return simulation.at(seconds) + timedelta(0)
+
+
+# The deployment docs/scale.md recommends for a million jobs a minute (``punctual plan`` derives it).
+MILLION = Deployment(
+    shard_count=64,
+    sweep_invocations=16,
+    claim_concurrency=16,
+    worker_max_concurrency=1000,
+    provisioned_pollers=True,
+    account_concurrency=3000,
+    table_max_wcu=120_000,
+    table_max_rcu=80_000,
+    table_warm_wcu=120_000,
+    table_warm_rcu=80_000,
+)
+HUNDRED_THOUSAND = Deployment(
+    shard_count=16,
+    sweep_invocations=4,
+    claim_concurrency=8,
+    worker_max_concurrency=300,
+    table_warm_wcu=20_000,
+    table_warm_rcu=20_000,
+)
+
+SCENARIOS: dict[str, Scenario] = {
+    "steady-1k": Scenario("steady 1,000 a minute", Load(1_000)),
+    "steady-10k": Scenario("steady 10,000 a minute", Load(10_000)),
+    "steady-100k": Scenario("steady 100,000 a minute", Load(100_000), HUNDRED_THOUSAND),
+    "steady-1m": Scenario("steady 1,000,000 a minute", Load(1_000_000), MILLION),
+    "spike-1m": Scenario(
+        "1,000,000 due in one minute after an idle hour",
+        Load(1_000_000, minutes=1, cron_fraction=0.0, warmup_minutes=0, lead_seconds=(130.0, 3500.0)),
+        MILLION,
+        first_minute=2,
+        idle_minutes=58,
+    ),
+    "same-second-100k": Scenario(
+        "100,000 due at the same second",
+        Load(100_000, minutes=1, cron_fraction=0.0, same_second=True, warmup_minutes=0),
+        HUNDRED_THOUSAND,
+    ),
+}

@@ -1,0 +1,44 @@
+"""Small scenarios of the simulator, run by make test as a regression test of the engine at scale:
+every occurrence starts once and never early, also when DynamoDB throttles."""
+
+from __future__ import annotations
+
+import pytest
+
+from punctual.scale.params import DEFAULTS
+from sim.engine import Deployment
+from sim.scenarios import Load, Scenario, run
+
+
+def test_a_steady_small_load_starts_every_occurrence_once_on_time() -> None:
+    result = run(Scenario("small", Load(600, minutes=1, lead_seconds=(30.0, 200.0)), first_minute=4))
+    assert result.expected == 600 and result.correct, result.as_dict()
+    assert result.lateness_ms["p99"] <= 1000, result.lateness_ms
+    assert result.throttled == {} and result.failed_after_retries == 0
+
+
+def test_throttled_requests_are_retried_and_nothing_is_lost_early_or_twice() -> None:
+    # Partitions and a table far smaller than AWS's: most requests are refused at first.
+    tight = DEFAULTS.replace(ddb_partition_wcu=20, ddb_partition_rcu=60, ddb_table_wcu=150, ddb_table_rcu=400)
+    scenario = Scenario(
+        "throttled",
+        Load(600, minutes=1, lead_seconds=(30.0, 200.0)),
+        Deployment(shard_count=2),
+        params=tight,
+        first_minute=4,
+    )
+    result = run(scenario)
+    assert sum(result.throttled.values()) > 100, result.throttled
+    assert result.correct, result.as_dict()
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_one_group_of_shards_stands_for_the_others(groups: int) -> None:
+    """The same load on 4 shards, simulated whole or as one of two groups of 2 shards (its share of
+    the load and of the shared limits): the same lateness, and the same requests per job."""
+    deployment = Deployment(shard_count=4, sweep_invocations=groups)
+    result = run(
+        Scenario("groups", Load(1200, minutes=1, lead_seconds=(30.0, 200.0)), deployment, first_minute=4)
+    )
+    assert result.correct and result.expected == 1200
+    assert result.lateness_ms["p99"] <= 1000

@@ -1,0 +1,169 @@
+"""The simulated queue keeps the SQS semantics the engine depends on, and its event source mapping
+scales and delivers as AWS documents it."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+
+import pytest
+from botocore.exceptions import ClientError
+
+from functions.core.queue import WorkMessage
+from punctual.scale.params import DEFAULTS
+from sim.lambdas import Lambdas
+from sim.sqs import EventSourceMapping, Message, QueueOverLimit, SimQueue
+from sim.world import World
+
+EPOCH = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def queue_in(world: World, in_flight_limit: int = 1000) -> SimQueue:
+    return SimQueue(
+        world,
+        DEFAULTS,
+        random.Random(1),
+        visibility_seconds=30,
+        in_flight_limit=in_flight_limit,
+        charge=lambda _seconds: None,
+    )
+
+
+def in_task(world: World, body: object) -> None:
+    world.spawn(body)  # type: ignore[arg-type]
+    world.run(until=10_000)
+
+
+def test_a_delayed_message_becomes_visible_after_its_whole_seconds_and_not_before() -> None:
+    world = World(EPOCH)
+    queue = queue_in(world)
+    seen: dict[str, object] = {}
+
+    def body() -> None:
+        queue.send([(WorkMessage("j", "r"), 3)])
+        sent = world.now
+        world.sleep(2.9 - (world.now - sent))
+        seen["before"] = queue.receive(10)
+        world.sleep(0.2)
+        seen["after"] = queue.receive(10)
+        with pytest.raises(ValueError):
+            queue.send([(WorkMessage("j", "r"), 901)])
+
+    in_task(world, body)
+    assert seen["before"] == [] and len(seen["after"]) == 1  # type: ignore[arg-type]
+
+
+def test_a_received_message_is_hidden_for_its_visibility_and_comes_back_with_a_new_receipt() -> None:
+    world = World(EPOCH)
+    queue = queue_in(world)
+    seen: list[Message] = []
+
+    def body() -> None:
+        queue.send([(WorkMessage("j", "r"), 0)])
+        world.sleep(0.01)
+        (first,) = queue.receive(10)
+        handle = first.receipt
+        assert queue.receive(10) == []
+        queue.change_visibility(handle or "", 2)
+        world.sleep(2.01)
+        (again,) = queue.receive(10)
+        seen.append(again)
+        assert again.receipt != handle and again.receives == 2
+        with pytest.raises(ClientError):  # the old receipt is stale
+            queue.change_visibility(handle or "", 5)
+        assert queue.change_visibilities([(handle or "", 5)]) == [handle]
+        queue.delete_messages([handle or ""])  # a stale handle deletes nothing
+        assert queue.in_flight() == 1
+        queue.delete_messages([again.receipt or ""])
+        assert queue.in_flight() == 0
+
+    in_task(world, body)
+    assert len(seen) == 1
+
+
+def test_a_message_whose_visibility_ran_out_is_not_in_flight_and_refuses_a_change() -> None:
+    world = World(EPOCH)
+    queue = queue_in(world)
+
+    def body() -> None:
+        queue.send([(WorkMessage("j", "r"), 0)])
+        world.sleep(0.01)
+        (message,) = queue.receive(10)
+        queue.change_visibility(message.receipt or "", 1)
+        world.sleep(1.5)
+        with pytest.raises(ClientError, match="MessageNotInflight"):
+            queue.change_visibility(message.receipt or "", 5)
+
+    in_task(world, body)
+
+
+def test_receive_is_refused_at_the_in_flight_limit() -> None:
+    world = World(EPOCH)
+    queue = queue_in(world, in_flight_limit=2)
+
+    def body() -> None:
+        queue.send([(WorkMessage("j", str(n)), 0) for n in range(5)])
+        world.sleep(0.01)
+        assert len(queue.receive(2)) == 2
+        with pytest.raises(QueueOverLimit):
+            queue.receive(2)
+
+    in_task(world, body)
+    assert queue.stats.over_limit == 1
+
+
+def test_the_event_source_invokes_the_worker_with_batches_and_deletes_what_succeeded() -> None:
+    world = World(EPOCH)
+    queue = queue_in(world)
+    lambdas = Lambdas(world, DEFAULTS, 1000)
+    handled: list[tuple[float, int]] = []
+
+    def handle(batch: list[Message]) -> list[str]:
+        handled.append((world.now, len(batch)))
+        return [message.receipt or "" for message in batch[:-1]]  # the last one fails
+
+    mapping = EventSourceMapping(
+        world,
+        queue,
+        lambdas,
+        DEFAULTS,
+        random.Random(1),
+        handle_batch=handle,
+        batch_size=10,
+        window_seconds=0,
+        maximum_concurrency=50,
+    )
+    world.spawn(lambda: queue.send([(WorkMessage("j", str(n)), 1) for n in range(10)]))
+    world.run(until=5)
+    assert len(handled) == 1 and handled[0][1] == 10
+    assert 1.0 < handled[0][0] < 2.0  # delay, then the mapping's latency (and a cold start)
+    assert queue.in_flight() == 1 and mapping.records == 10
+    assert lambdas.stats("worker").cold_starts == 1
+
+
+def test_the_event_source_scales_by_its_published_step_while_messages_wait() -> None:
+    world = World(EPOCH)
+    queue = queue_in(world, in_flight_limit=1_000_000)
+    lambdas = Lambdas(world, DEFAULTS, 10_000)
+
+    def slow(batch: list[Message]) -> list[str]:
+        world.sleep(30)
+        return [message.receipt or "" for message in batch]
+
+    mapping = EventSourceMapping(
+        world,
+        queue,
+        lambdas,
+        DEFAULTS,
+        random.Random(1),
+        handle_batch=slow,
+        batch_size=10,
+        window_seconds=0,
+        maximum_concurrency=10_000,
+    )
+    assert mapping.pollers == DEFAULTS.esm_initial_concurrency
+    world.spawn(lambda: queue.send([(WorkMessage("j", str(n)), 0) for n in range(100_000)]))
+    world.run(until=120)
+    # 300 a minute: two minutes of backlog add about 600 to the 5 it started with
+    assert 580 <= mapping.pollers <= 610
+    assert mapping.peak_busy >= mapping.pollers - 10  # the newest are on their way to a batch
