@@ -122,7 +122,9 @@ class SimTables:
         params: Parameters,
         rng: random.Random,
         charge: Callable[[float], None],
+        function: Callable[[], str] = lambda: "-",
     ) -> None:
+        self._function = function
         self._world = world
         self._store = store
         self._capacity = capacity
@@ -159,15 +161,16 @@ class SimTables:
     def _send(self, request: TableRequest) -> None:
         """One request: its CPU, its round trip, its admission, retried as the SDK retries it."""
         params, stats = self._params, self.stats
-        stats.requests[request.operation] = stats.requests.get(request.operation, 0) + 1
+        key = f"{self._function()} {request.operation}"
+        stats.requests[key] = stats.requests.get(key, 0) + 1
         self._charge((params.cpu_per_request_ms + params.cpu_per_kb_ms * request.bytes / 1024) / 1000)
         for attempt in range(1, params.ddb_max_attempts + 1):
             self._world.sleep(quantile(params.ddb_latency_ms, self._rng.random()) / 1000)
             refused = self._capacity.admit(request, self._world.now)
             if refused is None:
                 return
-            key = (refused, request.operation)
-            stats.throttled[key] = stats.throttled.get(key, 0) + 1
+            throttled = (refused, request.operation)
+            stats.throttled[throttled] = stats.throttled.get(throttled, 0) + 1
             if attempt < params.ddb_max_attempts:
                 backoff = self._rng.random() * min(params.ddb_max_backoff_seconds, 2 ** (attempt - 1))
                 self._world.sleep(backoff)

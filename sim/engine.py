@@ -21,6 +21,7 @@ import contextlib
 import itertools
 import random
 import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -190,7 +191,13 @@ class Simulation:
             self.params, table_share=share, shared_partition=lambda partition: partition.startswith("gsi1:")
         )
         self.tables = SimTables(
-            self.world, self.store, self.capacity, self.params, self.rng, self.lambdas.charge
+            self.world,
+            self.store,
+            self.capacity,
+            self.params,
+            self.rng,
+            self.lambdas.charge,
+            self.lambdas.function,
         )
         self.queue = SimQueue(
             self.world,
@@ -199,6 +206,7 @@ class Simulation:
             visibility_seconds=deployed_visibility_seconds(deployment.worker_batching_window_seconds),
             in_flight_limit=max(10, int(self.params.sqs_in_flight_limit * share)),
             charge=self.lambdas.charge,
+            function=self.lambdas.function,
         )
         self.targets = SimTargets(self.world, self.lambdas, self.params, target_latency_seconds)
         tables: Any = self.tables
@@ -214,6 +222,7 @@ class Simulation:
         self.executor = RunExecutor(
             tables, self.queue, self.targets, self.settings, clock=self.world, crash_point=never
         )
+        self.executor.rng = random.Random(seed)
         self.esm = EventSourceMapping(
             self.world,
             self.queue,
@@ -351,7 +360,15 @@ class Simulation:
     # ------------------------------------------------------------------------------- running
 
     def run(self, until_seconds: float) -> None:
-        self.world.run(until=until_seconds)
+        """Run the world until ``until_seconds``; the ids and tokens the engine draws (``uuid4``)
+        come from the simulation's seed meanwhile, so that a run can be repeated exactly."""
+        ids = random.Random(self.rng.random())
+        real = uuid.uuid4
+        uuid.uuid4 = lambda: uuid.UUID(int=ids.getrandbits(128), version=4)
+        try:
+            self.world.run(until=until_seconds)
+        finally:
+            uuid.uuid4 = real
 
     def at(self, seconds: float) -> datetime:
         return self.world.at(seconds)

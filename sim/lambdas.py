@@ -35,6 +35,7 @@ class FunctionStats:
     environments: int = 0
     running: int = 0
     peak_running: int = 0
+    errors: dict[str, int] = field(default_factory=dict)  # invocations that raised, by error
 
 
 @dataclass
@@ -75,6 +76,9 @@ class Lambdas:
                     self.world.sleep(self.params.cold_start_ms[function] / 1000 / invocation.vcpu)
                 self.charge(self.params.cpu_per_invocation_ms / 1000)
                 body()
+            except Exception as error:  # the invocation fails, as Lambda reports it; it is counted
+                name = f"{type(error).__name__}: {str(error)[:120]}"
+                stats.errors[name] = stats.errors.get(name, 0) + 1
             finally:
                 self.running -= 1
                 stats.running -= 1
@@ -83,6 +87,12 @@ class Lambdas:
                 stats.cpu_seconds += invocation.cpu_seconds
 
         return self.world.spawn(run, name=name or function, context=invocation)
+
+    def function(self) -> str:
+        """The function the current task runs in ("-" outside an invocation)."""
+        task = self.world.current()
+        invocation = task.context if task is not None else None
+        return invocation.function if isinstance(invocation, Invocation) else "-"
 
     def charge(self, cpu_seconds: float) -> None:
         """Spend ``cpu_seconds`` of one vCPU's work in the current invocation: served after the CPU

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from functions.core.model import MISSED_REASONS
 from sim.engine import Simulation
 
 
@@ -36,6 +37,7 @@ class Report:
     expected: int
     started: int
     lost: int
+    skipped_by_policy: int  # missed occurrences the job's misfire policy skipped or collapsed: a row each
     early: int
     duplicated: int
     lateness_ms: dict[str, float]
@@ -52,6 +54,7 @@ class Report:
     usd_breakdown: dict[str, float]
     cpu_ms: dict[str, float]
     api: dict[str, int]
+    invocation_errors: dict[str, dict[str, int]]
     esm: dict[str, float]
     simulated_seconds: float
     wall_seconds: float = 0.0
@@ -63,6 +66,18 @@ class Report:
     @property
     def correct(self) -> bool:
         return self.lost == 0 and self.early == 0 and self.duplicated == 0
+
+
+def _not_run_by_policy(simulation: Simulation, occurrence: Expected) -> bool:
+    """Whether the occurrence has a row saying why it did not run (the misfire policy skipped it, or
+    collapsed it into a later run): the history tells it, so it is not lost."""
+    due = simulation.at(occurrence.due)
+    for run in simulation.store.runs.get(occurrence.job_id, {}).values():
+        if run.reason in MISSED_REASONS and run.scheduled_for <= due <= (
+            run.covers_until or run.scheduled_for
+        ):
+            return True
+    return False
 
 
 def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs: int) -> Report:
@@ -78,11 +93,14 @@ def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs
             key = (call.job_id, round(simulation.seconds(call.scheduled_for), 3))
             first_calls[key] = min(first_calls.get(key, math.inf), call.called_at)
     lateness: list[float] = []
-    lost = early = 0
+    lost = early = skipped = 0
     for occurrence in expected:
         called = first_calls.get((occurrence.job_id, round(occurrence.due, 3)))
         if called is None:
-            lost += 1
+            if _not_run_by_policy(simulation, occurrence):
+                skipped += 1
+            else:
+                lost += 1
             continue
         late_us = round((called - occurrence.due) * 1e6)  # the clock's resolution: a microsecond
         if late_us < 0:
@@ -119,6 +137,7 @@ def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs
         expected=len(expected) * groups,
         started=len(lateness) * groups,
         lost=lost * groups,
+        skipped_by_policy=skipped * groups,
         early=early * groups,
         duplicated=duplicated * groups,
         lateness_ms={
@@ -147,6 +166,7 @@ def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs
         usd_breakdown=per_million,
         cpu_ms=cpu,
         api={name: count * groups for name, count in vars(simulation.api).items()},
+        invocation_errors={name: stats.errors for name, stats in lambdas.functions.items() if stats.errors},
         esm={
             "peak_batches": simulation.esm.peak_busy * groups,
             "batches": simulation.esm.batches * groups,

@@ -71,7 +71,9 @@ class SimQueue:
         visibility_seconds: int,
         in_flight_limit: int,
         charge: Callable[[float], None],
+        function: Callable[[], str] = lambda: "-",
     ) -> None:
+        self.function = function
         self.world = world
         self.params = params
         self.rng = rng
@@ -163,7 +165,7 @@ class SimQueue:
             message, version = self._ready.popleft()
             if not message.deleted and version == message.version:
                 taken.append(message)
-        self.stats.count("ReceiveMessage", max(1, math.ceil(len(taken) / 10)))
+        self.stats.count("event-source ReceiveMessage", max(1, math.ceil(len(taken) / 10)))
         for message in taken:
             if message.receipt is not None:
                 self._by_receipt.pop(message.receipt, None)
@@ -182,7 +184,7 @@ class SimQueue:
         """The event source deletes a batch's successful records (DeleteMessageBatch, ten a request)."""
         for start in range(0, len(receipt_handles), 10):
             chunk = receipt_handles[start : start + 10]
-            self.stats.count("DeleteMessageBatch (event source)")
+            self.stats.count("event-source DeleteMessageBatch")
             for handle in chunk:
                 self._delete(handle)
 
@@ -198,7 +200,7 @@ class SimQueue:
     # ------------------------------------------------------------------------------- inside
 
     def _request(self, operation: str, items: int) -> None:
-        self.stats.count(operation)
+        self.stats.count(f"{self.function()} {operation}")
         # a work message is about half a KB
         self.charge((self.params.cpu_per_request_ms + self.params.cpu_per_kb_ms * items / 2) / 1000)
         self.world.sleep(quantile(self.params.sqs_latency_ms, self.rng.random()) / 1000)

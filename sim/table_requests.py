@@ -49,6 +49,7 @@ from functions.core.store.keys import (
 from functions.core.store.pages import decode_cursor
 
 PAGE_BYTES = 1024 * 1024  # a query request reads at most 1 MB
+_HOLD_BYTES = 60  # a sweep's hold on a cursor item: held_until (13 digits), holder (32 hex)
 BATCH = 100  # keys per BatchGetItem, as the adapter chunks them
 _MS = {"N": "1" * 13}  # a time in milliseconds: 13 digits, whatever its value
 _TKey = tuple[str, int, str]  # the fake's key of a trigger: bucket, shard, sort key
@@ -459,7 +460,14 @@ class _Call:
     def advance_cursor(self) -> None:
         shard = self.p["shard"]
         old, new = _cursor_size(shard, self.b.cursor), _cursor_size(shard, self.p["new"])
-        self.write("PutItem", cursor_key(shard)[PK]["S"], old, new)
+        self.write("UpdateItem", cursor_key(shard)[PK]["S"], old, new + _HOLD_BYTES)
+
+    def hold_shard(self) -> None:  # one update, read back with ReturnValues (no read units)
+        shard = self.p["shard"]
+        size = _cursor_size(shard, self.view.cursors.get(shard))
+        self.write("UpdateItem", cursor_key(shard)[PK]["S"], size, size + _HOLD_BYTES)
+
+    release_shard = hold_shard
 
     def oldest_cursor(self) -> None:  # eventually consistent
         cursors = self.view.cursors

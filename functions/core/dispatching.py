@@ -288,6 +288,7 @@ class Dispatcher:
             or (
                 trigger.kind is RunKind.SCHEDULED
                 and (job.status is not JobStatus.ACTIVE or job.version != trigger.job_version)
+                and not _completed_by(job, trigger)
             )
         ):
             # Paused, changed or ended since the trigger was written: it must not fire.
@@ -435,6 +436,18 @@ def _reached_max_runs(job: Job, trigger: Trigger) -> bool:
         and trigger.runs_before >= job.max_runs
         and job.version == trigger.job_version
         and job.status is JobStatus.ACTIVE
+    )
+
+
+def _completed_by(job: Job, trigger: Trigger) -> bool:
+    """``trigger`` is an occurrence of the chain that completed ``job``: its last (or the one whose
+    catch-up ran the last), written before the completion, whose dispatch failed after it (a
+    dispatcher dying before the send, a write whose answer was an error). It fires: a completed
+    job's chain has no other trigger of its version, except one beyond ``max_runs``."""
+    return (
+        job.status is JobStatus.COMPLETED
+        and job.version == trigger.job_version
+        and not (job.max_runs is not None and trigger.runs_before >= job.max_runs)
     )
 
 

@@ -137,6 +137,15 @@ class TriggerStore(Protocol):
 
     def get_cursor(self, shard: int) -> str | None: ...
 
+    def hold_shard(
+        self, shard: int, *, token: str, now: datetime, until: datetime
+    ) -> tuple[bool, str | None]:
+        """Hold the shard for a sweep until ``until`` (a hold that ended by ``now``, or is ``token``'s
+        own, may be taken); whether it is held, and the shard's cursor. One request for both."""
+
+    def release_shard(self, shard: int, *, token: str) -> None:
+        """End ``token``'s hold of the shard (nothing if it is someone else's by now)."""
+
     def advance_cursor(self, shard: int, old: str | None, new: str) -> bool:
         """Move the shard's cursor forward to ``new``; False when someone moved it as far already."""
 

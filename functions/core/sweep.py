@@ -5,12 +5,16 @@ docs/architecture.md, "Dispatcher".
 
 from __future__ import annotations
 
+import threading
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from functions.core.clock import Joinable
 from functions.core.model import Trigger, TriggerState, bucket_of, bucket_start, next_bucket
+from functions.core.observability import logger
 
 if TYPE_CHECKING:
     from functions.core.dispatching import Dispatcher
@@ -18,6 +22,12 @@ if TYPE_CHECKING:
 # A bucket is read again while its reads find triggers to dispatch (missed occurrences of a run_all
 # catch-up land in it as the chain is followed); this bounds the rounds of one sweep over it.
 MAX_ROUNDS_PER_BUCKET = 1000
+# A sweep holds its shard this long, renewed while it runs, released when it ends: a tick that comes
+# while the last one's sweep of a shard is still under way (a busy minute) leaves that shard to it,
+# instead of reading and dispatching the same triggers again, which doubled the work of an
+# overloaded dispatcher (docs/scale.md). Shorter than a tick's interval, so that a sweeper that died
+# holding a shard holds up only the next tick but one at most.
+SHARD_HOLD = timedelta(seconds=50)
 
 
 @dataclass
@@ -42,6 +52,8 @@ class SweepReport:
     # are read again by every tick until the cursor passes their minute).
     triggers_checked: int = 0
     cursors_advanced: int = 0
+    # Shards left to the sweep that held them (the last tick's, still under way).
+    shards_busy: int = 0
     lag_seconds: float = 0.0
 
     def add(self, other: SweepReport) -> None:
@@ -50,6 +62,7 @@ class SweepReport:
         self.buckets_swept += other.buckets_swept
         self.triggers_checked += other.triggers_checked
         self.cursors_advanced += other.cursors_advanced
+        self.shards_busy += other.shards_busy
         self.lag_seconds = max(self.lag_seconds, other.lag_seconds)
 
 
@@ -87,13 +100,63 @@ def sweep(dispatcher: Dispatcher, now: datetime, shards: Sequence[int] | None = 
     return report
 
 
+class ShardHold:
+    """A sweep's hold of its shard, renewed in the background every half hold while the sweep runs
+    (a single bucket's dispatch may outlast a hold), released when it ends. ``lost`` is set if
+    another sweep took the shard after a renewal failed to land in time."""
+
+    def __init__(self, dispatcher: Dispatcher, shard: int) -> None:
+        self.store, self.clock, self.shard = dispatcher.store, dispatcher.clock, shard
+        self.token = uuid.uuid4().hex
+        self.stopped = threading.Event()
+        self.lost = threading.Event()
+        self.beat: Joinable | None = None
+
+    def take(self) -> tuple[bool, str | None]:
+        """Hold the shard; whether it is held, and its cursor."""
+        now = self.clock()
+        return self.store.hold_shard(self.shard, token=self.token, now=now, until=now + SHARD_HOLD)
+
+    def __enter__(self) -> ShardHold:
+        self.beat = self.clock.start(self._renew, f"hold-{self.shard}")
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stopped.set()
+        if self.beat is not None:
+            self.beat.join(5)
+        self.store.release_shard(self.shard, token=self.token)
+
+    def _renew(self) -> None:
+        while not self.clock.wait(self.stopped, SHARD_HOLD.total_seconds() / 2):
+            try:
+                held, _cursor = self.take()
+            except Exception:  # the hold has half of it left: the next beat tries again
+                logger.exception("shard hold not renewed", extra={"shard": self.shard})
+                continue
+            if not held:
+                self.lost.set()
+                return
+
+
 def sweep_shard(dispatcher: Dispatcher, shard: int, now: datetime) -> SweepReport:
-    """One shard's buckets from its cursor to ``now`` + look-ahead: each read until nothing in it is
-    left to dispatch, its sends paced (``dispatch(paced=True)``); the cursor then passes the buckets
-    that ended a safety margin ago with every trigger dispatched."""
+    """One shard's buckets from its cursor to ``now`` + look-ahead, if no other sweep holds it (then
+    it is left to that one): each bucket read until nothing in it is left to dispatch, its sends paced
+    (``dispatch(paced=True)``); the cursor then passes the buckets that ended a safety margin ago with
+    every trigger dispatched."""
+    hold = ShardHold(dispatcher, shard)
+    held, cursor = hold.take()
+    if not held:
+        return SweepReport(shards_busy=1)
+    with hold:
+        return _sweep_held(dispatcher, shard, now, cursor, hold)
+
+
+def _sweep_held(
+    dispatcher: Dispatcher, shard: int, now: datetime, cursor: str | None, hold: ShardHold
+) -> SweepReport:
     settings, store = dispatcher.settings, dispatcher.store
     report = SweepReport()
-    cursor = store.get_cursor(shard)
     start = cursor or bucket_of(now - timedelta(seconds=settings.initial_catchup_seconds))
     horizon = now + timedelta(seconds=settings.lookahead_seconds)
     claim_timeout = timedelta(seconds=settings.claim_timeout_seconds)
@@ -105,6 +168,8 @@ def sweep_shard(dispatcher: Dispatcher, shard: int, now: datetime) -> SweepRepor
     while bucket_start(bucket) <= horizon:
         remaining: list[Trigger] = []
         for _ in range(MAX_ROUNDS_PER_BUCKET):
+            if hold.lost.is_set():  # another sweep took the shard: the rest is its
+                return _advance(dispatcher, shard, cursor, advance_to, report)
             listed = [t for t in store.query_bucket(bucket, shard) if trigger_key(t) not in sent]
             # Beyond the horizon nothing is dispatched, so nothing is checked (a bucket with such a
             # trigger is never one the cursor may pass).
@@ -131,7 +196,14 @@ def sweep_shard(dispatcher: Dispatcher, shard: int, now: datetime) -> SweepRepor
         else:
             can_advance = False
         bucket = next_bucket(bucket)
+    return _advance(dispatcher, shard, cursor, advance_to, report)
+
+
+def _advance(
+    dispatcher: Dispatcher, shard: int, cursor: str | None, advance_to: str, report: SweepReport
+) -> SweepReport:
+    """Move the cursor past the buckets the sweep finished."""
     if advance_to != cursor and (cursor is None or advance_to > cursor):
         dispatcher.crash_point("before_cursor_advance")
-        report.cursors_advanced += int(store.advance_cursor(shard, cursor, advance_to))
+        report.cursors_advanced += int(dispatcher.store.advance_cursor(shard, cursor, advance_to))
     return report

@@ -55,6 +55,7 @@ def _summary(report: SweepReport, shards: list[int]) -> dict[str, Any]:
         "buckets_swept": report.buckets_swept,
         "triggers_checked": report.triggers_checked,
         "lag_seconds": report.lag_seconds,
+        "shards_busy": report.shards_busy,
         "shards": len(shards),
     }
     if shards:

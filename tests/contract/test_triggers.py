@@ -190,3 +190,26 @@ def test_a_one_off_job_at_its_home_is_listed_as_its_own_trigger_until_that_is_re
     assert tables.query_bucket(trigger.bucket, trigger.shard) == []
     stored = tables.get_job(job.job_id)
     assert stored is not None and (stored.status, stored.version) == (JobStatus.PAUSED, 2), "the job stays"
+
+
+def test_a_shard_is_held_by_one_sweep_until_it_releases_it_or_its_hold_ends(tables: Tables) -> None:
+    later = NOW + timedelta(seconds=50)
+    assert tables.hold_shard(0, token="first", now=NOW, until=later) == (True, None)
+    assert tables.get_cursor(0) is None and tables.oldest_cursor([0, 1]) is None, "held, with no cursor yet"
+    assert tables.hold_shard(0, token="second", now=NOW + timedelta(seconds=10), until=later) == (False, None)
+    assert tables.hold_shard(0, token="first", now=NOW + timedelta(seconds=30), until=later), "renewed"
+    assert tables.advance_cursor(0, None, "2026-11-22T12:01")
+    assert tables.hold_shard(0, token="second", now=NOW + timedelta(seconds=40), until=later)[0] is False, (
+        "moving the cursor keeps the hold"
+    )
+    tables.release_shard(0, token="second")  # not its hold: nothing happens
+    assert tables.hold_shard(0, token="second", now=NOW + timedelta(seconds=40), until=later)[0] is False
+    tables.release_shard(0, token="first")
+    assert tables.hold_shard(0, token="second", now=NOW + timedelta(seconds=40), until=later) == (
+        True,
+        "2026-11-22T12:01",
+    ), "released, with the cursor read in the same request"
+    assert tables.hold_shard(0, token="third", now=later, until=later + timedelta(seconds=50))[0], (
+        "a hold that ended (its sweeper died) is taken"
+    )
+    assert tables.get_cursor(0) == "2026-11-22T12:01"

@@ -125,6 +125,7 @@ class MemoryStore:
         self.idempotency: dict[tuple[str, str], tuple[str, str, int]] = {}
         self.triggers = _Triggers()
         self.cursors: dict[int, str] = {}
+        self.holds: dict[int, tuple[datetime, str]] = {}  # shard -> (held until, holder)
         self.runs: dict[str, dict[str, Run]] = {}
 
     # -------------------------------------------------------------------------------------- jobs
@@ -305,6 +306,21 @@ class MemoryStore:
     def get_cursor(self, shard: int) -> str | None:
         with self.lock:
             return self.cursors.get(shard)
+
+    def hold_shard(
+        self, shard: int, *, token: str, now: datetime, until: datetime
+    ) -> tuple[bool, str | None]:
+        with self.lock:
+            held = self.holds.get(shard)
+            if held is not None and held[0] > _ms(now) and held[1] != token:
+                return False, None
+            self.holds[shard] = (_ms(until), token)
+            return True, self.cursors.get(shard)
+
+    def release_shard(self, shard: int, *, token: str) -> None:
+        with self.lock:
+            if self.holds.get(shard, (None, None))[1] == token:
+                del self.holds[shard]
 
     def advance_cursor(self, shard: int, old: str | None, new: str) -> bool:
         with self.lock:

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import ClientError
+
 from functions.core.model import Trigger, TriggerState, to_ms
 from functions.core.store.base import TableBase, chunks
 from functions.core.store.items import EMBEDDED_TRIGGER, trigger_from_item, trigger_to_item
@@ -80,15 +82,52 @@ class TriggerTable(TableBase):
 
     def get_cursor(self, shard: int) -> str | None:
         response = self.client.get_item(TableName=self.table, Key=cursor_key(shard), ConsistentRead=True)
-        item = response.get("Item")
-        return item["bucket"]["S"] if item else None
+        bucket = response.get("Item", {}).get("bucket")  # a held shard's item may have none yet
+        return bucket["S"] if bucket else None
+
+    def hold_shard(
+        self, shard: int, *, token: str, now: datetime, until: datetime
+    ) -> tuple[bool, str | None]:
+        """The cursor item carries the hold: one conditional update takes it and reads the cursor."""
+        try:
+            response = self.client.update_item(
+                TableName=self.table,
+                Key=cursor_key(shard),
+                UpdateExpression="SET #until = :until, #holder = :token",
+                ConditionExpression="attribute_not_exists(#until) OR #until <= :now OR #holder = :token",
+                ExpressionAttributeNames={"#until": "held_until", "#holder": "holder"},
+                ExpressionAttributeValues={
+                    ":until": {"N": str(to_ms(until))},
+                    ":now": {"N": str(to_ms(now))},
+                    ":token": {"S": token},
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False, None
+            raise
+        bucket = response.get("Attributes", {}).get("bucket")
+        return True, bucket["S"] if bucket else None
+
+    def release_shard(self, shard: int, *, token: str) -> None:
+        self.conditional(
+            self.client.update_item,
+            Key=cursor_key(shard),
+            UpdateExpression="REMOVE #until, #holder",
+            ConditionExpression="#holder = :token",
+            ExpressionAttributeNames={"#until": "held_until", "#holder": "holder"},
+            ExpressionAttributeValues={":token": {"S": token}},
+        )
 
     def advance_cursor(self, shard: int, old: str | None, new: str) -> bool:
-        """Move the cursor forward; a concurrent dispatcher that moved it already wins."""
+        """Move the cursor forward (an update: a sweep's hold on the item stays); a concurrent
+        dispatcher that moved it already wins."""
         return self.conditional(
-            self.client.put_item,
-            Item={**cursor_key(shard), "bucket": {"S": new}},
-            ConditionExpression="attribute_not_exists(pk) OR #bucket < :new",
+            self.client.update_item,
+            Key=cursor_key(shard),
+            UpdateExpression="SET #bucket = :new",
+            ConditionExpression="attribute_not_exists(#bucket) OR #bucket < :new",
             ExpressionAttributeNames={"#bucket": "bucket"},
             ExpressionAttributeValues={":new": {"S": new}},
         )
@@ -98,5 +137,6 @@ class TriggerTable(TableBase):
         buckets: list[str] = []
         for chunk in chunks(keys, 100):
             response = self.client.batch_get_item(RequestItems={self.table: {"Keys": chunk}})
-            buckets.extend(item["bucket"]["S"] for item in response.get("Responses", {}).get(self.table, []))
+            items = response.get("Responses", {}).get(self.table, [])
+            buckets.extend(item["bucket"]["S"] for item in items if "bucket" in item)
         return min(buckets) if buckets else None
