@@ -81,6 +81,11 @@ class Arrival:
         """The record's reads from ``receive``, once (a second look reads the table again)."""
         return None if receipt_handle is None else self.arrived.pop(receipt_handle, None)
 
+    def held_until(self, receipt_handle: str | None) -> float | None:
+        """When the record's hold of its message ends (monotonic), once: its attempt's heartbeat
+        takes over."""
+        return None if receipt_handle is None else self.hidden_until.pop(receipt_handle, None)
+
     def forget(self, receipt_handle: str | None) -> None:
         """The record is done with its message: the executor outlives the invocation."""
         if receipt_handle is not None:

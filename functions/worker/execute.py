@@ -39,6 +39,7 @@ from functions.core.resources import (
 )
 from functions.core.settings import Settings
 from functions.core.targets.outcome import Delivery, TargetOutcome
+from functions.worker import lease
 from functions.worker.arrival import Arrival, Arrived
 from functions.worker.context import ReturnLater, Shared, WorkerContext
 from functions.worker.dead_letter import DeadLetters, DeadLetterUndelivered
@@ -264,6 +265,7 @@ class RunExecutor:
                 return
             run = current
         self.crash_point("after_start_before_execute")
+        run = lease.for_the_call(self.context, run, due)
         if due > self.clock():  # its connection opens while the worker waits for the second
             self.targets.prepare(job.target, float(job.timeout_seconds))
         # The call is composed now and sent at the second (``_deliver``): on time unless the start
@@ -300,7 +302,7 @@ class RunExecutor:
             base_lease=self.settings.lease_seconds,
             clock=self.clock,
             alarm=self._running_long(job, run, sending),
-            hidden_until=self.arrival.hidden_until.pop(receipt_handle, None) if receipt_handle else None,
+            hidden_until=lease.renew_by(self.context, run, self.arrival.held_until(receipt_handle)),
         ) as heartbeat:
             outcome = self._deliver(job, run, heartbeat.lost, due)
         self.crash_point("after_execute_before_record")

@@ -108,10 +108,10 @@ class Heartbeat:
         self.clock = clock
         self.alarm = alarm
         self.started = clock.monotonic()
-        # When the worker's hold of the message runs out (the clock's monotonic time): the first beat
-        # must come first.
-        # Normally the hold ends 2 s after the second and the first beat comes 1.3 s after it; a
-        # message received late, whose start write was slow, may have less left.
+        # When the worker's hold of the message or the attempt's lease runs out, whichever is first
+        # (the clock's monotonic time): the first beat must come before. Normally the hold ends 2 s
+        # after the second and the first beat comes 1.3 s after it; a message received late, or a
+        # start write that was slow (a throttled table), may have less left.
         self.hidden_until = hidden_until
         self.beats = 0
         self.stopped = threading.Event()
