@@ -21,10 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import claims, coldstart, common, cost, memory, plots, precision, worker_queue
+from bench import claims, coldstart, common, cost, memory, plots, precision, scale, worker_queue
 from bench.common import log, machine, write_json, write_text
 
-ALL = ("coldstart", "claims", "precision", "precision_faults", "cost", "worker_queue", "memory")
+ALL = ("coldstart", "claims", "precision", "precision_faults", "cost", "worker_queue", "memory", "scale")
 
 
 def _benchmarks(
@@ -89,6 +89,11 @@ def _benchmarks(
                 sizes=(512, 1769) if quick else memory.DEFAULT_SIZES, batches=2 if quick else 8
             ),
             memory.report,
+        ),
+        # The simulator's scenarios in virtual time (docs/scale.md); --quick: the small ones only.
+        "scale": (
+            lambda: scale.run(["steady-1k", "steady-10k"] if quick else None),
+            scale.report,
         ),
     }
 

@@ -14,7 +14,12 @@ from aws_cdk import aws_logs as logs
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from functions.core.resources import WORKER_MEMORY_MB, WORKER_TIMEOUT_SECONDS
+from functions.core.resources import (
+    API_MEMORY_MB,
+    DISPATCHER_MEMORY_MB,
+    WORKER_MEMORY_MB,
+    WORKER_TIMEOUT_SECONDS,
+)
 from infra import permissions
 from infra.assets import LAMBDA_PYTHON_VERSION
 from infra.config import ALLOW_ALL_TARGETS, DeploymentConfig
@@ -96,7 +101,7 @@ class Functions(Construct):
 
         self.api = self._function(
             _FunctionSpec(
-                "Api", "api", "functions.api.handler.handler", 1024, API_TIMEOUT, "Punctual HTTP API"
+                "Api", "api", "functions.api.handler.handler", API_MEMORY_MB, API_TIMEOUT, "Punctual HTTP API"
             )
         )
         self.dispatcher = self._function(
@@ -104,7 +109,7 @@ class Functions(Construct):
                 "Dispatcher",
                 "dispatcher",
                 "functions.dispatcher.handler.handler",
-                1024,
+                DISPATCHER_MEMORY_MB,
                 DISPATCHER_TIMEOUT,
                 "Punctual dispatcher: claims due triggers and queues them, every minute",
             ),

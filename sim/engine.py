@@ -31,7 +31,13 @@ from functions.api.models import CreateJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher
 from functions.core.queue import WorkMessage
-from functions.core.resources import WORKER_TIMEOUT_SECONDS, deployed_visibility_seconds
+from functions.core.resources import (
+    API_MEMORY_MB,
+    DISPATCHER_MEMORY_MB,
+    WORKER_MEMORY_MB,
+    WORKER_TIMEOUT_SECONDS,
+    deployed_visibility_seconds,
+)
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.targets.outcome import Delivery, TargetOutcome
@@ -63,7 +69,11 @@ class Deployment:
     worker_max_concurrency: int = 50
     provisioned_pollers: bool = False
     memory_mb: Mapping[str, int] = field(
-        default_factory=lambda: {"dispatcher": 1024, "worker": 768, "api": 1024}
+        default_factory=lambda: {
+            "dispatcher": DISPATCHER_MEMORY_MB,
+            "worker": WORKER_MEMORY_MB,
+            "api": API_MEMORY_MB,
+        }
     )
     # Quotas and table settings a large deployment asks AWS for (None: the defaults of ``Parameters``):
     # the account's Lambda concurrency, the table's on-demand maximum (read and write request units

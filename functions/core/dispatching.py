@@ -250,7 +250,11 @@ class Dispatcher:
             report.lost_races += 1
             return _Outcome(report)
         if trigger.job_id not in jobs:
-            jobs[trigger.job_id] = self.store.get_job(trigger.job_id)
+            # A one-off's trigger read from its bucket carries its job (the same item), as does one
+            # its create hands over: no read of the job's own.
+            jobs[trigger.job_id] = (
+                trigger.job if trigger.job is not None else self.store.get_job(trigger.job_id)
+            )
         job = jobs[trigger.job_id]
         if job is None and not is_orphan(trigger.written_at, now):
             # Its create writes the job just after the trigger and may still be under way.

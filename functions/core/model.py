@@ -549,6 +549,9 @@ class Trigger:
     # Carried by the one-off job's item rather than an item of its own (the store's layout; removing
     # it removes the map, never the job).
     embedded: bool = False
+    # An embedded trigger's job, as its bucket's read found the item: the dispatcher reads no job of
+    # its own for it (a GetItem per one-off was 40% of the dispatcher's CPU: docs/scale.md).
+    job: Job | None = field(default=None, compare=False, repr=False)
 
 
 def bucket_of(moment: datetime) -> str:

@@ -12,6 +12,8 @@ import itertools
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from functions.core.resources import API_MEMORY_MB, DISPATCHER_MEMORY_MB, WORKER_MEMORY_MB
+
 AWS_SQS_ESM_SCALING = (
     "AWS Lambda Developer Guide, 'Configuring scaling behavior for SQS event source mappings' "
     "(https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html)"
@@ -252,10 +254,14 @@ class Parameters:
         ),
     )
     memory_mb: dict[str, int] = field(
-        default_factory=lambda: {"dispatcher": 1024, "worker": 768, "api": 1024},
+        default_factory=lambda: {
+            "dispatcher": DISPATCHER_MEMORY_MB,
+            "worker": WORKER_MEMORY_MB,
+            "api": API_MEMORY_MB,
+        },
         metadata=_about(
             "MB",
-            "the deployment's defaults (infra/config.py)",
+            "the deployment's defaults (functions/core/resources.py)",
             "memory per function (CPU in proportion)",
         ),
     )

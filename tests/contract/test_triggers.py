@@ -213,3 +213,22 @@ def test_a_shard_is_held_by_one_sweep_until_it_releases_it_or_its_hold_ends(tabl
         "a hold that ended (its sweeper died) is taken"
     )
     assert tables.get_cursor(0) == "2026-11-22T12:01"
+
+
+def test_a_one_off_jobs_trigger_read_from_its_bucket_carries_the_job_as_stored(
+    world: World, tables: Tables
+) -> None:
+    """The dispatcher reads no job of its own for it: the Query read the job's item. A trigger item
+    of its own (a recurring job's) carries none."""
+    at = NOW + timedelta(minutes=5)
+    job = world.job(cron=False, job_id=new_job_id(bucket_of(at), SHARDS))
+    trigger = world.trigger(job, at)
+    tables.create_job(job, trigger)
+    (listed,) = tables.query_bucket(trigger.bucket, trigger.shard)
+    assert listed.embedded and listed.job is not None and listed.job == tables.get_job(job.job_id)
+    tables.update_job(job, replace(job, status=JobStatus.PAUSED, version=2))
+    (again,) = tables.query_bucket(trigger.bucket, trigger.shard)
+    assert again.job is not None and (again.job.status, again.job.version) == (JobStatus.PAUSED, 2)
+    recurring, chain = world.created()
+    listed_chain = [t for t in tables.query_bucket(chain.bucket, chain.shard) if t.job_id == recurring.job_id]
+    assert [t.job for t in listed_chain] == [None]

@@ -42,6 +42,7 @@ from functions.core.resources import GSI1_PK, GSI1_SK, PK, SK
 from functions.core.store.items import (
     as_stored_attempt,
     as_stored_job,
+    embeds,
     run_from_item,
     run_to_item,
     trigger_from_item,
@@ -280,8 +281,15 @@ class MemoryStore:
     # ---------------------------------------------------------------------------------- triggers
 
     def query_bucket(self, bucket: str, shard: int) -> list[Trigger]:
+        """As the table's Query reads them: a one-off's first trigger is its job's item (``embeds``),
+        read with the job."""
         with self.lock:
-            return self.triggers.in_partition(bucket, shard)
+            listed = []
+            for trigger in self.triggers.in_partition(bucket, shard):
+                job = self.jobs.get(trigger.job_id)
+                at_home = job is not None and embeds(job, trigger)
+                listed.append(replace(trigger, embedded=True, job=job) if at_home else trigger)
+            return listed
 
     def put_trigger(self, trigger: Trigger) -> None:
         with self.lock:

@@ -134,7 +134,10 @@ def _embedded(trigger: Trigger) -> dict[str, Any]:
 
 
 def job_from_item(item: Mapping[str, Any]) -> Job:
-    data = from_attributes(item)
+    return _job_from_data(from_attributes(item))
+
+
+def _job_from_data(data: Mapping[str, Any]) -> Job:
     return Job(
         job_id=data["job_id"],
         owner=data["owner"],
@@ -291,6 +294,7 @@ def trigger_from_item(item: Mapping[str, Any], bucket: str, shard: int) -> Trigg
             claimed_at=optional_time(embedded.get("claimed_at")),
             written_at=from_ms(int(data["created_at"])),
             embedded=True,
+            job=_job_from_data(data),
         )
     return Trigger(
         job_id=data["job_id"],
