@@ -23,7 +23,7 @@ import random
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -32,18 +32,15 @@ from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher
 from functions.core.queue import WorkMessage
 from functions.core.resources import (
-    API_MEMORY_MB,
-    DISPATCHER_MEMORY_MB,
-    WORKER_MEMORY_MB,
     WORKER_TIMEOUT_SECONDS,
     deployed_visibility_seconds,
 )
-from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.targets.outcome import Delivery, TargetOutcome
 from functions.worker.batch import retry_visibility
 from functions.worker.context import ReturnLater
 from functions.worker.execute import RunExecutor
+from punctual.scale.deployment import Deployment
 from punctual.scale.params import Parameters, quantile
 from sim.dynamodb import Capacity, SimTables
 from sim.lambdas import Lambdas
@@ -53,72 +50,6 @@ from tests.fakes.store import MemoryStore
 
 HOOK_HOST = "example.com"
 API_ATTEMPTS = 5
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """The settings a deployment runs with: what ``punctual plan`` recommends and a scenario sets."""
-
-    shard_count: int = 8
-    sweep_invocations: int = 1
-    lookahead_seconds: int = 120
-    claim_concurrency: int = 4
-    head_start_ms: int = 250
-    worker_batch_size: int = 10
-    worker_batching_window_seconds: int = 0
-    worker_max_concurrency: int = 50
-    provisioned_pollers: bool = False
-    memory_mb: Mapping[str, int] = field(
-        default_factory=lambda: {
-            "dispatcher": DISPATCHER_MEMORY_MB,
-            "worker": WORKER_MEMORY_MB,
-            "api": API_MEMORY_MB,
-        }
-    )
-    # Quotas and table settings a large deployment asks AWS for (None: the defaults of ``Parameters``):
-    # the account's Lambda concurrency, the table's on-demand maximum (read and write request units
-    # a second), and its warm throughput (what it serves at once, without first doubling its peak).
-    account_concurrency: int | None = None
-    table_max_wcu: int | None = None
-    table_max_rcu: int | None = None
-    table_warm_wcu: int | None = None
-    table_warm_rcu: int | None = None
-
-    def parameters(self, params: Parameters) -> Parameters:
-        """``params`` as this deployment changes them (its memory sizes and quotas)."""
-        changes: dict[str, Any] = {"memory_mb": dict(self.memory_mb)}
-        if self.account_concurrency is not None:
-            changes["lambda_account_concurrency"] = self.account_concurrency
-        if self.table_max_wcu is not None:
-            changes["ddb_table_wcu"] = self.table_max_wcu
-        if self.table_max_rcu is not None:
-            changes["ddb_table_rcu"] = self.table_max_rcu
-        if self.table_warm_wcu is not None:  # warm throughput: as if that were half its peak so far
-            changes["ddb_initial_peak_wcu"] = self.table_warm_wcu / 2
-        if self.table_warm_rcu is not None:
-            changes["ddb_initial_peak_rcu"] = self.table_warm_rcu / 2
-        return params.replace(**changes)
-
-    @property
-    def groups(self) -> int:
-        """How many groups of shards the simulated one stands for."""
-        return self.sweep_invocations
-
-    def settings(self) -> Settings:
-        """The engine's settings in the simulated group: its share of the shards, swept by one
-        invocation."""
-        if self.shard_count % self.sweep_invocations:
-            raise ValueError("shard_count must be a multiple of sweep_invocations in a simulation")
-        return Settings(
-            table_name="sim",
-            queue_url="sim://work",
-            dlq_url="sim://dlq",
-            shard_count=self.shard_count // self.sweep_invocations,
-            lookahead_seconds=self.lookahead_seconds,
-            sweep_invocations=1,
-            claim_concurrency=self.claim_concurrency,
-            head_start_ms=self.head_start_ms,
-        )
 
 
 @dataclass

@@ -15,8 +15,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from functions.core.model import iso
+from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS, Parameters
-from sim.engine import HOOK_HOST, Deployment, Simulation
+from punctual.scale.plan import plan
+from sim.engine import HOOK_HOST, Simulation
 from sim.report import Expected, Report, report
 
 EPOCH = datetime(2026, 12, 1, tzinfo=UTC)
@@ -144,27 +146,10 @@ def window_of(simulation: Simulation, seconds: float) -> datetime:
     return simulation.at(seconds) + timedelta(0)
 
 
-# The deployment docs/scale.md recommends for a million jobs a minute (``punctual plan`` derives it).
-MILLION = Deployment(
-    shard_count=64,
-    sweep_invocations=16,
-    claim_concurrency=16,
-    worker_max_concurrency=1000,
-    provisioned_pollers=True,
-    account_concurrency=3000,
-    table_max_wcu=120_000,
-    table_max_rcu=80_000,
-    table_warm_wcu=120_000,
-    table_warm_rcu=80_000,
-)
-HUNDRED_THOUSAND = Deployment(
-    shard_count=16,
-    sweep_invocations=4,
-    claim_concurrency=8,
-    worker_max_concurrency=300,
-    table_warm_wcu=20_000,
-    table_warm_rcu=20_000,
-)
+# The deployments ``punctual plan`` recommends: the simulator checks the planner's sizing.
+MILLION = plan(1_000_000).deployment
+MILLION_SPIKE = plan(1_000_000, spike=True).deployment
+HUNDRED_THOUSAND = plan(100_000).deployment
 
 SCENARIOS: dict[str, Scenario] = {
     "steady-1k": Scenario("steady 1,000 a minute", Load(1_000)),
@@ -174,7 +159,7 @@ SCENARIOS: dict[str, Scenario] = {
     "spike-1m": Scenario(
         "1,000,000 due in one minute after an idle hour",
         Load(1_000_000, minutes=1, cron_fraction=0.0, warmup_minutes=0, lead_seconds=(130.0, 3500.0)),
-        MILLION,
+        MILLION_SPIKE,
         first_minute=2,
         idle_minutes=58,
     ),

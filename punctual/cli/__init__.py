@@ -2,14 +2,25 @@
 
 One module per command group: ``common`` (the root group ``main``, ``Context``, ``api_command``,
 option helpers), ``jobs``, ``runs``, ``schedule``, ``stats``, ``config``, ``console``, ``local`` and
-``dlq`` (which talks to SQS and DynamoDB directly); ``stack`` reads a deployed stack's outputs.
+``dlq`` (which talks to SQS and DynamoDB directly), ``plan`` (the capacity planner); ``stack``
+reads a deployed stack's outputs.
 Importing each command module attaches its commands to ``main``.
 
 Exit codes: 0 success; 1 the API refused the request (4xx); 2 bad usage; 3 not found; 4 conflict with
 the job's state (409); 5 the API could not be reached or failed (5xx).
 """
 
-from punctual.cli import config, console, dlq, jobs, local, runs, schedule, stats
+from punctual.cli import (
+    config,
+    console,
+    dlq,
+    jobs,
+    local,
+    plan,
+    runs,
+    schedule,
+    stats,
+)
 from punctual.cli.common import (
     EXIT_CONFLICT,
     EXIT_NOT_FOUND,
@@ -37,6 +48,7 @@ __all__ = [
     "local",
     "main",
     "parse_when",
+    "plan",
     "runs",
     "schedule",
     "stats",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS
-from sim.engine import Deployment
 from sim.scenarios import Load, Scenario, run
 
 

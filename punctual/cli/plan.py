@@ -1,0 +1,127 @@
+"""``punctual plan``: the settings, quotas and cost for a load, from the scale model (docs/scale.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from punctual.cli.common import main
+from punctual.output import emit_json, fields
+
+if TYPE_CHECKING:
+    from punctual.scale.deployment import Deployment
+    from punctual.scale.plan import Plan
+
+# What the CDK app cannot set yet (infra/config.py): the planner says so rather than print a context
+# key the synth would refuse.
+CDK_WORKER_MAX_CONCURRENCY = 1000
+
+
+@main.command("plan")
+@click.option("--jobs-per-minute", type=click.IntRange(min=1), required=True, help="Due jobs a minute.")
+@click.option(
+    "--crons", type=click.FloatRange(0, 1), default=0.3, show_default=True, help="Share that are recurring."
+)
+@click.option("--spike", is_flag=True, help="The load comes at once after an idle stretch.")
+@click.option(
+    "--simulate",
+    is_flag=True,
+    help="Also run the simulator on these settings (from a checkout: sim/ is not installed with the CLI).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
+def plan_command(jobs_per_minute: int, crons: float, spike: bool, simulate: bool, as_json: bool) -> None:
+    """The deployment settings for JOBS_PER_MINUTE, the quotas to request, and the expected cost."""
+    from punctual.scale.plan import plan
+
+    result = plan(jobs_per_minute, crons=crons, spike=spike)
+    simulated = _simulate(result) if simulate else None
+    d = result.deployment
+    if as_json:
+        emit_json(
+            {
+                "jobs_per_minute": jobs_per_minute,
+                "settings": dataclasses.asdict(d),
+                "quotas": result.quotas,
+                "set_by_hand": _not_settable(d),
+                "usd_per_million_estimate": result.usd_per_million,
+                "usd_per_month_estimate": round(result.usd_per_month, 2),
+                "simulated": simulated,
+            }
+        )
+        return
+    context = [
+        f"shard_count={d.shard_count}",
+        f"sweep_invocations={d.sweep_invocations}",
+        f"claim_concurrency={d.claim_concurrency}",
+        f"lookahead_seconds={d.lookahead_seconds}",
+        f"worker_batch_size={d.worker_batch_size}",
+        f"worker_max_concurrency={min(d.worker_max_concurrency, CDK_WORKER_MAX_CONCURRENCY)}",
+    ]
+    rows = [
+        ("deploy with", " ".join(f"-c {item}" for item in context)),
+        ("memory", ", ".join(f"{name} {mb} MB" for name, mb in d.memory_mb.items())),
+        ("event source", "provisioned pollers" if d.provisioned_pollers else "default scaling"),
+        ("table", _table(d)),
+        ("quotas to request", "; ".join(result.quotas) or "none: the defaults serve it"),
+        ("set by hand", "; ".join(_not_settable(d)) or "nothing"),
+        (
+            "cost (estimate)",
+            f"${sum(result.usd_per_million.values()):.2f} per million jobs,"
+            f" ${result.usd_per_month:,.0f} a month ("
+            + ", ".join(f"{name} ${usd:g}" for name, usd in result.usd_per_million.items())
+            + "; the simulated figure is higher: --simulate)",
+        ),
+    ]
+    if simulated is not None:
+        late = simulated["lateness_ms"]
+        rows.append(
+            (
+                "simulated",
+                f"lateness p50 {late['p50']:g} ms, p99 {late['p99']:g} ms, max {late['max']:g} ms; lost"
+                f" {simulated['lost']}, early {simulated['early']}, twice {simulated['duplicated']};"
+                f" ${simulated['usd_per_million_jobs']:.2f} per million",
+            )
+        )
+    click.echo(fields(rows))
+
+
+def _table(d: Deployment) -> str:
+    parts = ["on-demand"]
+    if d.table_max_wcu:
+        parts.append(f"maximum {d.table_max_wcu:,} WRU/s, {d.table_max_rcu or 0:,} RRU/s")
+    if d.table_warm_wcu:
+        parts.append(f"warm throughput {d.table_warm_wcu:,} WRU/s, {d.table_warm_rcu or 0:,} RRU/s")
+    return ", ".join(parts)
+
+
+def _not_settable(d: Deployment) -> list[str]:
+    """What the plan asks for that the CDK app does not set yet: done by hand after the deploy."""
+    missing = []
+    if d.worker_max_concurrency > CDK_WORKER_MAX_CONCURRENCY or d.provisioned_pollers:
+        missing.append("the event source's provisioned pollers (console or API: ProvisionedPollerConfig)")
+    if d.table_max_wcu or d.table_warm_wcu:
+        missing.append("the table's maximum and warm throughput (console or API: UpdateTable)")
+    return missing
+
+
+def _simulate(result: Plan) -> dict[str, Any]:
+    checkout = Path(__file__).resolve().parents[2]  # an editable install: the repository's root
+    if (checkout / "sim" / "scenarios.py").exists() and str(checkout) not in sys.path:
+        sys.path.append(str(checkout))
+    try:
+        from sim.scenarios import Load, Scenario, run
+    except ImportError as error:
+        raise click.ClickException(
+            "--simulate needs a checkout of the repository (sim/ is not installed)"
+        ) from error
+    from functions.core.observability import logger
+
+    logger.setLevel(logging.ERROR)
+    jobs = result.jobs_per_minute
+    load = Load(jobs, minutes=1, cron_fraction=result.crons)
+    return run(Scenario(f"plan {jobs}", load, result.deployment)).as_dict()

@@ -1,0 +1,151 @@
+"""The capacity planner: the settings to deploy for a load, the quotas to ask AWS for, and what it
+should cost, from the scale model's parameters (``params``). ``punctual plan`` prints it; the
+simulator's large scenarios run exactly these settings (``sim/scenarios.py``), which is how the
+planner's sizing is checked (docs/scale.md).
+
+The sizing, each step from a parameter or a simulated figure:
+
+- **Sweeps.** A busy sweep is CPU-bound: each claim costs its requests' CPU on the boto3 path (one
+  run written for every job, a job read and a next occurrence written for a recurring one, a share of
+  the bucket's query and run reads). One sweep invocation (a full vCPU) is given 40 s of each minute;
+  the shards are two a sweep, at least the default eight.
+- **Worker.** Runs a second, ten to a batch; an invocation lasts its head start, the call and its
+  records' CPU at its share of a vCPU, with a margin for the due times a batch spans. Beyond the
+  event source's default ceiling (1,250), or for a spike, provisioned pollers.
+- **Table.** Write and read units a second from the units a job uses (simulated), with a margin;
+  beyond the on-demand defaults, the table's maximum raised and its warm throughput set, so that it
+  serves the load at once rather than doubling its previous peak.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from functions.core.resources import DISPATCHER_MEMORY_MB, WORKER_MEMORY_MB
+from punctual.scale.deployment import Deployment
+from punctual.scale.params import DEFAULTS, Parameters
+
+SWEEP_SECONDS = 45.0  # of each minute, for a sweep's CPU (the rest: its waits, a late tick)
+DEFAULT_SHARDS = 8
+BATCH = 10
+# Simulated units a second per job a second, with a margin (docs/scale.md: ~6 write units a job,
+# reads in bursts at each tick).
+WCU_PER_JOB = 6.0 * 1.5
+RCU_PER_JOB = 5.0 * 1.6
+HEAD_START_SECONDS = 0.25
+TARGET_SECONDS = 0.05  # a target answering in 50 ms, as the scenarios assume
+BATCH_SPREAD_SECONDS = 1.0  # the due times one batch spans, and the event source's own latency
+
+
+@dataclass(frozen=True)
+class Plan:
+    jobs_per_minute: int
+    crons: float
+    spike: bool
+    deployment: Deployment
+    claim_cpu_ms: float
+    worker_seconds: float
+    usd_per_million: dict[str, float]
+    quotas: list[str] = field(default_factory=list)
+
+    @property
+    def usd_per_month(self) -> float:
+        return sum(self.usd_per_million.values()) * self.jobs_per_minute * 60 * 24 * 30 / 1e6
+
+
+def plan(
+    jobs_per_minute: int, *, crons: float = 0.3, spike: bool = False, params: Parameters = DEFAULTS
+) -> Plan:
+    """The deployment for ``jobs_per_minute`` due jobs (``crons`` of them recurring executions)."""
+    if jobs_per_minute < 1 or not 0 <= crons <= 1:
+        raise ValueError("jobs_per_minute must be at least 1 and crons a fraction between 0 and 1")
+    per_second = jobs_per_minute / 60
+    # One run written per job; a recurring one also reads its job and writes its next occurrence; a
+    # tenth of a request for the bucket's query and the runs' read.
+    requests_per_claim = 1 + 2 * crons + 0.2
+    claim_cpu_ms = params.cpu_per_request_ms * requests_per_claim
+    dispatcher_vcpu = min(1.0, DISPATCHER_MEMORY_MB / params.lambda_full_vcpu_mb)
+    per_sweep = SWEEP_SECONDS * 1000 * dispatcher_vcpu / claim_cpu_ms
+    sweeps = max(1, math.ceil(jobs_per_minute / per_sweep))
+    shards = max(DEFAULT_SHARDS, 2 * sweeps)
+    shards = math.ceil(shards / sweeps) * sweeps  # each sweep its own whole shards
+    worker_vcpu = min(1.0, WORKER_MEMORY_MB / params.lambda_full_vcpu_mb)
+    record_cpu_ms = params.cpu_per_record_ms + 2 * params.cpu_per_request_ms
+    worker_seconds = HEAD_START_SECONDS + TARGET_SECONDS + BATCH * record_cpu_ms / 1000 / worker_vcpu
+    workers = max(50, math.ceil(per_second / BATCH * (worker_seconds + BATCH_SPREAD_SECONDS)))
+    provisioned = spike or workers > params.esm_max_concurrency
+    account = workers + sweeps + 1 + math.ceil(per_second / 100)  # the API: batches of 100
+    wcu, rcu = per_second * WCU_PER_JOB, per_second * RCU_PER_JOB
+    quotas: list[str] = []
+    changes: dict[str, int | None] = {}
+    if account > params.lambda_account_concurrency * 0.8:
+        changes["account_concurrency"] = _round_up(account * 1.5)
+        quotas.append(f"Lambda concurrent executions: {changes['account_concurrency']:,} (default 1,000)")
+    if wcu > params.ddb_table_wcu * 0.8 or rcu > params.ddb_table_rcu * 0.8:
+        changes["table_max_wcu"] = _round_up(max(wcu, params.ddb_table_wcu))
+        changes["table_max_rcu"] = _round_up(max(rcu, params.ddb_table_rcu))
+        quotas.append(
+            f"DynamoDB table throughput: {changes['table_max_wcu']:,} write and"
+            f" {changes['table_max_rcu']:,} read request units a second (default 40,000 each)"
+        )
+    if wcu > 2 * params.ddb_initial_peak_wcu or rcu > 2 * params.ddb_initial_peak_rcu:
+        changes["table_warm_wcu"] = _round_up(wcu)
+        changes["table_warm_rcu"] = _round_up(rcu)
+    if provisioned:
+        quotas.append(
+            "the worker's event source in provisioned mode (pollers scale 1,000 a minute, to 20,000)"
+        )
+    deployment = Deployment(
+        shard_count=shards,
+        sweep_invocations=sweeps,
+        claim_concurrency=16 if sweeps > 1 else 4,
+        worker_max_concurrency=workers,
+        provisioned_pollers=provisioned,
+        **changes,  # type: ignore[arg-type]
+    )
+    return Plan(
+        jobs_per_minute=jobs_per_minute,
+        crons=crons,
+        spike=spike,
+        deployment=deployment,
+        claim_cpu_ms=round(claim_cpu_ms, 2),
+        worker_seconds=round(worker_seconds, 2),
+        usd_per_million=_cost(params, crons, claim_cpu_ms, worker_seconds, per_second),
+        quotas=quotas,
+    )
+
+
+def _cost(
+    params: Parameters, crons: float, claim_cpu_ms: float, worker_seconds: float, per_second: float
+) -> dict[str, float]:
+    """Dollars per million jobs, by service: the units and requests a job uses (as the simulator
+    counts them at load), the worker's invocations shared by a batch (a batch holds what becomes
+    visible in the event source's ~25 ms: one record at a thousand a minute, ten from about
+    25,000), the dispatcher's CPU time."""
+    batch = min(BATCH, max(1.0, per_second * 0.025))
+    worker_seconds -= (BATCH - batch) * (worker_seconds - HEAD_START_SECONDS - TARGET_SECONDS) / BATCH
+    wcu = 5 * (1 - crons) + 4 * crons
+    rcu = 1.0
+    sqs = 4 / batch + 0.05  # a receive, a delete and a hold a batch; a send for ten
+    gb_seconds = worker_seconds / batch * WORKER_MEMORY_MB / 1024
+    gb_seconds += claim_cpu_ms / 1000 * DISPATCHER_MEMORY_MB / 1024
+    api = 1 - crons  # a one-off is created once, a hundred to a request
+    return {
+        "dynamodb": round((wcu * params.usd_per_million_wru + rcu * params.usd_per_million_rru), 2),
+        "sqs": round(sqs * params.usd_per_million_sqs, 2),
+        "lambda": round(
+            gb_seconds * 1e6 * params.usd_per_gb_second
+            + (1 / batch) * params.usd_per_million_lambda_requests,
+            2,
+        ),
+        "api gateway": round(api / 100 * params.usd_per_million_api_requests, 3),
+    }
+
+
+def _round_up(value: float) -> int:
+    """Up to two significant digits: what a quota request asks for."""
+    if value <= 0:
+        return 0
+    magnitude = 10 ** max(0, math.floor(math.log10(value)) - 1)
+    return int(math.ceil(value / magnitude) * magnitude)

@@ -1,0 +1,51 @@
+"""``punctual plan``: the deployment's defaults up to 10,000 jobs a minute, and for more the fan-out,
+the event source, the quotas and the table settings the scale model asks for (docs/scale.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from punctual.cli import main
+from punctual.scale.deployment import Deployment
+from punctual.scale.plan import plan
+
+
+@pytest.mark.parametrize("jobs", [1, 1_000, 10_000])
+def test_up_to_ten_thousand_a_minute_the_defaults_serve_it(jobs: int) -> None:
+    result = plan(jobs)
+    assert result.deployment == Deployment() and result.quotas == []
+
+
+def test_a_million_a_minute_fans_the_sweep_out_and_asks_for_quotas() -> None:
+    result = plan(1_000_000)
+    d = result.deployment
+    assert d.sweep_invocations > 50 and d.shard_count % d.sweep_invocations == 0
+    assert d.shard_count >= 2 * d.sweep_invocations and d.provisioned_pollers
+    assert d.account_concurrency and d.account_concurrency > 1000
+    assert d.table_max_wcu and d.table_max_wcu > 40_000 and d.table_warm_wcu
+    assert any("Lambda concurrent executions" in quota for quota in result.quotas)
+    assert result.usd_per_month > 0
+
+
+def test_more_jobs_never_need_fewer_sweeps_or_workers() -> None:
+    loads = [1_000, 30_000, 100_000, 300_000, 1_000_000]
+    plans = [plan(jobs).deployment for jobs in loads]
+    assert [p.sweep_invocations for p in plans] == sorted(p.sweep_invocations for p in plans)
+    assert [p.worker_max_concurrency for p in plans] == sorted(p.worker_max_concurrency for p in plans)
+
+
+def test_the_command_prints_the_settings_and_says_what_the_cdk_app_cannot_set() -> None:
+    out = CliRunner().invoke(main, ["plan", "--jobs-per-minute", "1000000"])
+    assert out.exit_code == 0, out.output
+    assert "-c sweep_invocations=" in out.output and "worker_max_concurrency=1000" in out.output
+    assert "provisioned pollers" in out.output and "UpdateTable" in out.output
+    data = json.loads(CliRunner().invoke(main, ["plan", "--jobs-per-minute", "5000", "--json"]).output)
+    assert data["settings"]["sweep_invocations"] == 1 and data["quotas"] == [] and data["simulated"] is None
+
+
+def test_a_load_of_nothing_is_refused() -> None:
+    out = CliRunner().invoke(main, ["plan", "--jobs-per-minute", "0"])
+    assert out.exit_code == 2 and "jobs-per-minute" in out.output
