@@ -189,17 +189,20 @@ class Simulation:
 
     # ------------------------------------------------------------------------------- the API
 
-    def create(self, at: float, owner: str, body: Mapping[str, Any]) -> None:
-        """``POST /v1/jobs`` at virtual second ``at``, with an ``Idempotency-Key`` (it may be retried)."""
-        key = f"sim-{next(self._keys)}"
+    def create(self, at: float, owner: str, body: Mapping[str, Any], *, idempotent: bool = False) -> None:
+        """``POST /v1/jobs`` at virtual second ``at``; ``idempotent``: with an ``Idempotency-Key`` (a
+        write and a read more per job: the API stores the key)."""
+        key = f"sim-{next(self._keys)}" if idempotent else None
         request = CreateJobIn.model_validate(body)
         self.world.spawn(
             lambda: self._api(lambda: self.service.create_job(owner, request, key)), at=at, name="create"
         )
 
-    def create_batch(self, at: float, owner: str, bodies: Sequence[Mapping[str, Any]]) -> None:
-        """``POST /v1/jobs/batch`` (up to 100 jobs) at virtual second ``at``, idempotent as above."""
-        key = f"sim-{next(self._keys)}"
+    def create_batch(
+        self, at: float, owner: str, bodies: Sequence[Mapping[str, Any]], *, idempotent: bool = False
+    ) -> None:
+        """``POST /v1/jobs/batch`` (up to 100 jobs) at virtual second ``at``, as ``create``."""
+        key = f"sim-{next(self._keys)}" if idempotent else None
         self.world.spawn(
             lambda: self._api(lambda: self.service.create_jobs(owner, list(bodies), key)),
             at=at,

@@ -140,6 +140,7 @@ class Dispatcher:
                 pending = self.undispatched(pending)
             chained = self._dispatch_round(pending, now, jobs, report, paced=paced)
             pending = [trigger for trigger in chained if self._follows(trigger.fire_at, now)]
+            report.left_behind += len(chained) - len(pending)
             checked = False
         return report
 

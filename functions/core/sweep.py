@@ -38,6 +38,9 @@ class DispatchReport:
     stale: int = 0
     recovered: int = 0
     lost_races: int = 0
+    # Next occurrences written but not followed (already missed: a run_all catch-up): the sweep reads
+    # their bucket again for them.
+    left_behind: int = 0
 
     def add(self, other: DispatchReport) -> None:
         for name in self.__dataclass_fields__:
@@ -166,6 +169,7 @@ def _sweep_held(
     bucket = start
     sent: set[tuple[str, str]] = set()  # dispatched by this sweep (its own reads may lag its writes)
     while bucket_start(bucket) <= horizon:
+        passed = bucket_start(bucket) + timedelta(minutes=1) + safety <= now
         remaining: list[Trigger] = []
         for _ in range(MAX_ROUNDS_PER_BUCKET):
             if hold.lost.is_set():  # another sweep took the shard: the rest is its
@@ -187,10 +191,15 @@ def _sweep_held(
             ]
             if not due:
                 break
-            report.dispatch.add(dispatcher.dispatch(due, now, checked=True, paced=True))
+            dispatched = dispatcher.dispatch(due, now, checked=True, paced=True)
+            report.dispatch.add(dispatched)
             sent.update(trigger_key(t) for t in due if not t.is_retry)
+            if not dispatched.left_behind and not passed:
+                # A bucket the cursor cannot pass yet need not be read again to show it is done, and
+                # nothing new can be in it: what the dispatch chained, it followed itself. A read less
+                # per bucket with work and tick (the reads limit a million a minute: docs/scale.md).
+                break
         report.buckets_swept += 1
-        passed = bucket_start(bucket) + timedelta(minutes=1) + safety <= now
         if can_advance and passed and not remaining:
             advance_to = next_bucket(bucket)
         else:

@@ -51,7 +51,7 @@ def test_a_sweep_longer_than_its_hold_keeps_its_shard_and_the_next_tick_leaves_i
     def slow_query(bucket: str, shard: int) -> list[Trigger]:
         found = query(bucket, shard)
         if found:
-            world.sleep(40)  # a busy bucket's read
+            world.sleep(70)  # a busy bucket's read, longer than a hold and than a tick
         return found
 
     store.query_bucket = slow_query  # type: ignore[method-assign]
