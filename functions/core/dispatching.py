@@ -251,8 +251,8 @@ class Dispatcher:
             report.lost_races += 1
             return _Outcome(report)
         if trigger.job_id not in jobs:
-            # A one-off's trigger read from its bucket carries its job (the same item), as does one
-            # its create hands over: no read of the job's own.
+            # A one-off's trigger read from its bucket carries its job (the same item): no read of
+            # the job's own.
             jobs[trigger.job_id] = (
                 trigger.job if trigger.job is not None else self.store.get_job(trigger.job_id)
             )

@@ -19,15 +19,17 @@ from functions.core.observability import logger
 if TYPE_CHECKING:
     from functions.core.dispatching import Dispatcher
 
-# A bucket is read again while its reads find triggers to dispatch (missed occurrences of a run_all
-# catch-up land in it as the chain is followed); this bounds the rounds of one sweep over it.
+# A bucket is read again after a dispatch when the cursor may pass it (to see it done) or when the
+# dispatch left next occurrences behind (missed ones of a run_all catch-up may land in it), while
+# its reads find triggers to dispatch; this bounds the rounds of one sweep over it.
 MAX_ROUNDS_PER_BUCKET = 1000
 # A sweep holds its shard this long, renewed while it runs, released when it ends: a tick that comes
 # while the last one's sweep of a shard is still under way (a busy minute) leaves that shard to it,
 # instead of reading and dispatching the same triggers again, which doubled the work of an
-# overloaded dispatcher (docs/scale.md). Shorter than a tick's interval, so that a sweeper that died
-# holding a shard holds up only the next tick but one at most.
-SHARD_HOLD = timedelta(seconds=50)
+# overloaded dispatcher (docs/scale.md). Short, renewed every half of it: a sweeper that died holding
+# a shard keeps it from the next tick for 20 s at most (a tick comes each minute on AWS, every 10 s
+# in the local stack's tests).
+SHARD_HOLD = timedelta(seconds=20)
 
 
 @dataclass

@@ -4,6 +4,7 @@ scales and delivers as AWS documents it."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -26,6 +27,27 @@ def queue_in(world: World, in_flight_limit: int = 1000) -> SimQueue:
         visibility_seconds=30,
         in_flight_limit=in_flight_limit,
         charge=lambda _seconds: None,
+    )
+
+
+def mapping_of(
+    queue: SimQueue,
+    lambdas: Lambdas,
+    handle: Callable[[list[Message]], list[str]],
+    *,
+    maximum_concurrency: int,
+) -> EventSourceMapping:
+    """The worker's event source with its default batch, calling ``handle``."""
+    return EventSourceMapping(
+        queue.world,
+        queue,
+        lambdas,
+        DEFAULTS,
+        random.Random(1),
+        handle_batch=handle,
+        batch_size=10,
+        window_seconds=0,
+        maximum_concurrency=maximum_concurrency,
     )
 
 
@@ -122,17 +144,7 @@ def test_the_event_source_invokes_the_worker_with_batches_and_deletes_what_succe
         handled.append((world.now, len(batch)))
         return [message.receipt or "" for message in batch[:-1]]  # the last one fails
 
-    mapping = EventSourceMapping(
-        world,
-        queue,
-        lambdas,
-        DEFAULTS,
-        random.Random(1),
-        handle_batch=handle,
-        batch_size=10,
-        window_seconds=0,
-        maximum_concurrency=50,
-    )
+    mapping = mapping_of(queue, lambdas, handle, maximum_concurrency=50)
     world.spawn(lambda: queue.send([(WorkMessage("j", str(n)), 1) for n in range(10)]))
     world.run(until=5)
     assert len(handled) == 1 and handled[0][1] == 10
@@ -150,17 +162,7 @@ def test_the_event_source_scales_by_its_published_step_while_messages_wait() -> 
         world.sleep(30)
         return [message.receipt or "" for message in batch]
 
-    mapping = EventSourceMapping(
-        world,
-        queue,
-        lambdas,
-        DEFAULTS,
-        random.Random(1),
-        handle_batch=slow,
-        batch_size=10,
-        window_seconds=0,
-        maximum_concurrency=10_000,
-    )
+    mapping = mapping_of(queue, lambdas, slow, maximum_concurrency=10_000)
     assert mapping.pollers == DEFAULTS.esm_initial_concurrency
     world.spawn(lambda: queue.send([(WorkMessage("j", str(n)), 0) for n in range(100_000)]))
     world.run(until=120)
