@@ -44,7 +44,7 @@ MAX_JOB_TIMEOUT_SECONDS: Final = 840
 WORKER_MEMORY_MB: Final = 768
 # The dispatcher's: one full vCPU. A sweep is CPU-bound at load (each request's SDK work), and at
 # 1,024 MB one invocation could not dispatch 10,000 jobs within their minute (the simulator: runs
-# started 5.7 s late at p50, 47 s at p99; at 1,769 MB p99 74 ms, docs/scale.md). CPU-bound work
+# started 5.7 s late at p50, 47 s at p99; at 1,769 MB p99 under 100 ms, docs/scale.md). CPU-bound work
 # costs the same GB-seconds at any size; an idle tick, mostly waiting, a few cents a month more.
 DISPATCHER_MEMORY_MB: Final = 1769
 API_MEMORY_MB: Final = 1024
