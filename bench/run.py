@@ -274,6 +274,17 @@ def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | 
                 f"{_median(r['claims_per_second'], ' claims/s')}",
                 None,
             )
+    if "scale" in results:
+        for s in results["scale"]["scenarios"]:
+            late = s["lateness_ms"]
+            correct = s["lost"] == s["early"] == s["duplicated"] == 0
+            row(
+                f"simulated: {s['scenario']} ({s['expected']:,} due)",
+                "0 lost/early/twice; p99 ≤ 1 s at steady loads",
+                f"lost {s['lost']}, early {s['early']}, twice {s['duplicated']}; p99 {late['p99']:,.0f} ms,"
+                f" max {late['max']:,.0f} ms; ${s['usd_per_million_jobs']:.2f}/M",
+                correct and (not s["name"].startswith("steady") or late["p99"] <= 1000),
+            )
     lines.append("")
     return "\n".join(lines)
 
