@@ -24,7 +24,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from functions.api.models import CreateJobIn
@@ -319,6 +319,3 @@ class Simulation:
 
     def seconds(self, moment: datetime) -> float:
         return self.world.seconds(moment)
-
-    def later(self, seconds: float) -> datetime:
-        return self.world() + timedelta(seconds=seconds)

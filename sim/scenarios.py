@@ -11,7 +11,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from functions.core.model import iso
@@ -143,10 +143,6 @@ def run(scenario: Scenario, *, progress: Callable[[str], None] | None = None) ->
     if progress is not None:
         progress(f"{scenario.name}: {result.wall_seconds} s")
     return result
-
-
-def window_of(simulation: Simulation, seconds: float) -> datetime:
-    return simulation.at(seconds) + timedelta(0)
 
 
 # The deployments ``punctual plan`` recommends: the simulator checks the planner's sizing.
