@@ -113,6 +113,22 @@ class Console:
     def click(self, element_id: str) -> None:
         self.wait_for(By.ID, element_id).click()
 
+    def expand(self, details: str) -> None:
+        """Open a `<details>` by clicking its summary, as often as it takes: a click that lands while the
+        page is still laying out (a list arriving above it) hits whatever moved under the pointer."""
+
+        def opened(driver: WebDriver) -> bool:
+            shown = [e for e in driver.find_elements(By.CSS_SELECTOR, details) if e.is_displayed()]
+            element = shown[0] if shown else None
+            if element is None:
+                return False
+            if element.get_attribute("open") is None:
+                element.find_element(By.TAG_NAME, "summary").click()
+                return False
+            return True
+
+        self.wait(opened, message=f"{details!r} did not open")
+
     def no_alert(self) -> bool:
         try:
             self.driver.switch_to.alert  # noqa: B018 - raises when there is none

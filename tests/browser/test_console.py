@@ -244,7 +244,8 @@ def test_bulk_pause_and_resume_by_tag(console: Console, stack: Stack) -> None:
     tag = unique("batch")
     jobs = [stack.create_job(schedule=far_cron(), tags={"group": tag}) for _ in range(2)]
     console.open("#/jobs")
-    console.wait_for(By.CSS_SELECTOR, ".bulk summary").click()
+    console.wait_for(By.ID, "jobs-table")
+    console.expand("details.bulk")
     console.fill("f-bulk-tags", f"group={tag}")
     console.fill("f-bulk-note", "bulk from the console")
     console.wait_for(By.CSS_SELECTOR, ".bulk button[type=submit]").click()
