@@ -2,7 +2,10 @@
 whose tags match, each answered on its own, as ``POST /v1/jobs/batch`` answers each job it creates.
 
 Each job goes through the same service call as its single-job route (the same checks, the same
-writes, the same answer or refusal), so a bulk action is exactly N single actions.
+writes, the same answer or refusal), so a bulk action is exactly N single actions. A request reads the
+owner index newest first until ``MAX_BULK`` jobs match (as ``GET /v1/jobs`` pages) and answers a
+cursor to go on from: an owner with 100,000 jobs is acted on a page at a time, never read whole
+(docs/scale.md, "A bulk action over 100,000 jobs of one owner").
 """
 
 from __future__ import annotations
@@ -14,10 +17,14 @@ from functions.api.errors import ApiError, InvalidInput
 from functions.api.models import BulkIn
 from functions.api.service import JobService
 from functions.core.model import Job, JobStatus
+from functions.core.ports import BadCursorError
 
-# The most jobs one request acts on; the answer says whether more matched (repeat the call: jobs
-# already paused, resumed or cancelled no longer match).
+# The most jobs one request acts on; the answer's ``next_cursor`` goes on from there (a call without
+# it works too: jobs already paused, resumed or cancelled no longer match).
 MAX_BULK: Final = 500
+# The stored statuses a job that can take an action may have (a pause that has ended is stored PAUSED
+# and reads ACTIVE); the index's filter drops the ended jobs before they are sent.
+_LIVE: Final = frozenset({JobStatus.ACTIVE, JobStatus.PAUSED})
 
 _ACTS_ON: Final = {
     "pause": (JobStatus.ACTIVE,),
@@ -36,14 +43,20 @@ def bulk_action(jobs: JobService, owner: str, request: BulkIn) -> dict[str, Any]
         raise InvalidInput(f"only a pause takes a {field}", field)
     now = jobs.clock()
     wanted = _ACTS_ON[request.action]
-    matched = [
-        job
-        for job in jobs.store.owner_jobs(owner)
-        if not job.gone(now)
-        and job.as_of(now).status in wanted
-        and all(job.tags.get(key) == value for key, value in request.tags.items())
-    ]
-    matched.sort(key=lambda job: (job.created_at, job.job_id))
+
+    def matches(job: Job) -> bool:
+        return (
+            not job.gone(now)
+            and job.as_of(now).status in wanted
+            and all(job.tags.get(key) == value for key, value in request.tags.items())
+        )
+
+    try:
+        chosen, next_cursor = jobs.store.list_jobs(
+            owner, limit=MAX_BULK, cursor=request.cursor, statuses=_LIVE, name=None, keep=matches
+        )
+    except BadCursorError as error:
+        raise InvalidInput(str(error), "cursor") from error
     act: Callable[[Job], dict[str, Any]] = {
         "pause": lambda job: jobs.pause_job(owner, job.job_id, request.note, request.until),
         "resume": lambda job: jobs.resume_job(owner, job.job_id),
@@ -56,11 +69,11 @@ def bulk_action(jobs: JobService, owner: str, request: BulkIn) -> dict[str, Any]
         except ApiError as error:
             return {"job_id": job.job_id, "status": error.status_code, "job": None, "error": error.body()}
 
-    chosen = matched[:MAX_BULK]
     items = jobs.clock.parallel(one, chosen, 8, "bulk")
     return {
         "action": request.action,
-        "matched": len(matched),
+        "matched": len(chosen),
         "items": items,
-        "more": len(matched) > MAX_BULK,
+        "more": next_cursor is not None,
+        "next_cursor": next_cursor,
     }

@@ -309,6 +309,9 @@ class BulkIn(BaseModel):
     tags: dict[str, str] = Field(max_length=50, description="the jobs carrying all of these (at least one)")
     note: str | None = Field(default=None, max_length=500, description="pause only: why")
     until: str | None = Field(default=None, max_length=64, description="pause only: resume by itself then")
+    cursor: str | None = Field(
+        default=None, max_length=2048, description="an earlier answer's next_cursor: go on from there"
+    )
 
 
 class BackfillIn(BaseModel):
@@ -687,6 +690,9 @@ class BulkItemOut(Answer):
 
 class BulkOut(Answer):
     action: Literal["pause", "resume", "cancel"]
-    matched: int = Field(description="the caller's jobs that carry the tags and can take the action")
-    items: list[BulkItemOut] = Field(description="one per job acted on (at most 500), oldest first")
-    more: bool = Field(description="more matched than were acted on: call again for the rest")
+    matched: int = Field(
+        description="the caller's jobs in this page that carry the tags and can take the action"
+    )
+    items: list[BulkItemOut] = Field(description="one per job acted on (at most 500), newest first")
+    more: bool = Field(description="others may match: call again with next_cursor")
+    next_cursor: str | None = Field(description="pass it back as cursor to go on; null when done")

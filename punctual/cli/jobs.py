@@ -522,7 +522,7 @@ def jobs_bulk(
     ctx: Context, action: str, tags: tuple[str, ...], note: str | None, until: str | None, yes: bool
 ) -> None:
     """Pause, resume or cancel every job of yours that carries all the --tag pairs, each answered on
-    its own; exit 1 if any was refused. Cancelling asks for --yes."""
+    its own, 500 to a request until none is left; exit 1 if any was refused. Cancelling asks for --yes."""
     if action == "cancel" and not yes:
         click.echo("error: cancel ends every matching job for good; add --yes to confirm", err=True)
         sys.exit(EXIT_USAGE)
@@ -531,10 +531,16 @@ def jobs_bulk(
         body["note"] = note
     if until is not None:
         body["until"] = parse_when(until)
-    answer = ctx.client.bulk(body)
-    refused = [item for item in answer["items"] if item["status"] >= 400]
+    items: list[dict[str, Any]] = []
+    while True:
+        answer = ctx.client.bulk(body)
+        items += answer["items"]
+        if not answer.get("next_cursor"):
+            break
+        body = {**body, "cursor": answer["next_cursor"]}
+    refused = [item for item in items if item["status"] >= 400]
     if ctx.as_json:
-        emit_json(answer)
+        emit_json({"action": action, "matched": len(items), "items": items})
     else:
         rows = [
             [
@@ -543,13 +549,11 @@ def jobs_bulk(
                 (item["job"] or {}).get("status") or item["status"],
                 "ok" if item["job"] else f"{item['error']['field']}: {item['error']['reason']}",
             ]
-            for item in answer["items"]
+            for item in items
         ]
         click.echo(table(rows, ["job id", "name", "status", "result"]))
-        more = " (more matched: run it again for the rest)" if answer["more"] else ""
         click.echo(
-            f"{action}: {answer['matched']} matched, {len(answer['items']) - len(refused)} done, "
-            f"{len(refused)} refused{more}"
+            f"{action}: {len(items)} matched, {len(items) - len(refused)} done, {len(refused)} refused"
         )
     if refused:
         sys.exit(EXIT_REFUSED)

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
+from itertools import islice
 from typing import Any, TypeVar
 
 from functions.core.model import (
@@ -253,9 +254,9 @@ class MemoryStore:
         name_prefix: str | None = None,
     ) -> tuple[list[Job], str | None]:
         with self.lock:
-            jobs = sorted(
+            jobs = sorted(  # as the index's sort key orders them: created_at (ms), then the id
                 (job for job in self.jobs.values() if job.owner == owner),
-                key=lambda job: _job_index_key(job)[GSI1_SK]["S"],
+                key=lambda job: (to_ms(job.created_at), job.job_id),
                 reverse=True,
             )
             return _page(
@@ -590,7 +591,7 @@ def _page(
             return bool(position < boundary if descending else position > boundary)
 
         items = [item for item in items if after_cursor(item)]
-    found = [item for item in items if matches(item)][:limit]
+    found = list(islice((item for item in items if matches(item)), limit))  # lazy, as a query stops
     next_cursor = encode_cursor(key_of(found[-1])) if len(found) == limit and found else None
     return found, next_cursor
 

@@ -31,8 +31,9 @@ def test_pause_resume_and_cancel_by_tag_answer_each_job(call, harness: Harness) 
     )
     assert status == 200, paused
     assert paused["action"] == "pause" and paused["matched"] == 2 and paused["more"] is False
-    assert [item["job_id"] for item in paused["items"]] == [data_a["job_id"], data_b["job_id"]], (
-        "oldest first"
+    assert paused["next_cursor"] is None
+    assert [item["job_id"] for item in paused["items"]] == [data_b["job_id"], data_a["job_id"]], (
+        "newest first, as GET /v1/jobs lists them"
     )
     for item in paused["items"]:
         assert item["status"] == 200 and item["error"] is None
@@ -78,6 +79,33 @@ def test_a_job_that_cannot_take_the_action_is_answered_with_its_refusal(
     assert by_id[done["job_id"]]["status"] == 200
     refused = by_id[one_off["job_id"]]
     assert refused["status"] == 409 and refused["job"] is None and refused["error"]["field"] == "status"
+
+
+def test_a_large_action_goes_a_page_at_a_time_with_the_cursor_it_answers(
+    call, harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An owner with many jobs is never read whole by one request: each reads until MAX_BULK match.
+    monkeypatch.setattr("functions.api.bulk.MAX_BULK", 3)
+    ids = []
+    for _ in range(7):
+        ids.append(job(call, team="big")["job_id"])
+        harness.clock.advance(1)
+    job(call, team="small")
+    acted: list[str] = []
+    body: dict[str, Any] = {"action": "pause", "tags": {"team": "big"}}
+    pages = []
+    while True:
+        status, answer = call("POST", "/v1/jobs/bulk", body)
+        assert status == 200, answer
+        pages.append(len(answer["items"]))
+        acted += [item["job_id"] for item in answer["items"] if item["status"] == 200]
+        if not answer["more"]:
+            break
+        body = {**body, "cursor": answer["next_cursor"]}
+    assert pages[:3] == [3, 3, 1] and sum(pages) == 7
+    assert acted == ids[::-1], "each job once, newest first"
+    status, refused = call("POST", "/v1/jobs/bulk", {**body, "cursor": "bm90IGEgY3Vyc29y"})
+    assert status == 422 and refused["field"] == "cursor"
 
 
 @pytest.mark.parametrize(
