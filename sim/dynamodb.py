@@ -4,7 +4,8 @@ on them, and the limits that throttle them.
 
 Limits, per second: each partition key value 1,000 WCU and 3,000 RCU (an index's partition key
 value alike); the table its on-demand quota, and no more than double its previous peak. A throttled
-request is retried as botocore's standard mode retries it (backoff with jitter, 5 attempts); the
+request is retried as botocore's standard mode retries it (backoff with jitter, the attempts of
+``ddb_max_attempts`` for the function making it); the
 last refusal reaches the engine as the SDK raises it.
 
 One simplification: the fake applies a call's writes before its requests are admitted, so a request
@@ -31,7 +32,8 @@ from tests.fakes.store import MemoryStore
 
 @dataclass
 class TableStats:
-    requests: dict[str, int] = field(default_factory=dict)
+    requests: dict[str, int] = field(default_factory=dict)  # "<function> <operation>" -> requests
+    units: dict[str, list[float]] = field(default_factory=dict)  # the same -> [rcu, wcu] (once a request)
     rcu: float = 0.0
     wcu: float = 0.0
     throttled: dict[tuple[str, str], int] = field(default_factory=dict)  # (partition kind, operation)
@@ -173,15 +175,19 @@ class SimTables:
         params, stats = self._params, self.stats
         key = f"{self._function()} {request.operation}"
         stats.requests[key] = stats.requests.get(key, 0) + 1
+        units = stats.units.setdefault(key, [0.0, 0.0])
+        units[0] += sum(unit.rcu for unit in request.units)
+        units[1] += sum(unit.wcu for unit in request.units)
         self._charge((params.cpu_per_request_ms + params.cpu_per_kb_ms * request.bytes / 1024) / 1000)
-        for attempt in range(1, params.ddb_max_attempts + 1):
+        attempts = params.ddb_max_attempts.get(self._function(), params.ddb_max_attempts["dispatcher"])
+        for attempt in range(1, attempts + 1):
             self._world.sleep(quantile(params.ddb_latency_ms, self._rng.random()) / 1000)
             refused = self._capacity.admit(request, self._world.now)
             if refused is None:
                 return
             throttled = (refused, request.operation)
             stats.throttled[throttled] = stats.throttled.get(throttled, 0) + 1
-            if attempt < params.ddb_max_attempts:
+            if attempt < attempts:
                 backoff = self._rng.random() * min(params.ddb_max_backoff_seconds, 2 ** (attempt - 1))
                 self._world.sleep(backoff)
         stats.failed_after_retries += 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -95,13 +96,20 @@ class World:
         return (moment - self.epoch).total_seconds()
 
     def sleep(self, seconds: float) -> None:
-        self._park(self.now + max(0.0, seconds))
+        self._park(self._after(seconds))
+
+    def _after(self, seconds: float) -> float:
+        """The moment ``seconds`` from now; for a wait too short to move a float this large, the next
+        moment there is (or a loop that waits for a time to come would spin with the clock stopped)."""
+        if seconds <= 0:
+            return self.now
+        return max(self.now + seconds, math.nextafter(self.now, math.inf))
 
     def monotonic(self) -> float:
         return self.now
 
     def wait(self, event: threading.Event, timeout: float) -> bool:
-        until = self.now + max(0.0, timeout)
+        until = self._after(timeout)
         while not event.is_set() and self.now < until:
             self.sleep(min(EVENT_POLL_SECONDS, until - self.now))
         return event.is_set()

@@ -68,6 +68,31 @@ class InternalError(ApiError):
     code = "internal_error"
 
 
+class Throttled(ApiError):
+    """The table refused the request's reads or writes past the SDK's retries (more than a partition
+    or the table takes at once: docs/scale.md); nothing of it is lost, retry after a second."""
+
+    code = "throttled"
+
+
+# The error codes with which DynamoDB and SQS refuse a request for its rate, not its content.
+THROTTLING_CODES = frozenset(
+    {
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "RequestThrottled",
+    }
+)
+
+
+def throttling(error: BaseException) -> bool:
+    """Whether ``error`` is an AWS SDK error refusing a request for its rate (no botocore import: the
+    code is in the ``response`` every ``ClientError`` carries)."""
+    response = getattr(error, "response", None)
+    return isinstance(response, dict) and response.get("Error", {}).get("Code") in THROTTLING_CODES
+
+
 HTTP_STATUS: dict[type[ApiError], int] = {
     BadRequest: 400,
     Unauthorized: 401,
@@ -76,6 +101,7 @@ HTTP_STATUS: dict[type[ApiError], int] = {
     PayloadTooLarge: 413,
     UnsupportedMediaType: 415,
     InvalidInput: 422,
+    Throttled: 429,
     InternalError: 500,
 }
 

@@ -24,6 +24,7 @@ from functions.api.service import JobService
 from functions.core.factories import build_network_policy, build_store, default_dispatcher
 from functions.core.model import JobStatus, Reason, RunStatus
 from functions.core.observability import logger
+from functions.core.resources import API_TABLE_ATTEMPTS
 from functions.core.settings import get_settings
 
 if TYPE_CHECKING:
@@ -45,7 +46,12 @@ __all__ = ["app", "handler", "owner_of_arn", "target_location"]
 @lru_cache(maxsize=1)
 def service() -> JobService:
     settings = get_settings()
-    return JobService(build_store(settings), default_dispatcher(), settings, build_network_policy(settings))
+    return JobService(
+        build_store(settings, API_TABLE_ATTEMPTS),
+        default_dispatcher(),
+        settings,
+        build_network_policy(settings),
+    )
 
 
 def owner(request: Request) -> str:

@@ -30,7 +30,15 @@ from enum import Enum
 from importlib import import_module
 from typing import Any, Literal
 
-from functions.api.errors import ApiError, InternalError, InvalidInput, NotFound, from_validation
+from functions.api.errors import (
+    ApiError,
+    InternalError,
+    InvalidInput,
+    NotFound,
+    Throttled,
+    from_validation,
+    throttling,
+)
 from functions.api.guards import check_body
 from functions.core.observability import logger
 
@@ -235,10 +243,19 @@ class Router:
             answer = route.endpoint(request, **path_values, **_arguments(route, request, body))
         except ApiError as refused:
             answer = refusal(refused)
-        except Exception:
-            # A bug must not leak details; it is logged with the request for whoever runs the service.
-            logger.exception("unhandled error", extra={"path": request.path})
-            answer = refusal(InternalError("an unexpected error occurred; it has been logged"))
+        except Exception as error:
+            if throttling(error):
+                # More than the table takes at once (one owner's index partition: docs/scale.md). A
+                # write the request had made stands (each is whole, and a retry with the same
+                # Idempotency-Key answers as the first time); the client retries after a second.
+                logger.warning("throttled", extra={"path": request.path, "error": str(error)})
+                slow_down = Throttled("too many requests at once for the table; retry after a second")
+                answer = Answer(429, slow_down.body(), headers={"Retry-After": "1"})
+            else:
+                # A bug must not leak details; it is logged with the request for whoever runs the
+                # service.
+                logger.exception("unhandled error", extra={"path": request.path})
+                answer = refusal(InternalError("an unexpected error occurred; it has been logged"))
         if not isinstance(answer, Answer):
             answer = Answer(200, answer)
         return proxy_result(answer, http_api=request.is_http_api)

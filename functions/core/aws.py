@@ -12,19 +12,24 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from functions.core.resources import TABLE_ATTEMPTS
 from functions.core.settings import Settings
 
 _lock = threading.Lock()
-_clients: dict[tuple[str, str | None, str], Any] = {}
+_clients: dict[tuple[str, str | None, str, int], Any] = {}
 
-# Standard retry mode retries throttling and transient errors with backoff; timeouts stay short so a
-# stuck call cannot eat a Lambda invocation.
-_CONFIG = Config(
-    retries={"max_attempts": 5, "mode": "standard"},
-    connect_timeout=5,
-    read_timeout=30,
-    max_pool_connections=50,
-)
+
+def _config(attempts: int) -> Config:
+    """Standard retry mode retries throttling and transient errors with backoff; timeouts stay short
+    so a stuck call cannot eat a Lambda invocation."""
+    return Config(
+        retries={"total_max_attempts": attempts, "mode": "standard"},
+        connect_timeout=5,
+        read_timeout=30,
+        max_pool_connections=50,
+    )
+
+
 # Invoking a target function is the attempt itself: it may run up to a job's longest timeout, and the
 # SDK must never re-send it (that would run the target twice); our own retry policy decides.
 _TARGET_LAMBDA_CONFIG = Config(
@@ -35,14 +40,17 @@ _TARGET_LAMBDA_CONFIG = Config(
 )
 
 
-def client(service: str, settings: Settings, region: str | None = None) -> Any:
-    """The process's client of ``service`` in ``region`` (by default the deployment's).
+def client(
+    service: str, settings: Settings, region: str | None = None, *, attempts: int = TABLE_ATTEMPTS
+) -> Any:
+    """The process's client of ``service`` in ``region`` (by default the deployment's), making
+    ``attempts`` of each request (``functions/core/resources.py``).
 
     A client reaches one region only, so a target in another region has a client of its own. With
     ``aws_endpoint_url`` set, every region's client goes to that endpoint: an emulator serves all
     regions and keeps them apart by the region a request is signed for, as AWS's endpoints do.
     """
-    return _cached(service, settings.aws_endpoint_url, region or settings.region)
+    return _cached(service, settings.aws_endpoint_url, region or settings.region, attempts)
 
 
 def client_in_region(home: Any, region: str) -> Any:
@@ -53,13 +61,13 @@ def client_in_region(home: Any, region: str) -> Any:
     service's standard endpoints.
     """
     with _lock:
-        origin = next(((s, e) for (s, e, _), made in _clients.items() if made is home), None)
-    service, endpoint = origin or (home.meta.service_model.service_name, None)
-    return _cached(service, endpoint, region)
+        origin = next(((s, e, a) for (s, e, _, a), made in _clients.items() if made is home), None)
+    service, endpoint, attempts = origin or (home.meta.service_model.service_name, None, TABLE_ATTEMPTS)
+    return _cached(service, endpoint, region, attempts)
 
 
-def _cached(service: str, endpoint: str | None, region: str) -> Any:
-    key = (service, endpoint, region)
+def _cached(service: str, endpoint: str | None, region: str, attempts: int) -> Any:
+    key = (service, endpoint, region, attempts)
     with _lock:
         existing = _clients.get(key)
         if existing is None:
@@ -67,7 +75,7 @@ def _cached(service: str, endpoint: str | None, region: str) -> Any:
                 service,  # type: ignore[call-overload]
                 region_name=region,
                 endpoint_url=endpoint,
-                config=_TARGET_LAMBDA_CONFIG if service == "lambda" else _CONFIG,
+                config=_TARGET_LAMBDA_CONFIG if service == "lambda" else _config(attempts),
             )
             _clients[key] = existing
         return existing

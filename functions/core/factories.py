@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from functions.core import aws
 from functions.core.queue import WorkQueue
+from functions.core.resources import TABLE_ATTEMPTS
 from functions.core.settings import Settings, get_settings
 from functions.core.store import Store
 
@@ -18,9 +19,10 @@ if TYPE_CHECKING:  # imported where used: only the worker executes targets, and 
     from functions.core.targets.executor import TargetExecutor
 
 
-def build_store(settings: Settings) -> Store:
+def build_store(settings: Settings, attempts: int = TABLE_ATTEMPTS) -> Store:
+    """The table's store; ``attempts``: of each request, by the SDK (``functions/core/resources.py``)."""
     return Store(
-        aws.client("dynamodb", settings),
+        aws.client("dynamodb", settings, attempts=attempts),
         settings.table_name,
         run_retention=timedelta(days=settings.run_retention_days),
     )

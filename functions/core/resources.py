@@ -38,6 +38,15 @@ VISIBILITY_TIMEOUT_FACTOR: Final = 6
 OUTCOME_MARGIN_SECONDS: Final = 30
 MAX_JOB_TIMEOUT_SECONDS: Final = 840
 
+# Attempts the SDK makes of a request, the first included (botocore's total_max_attempts; standard
+# mode: throttles and transient errors retried with jittered backoff, up to 20 s between). The api
+# makes two of a table request: one the table throttles (more creates a second for one owner than its
+# index partition takes: docs/scale.md) is answered 429 with Retry-After within about a second,
+# rather than holding its invocation in backoff for up to half a minute (API Gateway answers 504 at
+# 29 s, and the client cannot tell what landed).
+TABLE_ATTEMPTS: Final = 6
+API_TABLE_ATTEMPTS: Final = 2
+
 
 # The worker function's memory: the smallest at which ten runs due at one second all start on time
 # (`make bench`, memory: docs/benchmarks.md, "Arrival"). Lambda's CPU is in proportion to memory.

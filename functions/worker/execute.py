@@ -305,16 +305,19 @@ class RunExecutor:
             hidden_until=lease.renew_by(self.context, run, self.arrival.held_until(receipt_handle)),
         ) as heartbeat:
             outcome = self._deliver(job, run, heartbeat.lost, due)
-        self.crash_point("after_execute_before_record")
-        try:
-            # The hold: how long before the attempt's due time its message reached this worker
-            # (negative: after it), what the head start of the message's arrival is tuned by.
-            hold_ms = round((due - arrived_at).total_seconds() * 1000)
-            self.outcomes.record(job, run, called_at, outcome, started_late=started_late, hold_ms=hold_ms)
-        finally:
-            for thread in sending:  # an alert sent beside the call ends with this invocation
-                if thread is not None:
-                    thread.join(ALERT_TIMEOUT_SECONDS + 2)
+            self.crash_point("after_execute_before_record")
+            # The heartbeat beats on until the outcome is written: a write the table answers late
+            # (throttled: the SDK retries for seconds) must not let the lease and the message's
+            # visibility run out, or another delivery would take the attempt over and call again.
+            try:
+                # The hold: how long before the attempt's due time its message reached this worker
+                # (negative: after it), what the head start of the message's arrival is tuned by.
+                hold_ms = round((due - arrived_at).total_seconds() * 1000)
+                self.outcomes.record(job, run, called_at, outcome, started_late=started_late, hold_ms=hold_ms)
+            finally:
+                for thread in sending:  # an alert sent beside the call ends with this invocation
+                    if thread is not None:
+                        thread.join(ALERT_TIMEOUT_SECONDS + 2)
 
     def _running_long(self, job: Job, run: Run, sending: list[Joinable | None]) -> AgeAlarm | None:
         """The heartbeat's alarm for the ``running_long`` alert: once, when the attempt has run for

@@ -19,17 +19,27 @@ from functions.core.observability import logger
 from functions.worker.context import ReturnLater, WorkerContext
 from functions.worker.heartbeat import beat_interval
 
+# Renewals before the call: each answered too late for the call to go out within its lease is made
+# again; after this many, the message waits (``ReturnLater``) and the attempt goes on from it later.
+RENEWALS = 3
+
 
 def for_the_call(context: WorkerContext, run: Run, due: datetime) -> Run:
     """``run`` (just started) with at least a beat's interval of lease left at its call; if another
     delivery took the attempt over meanwhile, this message waits for that one's lease to end."""
     seconds = context.settings.lease_seconds
-    call_at = max(context.clock(), due)
-    if run.lease_until is None or (run.lease_until - call_at).total_seconds() >= beat_interval(seconds):
-        return run
-    until = call_at + timedelta(seconds=seconds)
-    if context.store.renew_lease(run, until):
-        return replace(run, lease_until=until)
+    beat = beat_interval(seconds)
+    for _ in range(RENEWALS):
+        call_at = max(context.clock(), due)
+        if run.lease_until is None or (run.lease_until - call_at).total_seconds() >= beat:
+            return run
+        until = call_at + timedelta(seconds=seconds)
+        if not context.store.renew_lease(run, until):
+            break
+        # Renewed; but a renewal answered late (throttled too) may have landed after the lease it
+        # extended had run out, and another delivery may have taken the attempt over meanwhile and
+        # been refused by it, or not: only a renewal answered with a beat of its lease left tells.
+        run = replace(run, lease_until=until)
     logger.warning("attempt taken over while its start was written", extra={"run_id": run.run_id})
     raise ReturnLater("attempt taken over while its start was written", seconds)
 

@@ -12,7 +12,13 @@ import itertools
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from functions.core.resources import API_MEMORY_MB, DISPATCHER_MEMORY_MB, WORKER_MEMORY_MB
+from functions.core.resources import (
+    API_MEMORY_MB,
+    API_TABLE_ATTEMPTS,
+    DISPATCHER_MEMORY_MB,
+    TABLE_ATTEMPTS,
+    WORKER_MEMORY_MB,
+)
 
 AWS_SQS_ESM_SCALING = (
     "AWS Lambda Developer Guide, 'Configuring scaling behavior for SQS event source mappings' "
@@ -49,7 +55,7 @@ AWS_DDB_LATENCY = (
 )
 BOTOCORE_STANDARD_RETRIES = (
     "botocore, standard retry mode (botocore/retries/standard.py: at most max_attempts, delay "
-    "random() x min(20, 2^(attempt-1)) s); max_attempts 5 as functions/core/aws.py sets it"
+    "random() x min(20, 2^(attempt-1)) s); max_attempts as functions/core/resources.py sets it"
 )
 ESM_LATENCY = (
     "bitesizedserverless.com, 'Serverless messaging latency compared' (2022): SQS standard queue to a "
@@ -129,12 +135,16 @@ class Parameters:
             "round trip of one request from a Lambda in the table's region",
         ),
     )
-    ddb_max_attempts: int = field(
-        default=5,
+    ddb_max_attempts: dict[str, int] = field(
+        default_factory=lambda: {
+            "dispatcher": TABLE_ATTEMPTS,
+            "worker": TABLE_ATTEMPTS,
+            "api": API_TABLE_ATTEMPTS,
+        },
         metadata=_about(
             "attempts",
             BOTOCORE_STANDARD_RETRIES,
-            "SDK attempts before a throttled request fails",
+            "SDK attempts before a throttled request fails, per function",
         ),
     )
     ddb_max_backoff_seconds: float = field(

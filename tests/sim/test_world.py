@@ -136,3 +136,25 @@ def test_a_task_that_fails_unobserved_stops_the_run_with_its_error() -> None:
 def test_only_a_task_may_wait() -> None:
     with pytest.raises(SimulationError):
         World(EPOCH).sleep(1)
+
+
+def test_a_wait_too_short_for_the_clock_to_show_still_lets_time_pass() -> None:
+    # The heartbeat waits until its next beat is due; at 300 s, a remainder of 1e-14 s is below the
+    # float's resolution, and the wait used to return at once with the clock stopped: the heartbeat
+    # spun for ever (found when it first beat through a slow outcome write).
+    world = World(EPOCH)
+    event = threading.Event()
+    moments: list[float] = []
+
+    def waiter() -> None:
+        world.sleep(300.0)
+        started = world.monotonic() - 1.0  # as the heartbeat counts its age
+        next_beat = (world.monotonic() - started) + 1e-14  # representable at 1 s, not at 300 s
+        while world.monotonic() - started < next_beat:
+            world.wait(event, next_beat - (world.monotonic() - started))
+            moments.append(world.now)
+            assert len(moments) < 10, "the clock did not move"
+
+    world.spawn(waiter, name="waiter")
+    world.run(until=400.0)
+    assert moments and moments[-1] > 300.0

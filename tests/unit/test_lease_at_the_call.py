@@ -67,6 +67,33 @@ def test_a_worker_whose_attempt_was_taken_over_during_a_slow_start_does_not_call
     assert run.status is RunStatus.RUNNING and run.lease_token == "other"
 
 
+def test_a_renewal_answered_after_its_lease_ran_out_is_made_again_and_a_lost_attempt_not_called(
+    clock: Clock,
+) -> None:
+    # The renewal before the call landed, but its answer came after the lease it wrote had run out,
+    # and another delivery took the attempt over meanwhile: this worker must not call.
+    engine = engine_with(SETTINGS, clock)
+    job = engine.create(schedule={"at": (clock() + timedelta(seconds=5)).isoformat()})
+    slow_start(engine, clock, SETTINGS.lease_seconds - 0.5)
+    renew = engine.store.renew_lease
+
+    def renew_lease(run: Run, lease_until: datetime) -> bool:
+        landed = renew(run, lease_until)
+        clock.advance(SETTINGS.lease_seconds + 0.5)  # the SDK's retries
+        stored = engine.store.runs[run.job_id][run.run_id]
+        engine.store.runs[run.job_id][run.run_id] = replace(
+            stored, lease_token="other", lease_until=clock() + timedelta(seconds=SETTINGS.lease_seconds)
+        )
+        return landed
+
+    engine.store.renew_lease = renew_lease  # type: ignore[method-assign]
+    clock.advance(5)
+    engine.deliver_all()
+    assert engine.targets.deliveries == [], "the other delivery calls, not this one"
+    (run,) = engine.store.runs[job["job_id"]].values()
+    assert run.lease_token == "other"
+
+
 @pytest.mark.parametrize("left", [0.2, 3.5])
 def test_the_first_beat_is_due_before_the_lease_or_the_hold_ends(clock: Clock, left: float) -> None:
     context = engine_with(SETTINGS, clock).executor.context

@@ -9,6 +9,7 @@ from enum import Enum
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from functions.api.errors import Conflict
 from functions.api.routing import Answer, Body, Param, Request, Router
@@ -79,6 +80,10 @@ def router() -> Router:
     @router.route("GET", "/bug")
     def bug(request: Request) -> None:
         raise RuntimeError("secret detail")
+
+    @router.route("POST", "/busy/<code>")
+    def busy(request: Request, code: str) -> None:
+        raise ClientError({"Error": {"Code": code, "Message": "Throughput exceeds the limit"}}, "PutItem")
 
     return router
 
@@ -200,6 +205,19 @@ def test_a_bug_is_a_500_that_leaks_nothing_and_is_logged(
     status, body = answer(router.resolve(rest_event("GET", "/bug")))
     assert status == 500 and body["error"] == "internal_error" and "secret" not in json.dumps(body)
     assert "secret detail" in caplog.text
+
+
+@pytest.mark.parametrize("code", ["ProvisionedThroughputExceededException", "ThrottlingException"])
+def test_a_request_the_table_throttled_past_the_sdk_retries_is_a_429_to_retry_after_a_second(
+    router: Router, code: str
+) -> None:
+    result = router.resolve(http_event("POST", "/busy/" + code))
+    status, body = answer(result)
+    assert status == 429 and body["error"] == "throttled" and "retry" in body["reason"]
+    assert result["headers"]["Retry-After"] == "1"
+    assert answer(router.resolve(http_event("POST", "/busy/ValidationException")))[0] == 500, (
+        "any other AWS error is a bug"
+    )
 
 
 def test_the_models_are_not_imported_until_a_body_is_checked() -> None:
