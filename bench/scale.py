@@ -17,6 +17,7 @@ from typing import Any
 from bench.common import log, machine, write_json
 from functions.core.observability import logger
 from punctual.scale.params import parameter_table
+from sim.calibration import calibrate
 from sim.scenarios import SCENARIOS
 from sim.scenarios import run as run_scenario
 
@@ -36,8 +37,11 @@ def run(only: list[str] | None = None) -> dict[str, Any]:
         result = run_scenario(SCENARIOS[name])
         reports.append({"name": name, **result.as_dict()})
         log(f"scale: {name} done in {result.wall_seconds:.0f} s")
+    log("scale: calibration ...")
+    calibration = calibrate()
     return {
         "name": "scale",
+        "calibration": calibration,
         "what": "the engine's own code in virtual time (sim/), one group of shards standing for all",
         "repetitions": 1,
         "scenarios": reports,
@@ -49,7 +53,15 @@ def run(only: list[str] | None = None) -> dict[str, Any]:
 
 def report(result: dict[str, Any]) -> str:
     lines = ["== scale: simulated (sim/), deterministic per seed =="]
+    for row in result.get("calibration", {}).get("checks", []):
+        lines.append(
+            f"calibration: {row['figure']}: measured {row['measured']:g}, simulated {row['simulated']:g}"
+            f" (±{row['tolerance']:g}): {'within' if row['within'] else 'OUTSIDE'}"
+        )
     for s in result["scenarios"]:
+        if s.get("bulk"):
+            lines.append(f"{s['scenario']}: {json.dumps(s['bulk'])}; api {s['api']}")
+            continue
         late = s["lateness_ms"]
         lines.append(
             f"{s['scenario']}: {s['expected']:,} due; lost {s['lost']}, early {s['early']},"
@@ -74,6 +86,9 @@ def main() -> None:
     args = parser.parse_args()
     result = run(args.only.split(",") if args.only else None)
     write_json("scale", result)
+    from bench import plots
+
+    plots.write("scale", result)
     print(report(result))
     print(json.dumps({"elapsed_seconds": result["elapsed_seconds"]}))
 

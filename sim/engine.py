@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from functions.api.errors import throttling
 from functions.api.models import CreateJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher
@@ -49,7 +50,13 @@ from sim.world import World
 from tests.fakes.store import MemoryStore
 
 HOOK_HOST = "example.com"
-API_ATTEMPTS = 5
+# A client's attempts of one request, waiting between them as the AWS SDKs do (jittered exponential
+# backoff up to 20 s) and never less than a 429's Retry-After.
+API_ATTEMPTS = 8
+API_MAX_BACKOFF_SECONDS = 20.0
+# API Gateway answers 504 to a request its integration has not answered in this long (the REST and
+# HTTP APIs' integration timeout); the function runs on, the client sees a failure and retries.
+API_GATEWAY_TIMEOUT_SECONDS = 29.0
 
 
 @dataclass
@@ -61,6 +68,7 @@ class Call:
     attempt: int
     scheduled_for: datetime
     called_at: float
+    arrived_at: float | None = None  # when its message reached the worker (the hold starts there)
 
 
 class SimTargets:
@@ -73,6 +81,7 @@ class SimTargets:
         self.params = params
         self.latency_seconds = latency_seconds
         self.calls: list[Call] = []
+        self.arrivals: dict[str, float] = {}  # run id -> when its message first reached a worker
 
     def prepare(self, spec: Mapping[str, Any], timeout_seconds: float) -> None:
         return None
@@ -90,7 +99,14 @@ class SimTargets:
         if wait is not None:
             wait()
         self.calls.append(
-            Call(delivery.job_id, delivery.run_id, delivery.attempt, delivery.scheduled_for, self.world.now)
+            Call(
+                delivery.job_id,
+                delivery.run_id,
+                delivery.attempt,
+                delivery.scheduled_for,
+                self.world.now,
+                self.arrivals.get(delivery.run_id),
+            )
         )
         self.world.sleep(self.latency_seconds)
         return TargetOutcome(True, False, 200, None, '{"ok": true}', round(self.latency_seconds * 1000))
@@ -102,6 +118,20 @@ class ApiStats:
     throttled: int = 0
     retried: int = 0
     failed: int = 0  # after every attempt
+    gateway_timeouts: int = 0  # answered 504 by API Gateway: the function took longer than 29 s
+    answered_429: int = 0  # the table throttled the request past the SDK's retries (Retry-After: 1)
+
+
+@dataclass
+class BulkStep:
+    """One request of a bulk action's client: when it was sent, how long it took, what it did."""
+
+    action: str
+    sent: float
+    seconds: float
+    acted_on: int
+    refused: int
+    more: bool
 
 
 class Simulation:
@@ -178,6 +208,10 @@ class Simulation:
             scale_share=share,
         )
         self.api = ApiStats()
+        self.api_seconds: list[float] = []  # each API invocation's duration
+        self.api_span: list[float] = []  # [first request sent, last request answered with success]
+        self.bulk_steps: list[BulkStep] = []
+        self.bulk_done: float | None = None
         self._keys = itertools.count(1)
         self.ticks: list[tuple[float, float | None]] = []  # (start, end) of each tick's sweep
         self.dispatcher_down = dispatcher_down
@@ -209,9 +243,55 @@ class Simulation:
             name="create",
         )
 
-    def _api(self, call: Callable[[], object]) -> None:
+    def bulk(self, at: float, owner: str, bodies: Sequence[Mapping[str, Any]]) -> None:
+        """A client of ``POST /v1/jobs/bulk`` from virtual second ``at``: for each body in turn, it
+        calls again, passing the answer's ``next_cursor`` back, while the answer says ``more``; each
+        call is a ``BulkStep``. ``bulk_done`` is set when it has finished."""
+        from functions.api.bulk import bulk_action
+        from functions.api.models import BulkIn
+
+        def client() -> None:
+            for body in bodies:
+                if not act(body):
+                    break
+            self.bulk_done = self.world.now
+
+        def act(body: Mapping[str, Any]) -> bool:
+            cursor = None
+            while True:
+                sent = self.world.now
+                answers: list[dict[str, Any]] = []
+                request = BulkIn.model_validate({**body, **({"cursor": cursor} if cursor else {})})
+
+                def call(answers: list[dict[str, Any]] = answers, request: BulkIn = request) -> None:
+                    answers.append(bulk_action(self.service, owner, request))
+
+                if not self._api(call):
+                    return False
+                answer = answers[-1]
+                refused = sum(item["status"] >= 400 for item in answer["items"])
+                self.bulk_steps.append(
+                    BulkStep(
+                        body["action"],
+                        sent,
+                        self.world.now - sent,
+                        len(answer["items"]) - refused,
+                        refused,
+                        answer["more"],
+                    )
+                )
+                if not answer["more"]:
+                    return True
+                cursor = answer.get("next_cursor")
+
+        self.world.spawn(client, at=at, name="bulk client")
+
+    def _api(self, call: Callable[[], object]) -> bool:
         """One API request: an invocation of the api function, retried as a client retries (after a
-        second while Lambda throttles it; with backoff after a 5xx, at most ``API_ATTEMPTS`` times)."""
+        second while Lambda throttles it; with backoff after a 429, a 5xx or API Gateway's 504, at most
+        ``API_ATTEMPTS`` times). Whether it succeeded in the end."""
+        if not self.api_span:
+            self.api_span = [self.world.now, self.world.now]
         for attempt in range(API_ATTEMPTS):
             self.api.requests += 1
             failed: list[BaseException] = []
@@ -219,27 +299,37 @@ class Simulation:
             def body(failed: list[BaseException] = failed) -> None:
                 try:
                     call()
-                except Exception as error:  # the answer is a 5xx (this load makes no 4xx)
+                except Exception as error:  # a 429 if the table throttled it, else a 500
                     failed.append(error)
 
             while (task := self.lambdas.invoke("api", body, name="api")) is None:
                 self.api.throttled += 1
                 self.world.sleep(1.0)
+            began = self.world.now
             task.join()
-            if not failed:
-                return
+            took = self.world.now - began
+            self.api_seconds.append(took)
+            if took > API_GATEWAY_TIMEOUT_SECONDS:
+                self.api.gateway_timeouts += 1  # the client saw a 504 at 29 s, whatever the function did
+            elif not failed:
+                self.api_span[1] = max(self.api_span[1], self.world.now)
+                return True
             self.api.retried += 1
-            self.world.sleep(2**attempt)
+            if failed and throttling(failed[0]):
+                self.api.answered_429 += 1
+            backoff = self.rng.random() * min(API_MAX_BACKOFF_SECONDS, 2.0**attempt)
+            self.world.sleep(max(1.0, backoff))  # a 429's Retry-After is a second
         self.api.failed += 1
+        return False
 
     # ------------------------------------------------------------------------- the dispatcher
 
     def _tick_loop(self) -> None:
-        """EventBridge's rule: a tick at each minute, a little after it; the tick invokes one
-        dispatcher per group (``sweep_invocations``), this simulation's group among them."""
-        minute = 0
+        """EventBridge's rule: a tick at each minute (``tick_seconds``), a little after it; the tick
+        invokes one dispatcher per group (``sweep_invocations``), this simulation's group among them."""
+        minute, tick = 0, self.deployment.tick_seconds
         while True:
-            start = minute * 60 + quantile(self.params.tick_delay_ms, self.rng.random()) / 1000
+            start = minute * tick + quantile(self.params.tick_delay_ms, self.rng.random()) / 1000
             self.world.sleep(max(0.0, start - self.world.now))
             minute += 1
             down = self.dispatcher_down
@@ -275,6 +365,7 @@ class Simulation:
             records.append(
                 (WorkMessage.from_json(message.body), message.receipt, message.receives, message.body)
             )
+            self.targets.arrivals.setdefault(records[-1][0].run_id, started)
         if len(records) > 1:
             self.executor.arrive([(work, receipt) for work, receipt, _count, _body in records])
 

@@ -8,6 +8,7 @@ per-job figures are the group's own.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,11 +55,13 @@ class Report:
     usd_breakdown: dict[str, float]
     cpu_ms: dict[str, float]
     api: dict[str, int]
+    api_seconds: dict[str, float]  # each API invocation's duration: p50, p99, max; span
     invocation_errors: dict[str, dict[str, int]]
     esm: dict[str, float]
     simulated_seconds: float
     wall_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    bulk: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -166,6 +169,13 @@ def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs
         usd_breakdown=per_million,
         cpu_ms=cpu,
         api={name: count * groups for name, count in vars(simulation.api).items()},
+        api_seconds={
+            "p50": round(percentile(simulation.api_seconds, 0.5), 3),
+            "p99": round(percentile(simulation.api_seconds, 0.99), 3),
+            "max": round(max(simulation.api_seconds, default=math.nan), 3),
+            # from the first request to the last success: how long the load took to be accepted
+            "span": round(simulation.api_span[1] - simulation.api_span[0], 1) if simulation.api_span else 0.0,
+        },
         invocation_errors={name: stats.errors for name, stats in lambdas.functions.items() if stats.errors},
         esm={
             "peak_batches": simulation.esm.peak_busy * groups,
@@ -175,3 +185,23 @@ def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs
         },
         simulated_seconds=simulation.world.now,
     )
+
+
+def bulk_summary(simulation: Simulation) -> dict[str, Any]:
+    """A bulk action's client as it went: its requests, how long each took, what they did."""
+    steps = simulation.bulk_steps
+    if not steps:
+        return {}
+    summary: dict[str, Any] = {"done": simulation.bulk_done is not None, "jobs": len(simulation.store.jobs)}
+    for action in dict.fromkeys(step.action for step in steps):
+        mine = [step for step in steps if step.action == action]
+        seconds = [step.seconds for step in mine]
+        summary[action] = {
+            "requests": len(mine),
+            "acted_on": sum(step.acted_on for step in mine),
+            "refused": sum(step.refused for step in mine),
+            "seconds_per_request": {"p50": round(percentile(seconds, 0.5), 2), "max": round(max(seconds), 2)},
+            "total_seconds": round(mine[-1].sent + mine[-1].seconds - mine[0].sent, 1),
+        }
+    summary["statuses_at_end"] = dict(Counter(job.status.value for job in simulation.store.jobs.values()))
+    return summary

@@ -19,12 +19,13 @@ from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS, Parameters
 from punctual.scale.plan import plan
 from sim.engine import HOOK_HOST, Simulation
-from sim.report import Expected, Report, report
+from sim.report import Expected, Report, bulk_summary, report
 
 EPOCH = datetime(2026, 12, 1, tzinfo=UTC)
 TARGET = {"type": "http", "url": f"https://{HOOK_HOST}/hook"}
 OWNERS = 50  # jobs are spread over this many owners (the owner index's partitions)
 DRAIN_SECONDS = 180  # after the window: late runs, retries
+BULK_HORIZON = 4 * 3600.0  # a bulk action's client not done by then is reported as such
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,20 @@ class Load:
     # The same load runs this long before the measured window (a steady state: warm functions, a
     # table and an event source scaled to it); 0 for a load that comes out of the blue.
     warmup_minutes: int = 1
+    # Every one-off created at a moment uniform in this span (seconds from the window's start,
+    # negative: before it) instead of its lead before its second: a burst of creates.
+    created_within: tuple[float, float] | None = None
+    # Creates carry an Idempotency-Key (a retried request answers as the first time).
+    idempotent: bool = False
+
+
+@dataclass(frozen=True)
+class BulkLoad:
+    """An owner's jobs, created ahead at a pace its index takes, then paused and resumed by tag."""
+
+    jobs: int
+    created_per_second: float = 150.0
+    action_at: float = 60.0  # seconds after the last create
 
 
 @dataclass
@@ -60,6 +75,7 @@ class Scenario:
     dispatcher_down_minutes: int = 0
     target_latency_seconds: float = 0.05
     seed: int = 1
+    bulk: BulkLoad | None = None
 
 
 def _body(schedule: dict[str, Any], owner_hint: str) -> dict[str, Any]:
@@ -112,12 +128,42 @@ def build(scenario: Scenario) -> tuple[Simulation, float, float]:
                 dues.append(loaded + minute * 60 + rng.randrange(60))
             else:
                 dues.append(loaded + minute * 60 + round(rng.random() * 60, 3))
-    planned = sorted((max(0.0, due - rng.uniform(*load.lead_seconds)), due) for due in dues)
+    within = load.created_within
+    planned = sorted(
+        (
+            window[0] + rng.uniform(*within) if within else max(0.0, due - rng.uniform(*load.lead_seconds)),
+            due,
+        )
+        for due in dues
+    )
     for index, chunk in enumerate(range(0, len(planned), 100)):
         batch = planned[chunk : chunk + 100]
         bodies = [_body({"at": iso(simulation.at(due))}, "one-off") for _created, due in batch]
-        simulation.create_batch(batch[0][0], owner(index), bodies)
+        simulation.create_batch(batch[0][0], owner(index), bodies, idempotent=load.idempotent)
+    if scenario.bulk is not None:
+        _bulk(simulation, scenario.bulk, rng)
     return simulation, window[0], window[1]
+
+
+BULK_TAGS = {"group": "bulk"}
+FAR_CRON = {"cron": "0 3 1 1 *"}  # once a year: the jobs wait, the bulk action is what runs
+
+
+def _bulk(simulation: Simulation, bulk: BulkLoad, rng: random.Random) -> None:
+    """One owner's ``bulk.jobs`` jobs tagged ``group=bulk``, created a hundred to a request at
+    ``created_per_second``; then a client pauses them all by tag, and when it is done, resumes them."""
+    body = {"schedule": FAR_CRON, "target": TARGET, "tags": BULK_TAGS}
+    requests = -(-bulk.jobs // 100)
+    for index in range(requests):
+        count = min(100, bulk.jobs - index * 100)
+        simulation.create_batch(
+            index * 100 / bulk.created_per_second, "owner-0", [body] * count, idempotent=True
+        )
+    simulation.bulk(
+        bulk.jobs / bulk.created_per_second + bulk.action_at,
+        "owner-0",
+        [{"action": "pause", "tags": BULK_TAGS}, {"action": "resume", "tags": BULK_TAGS}],
+    )
 
 
 def expected_in(simulation: Simulation, start: float, end: float) -> list[Expected]:
@@ -134,10 +180,13 @@ def run(scenario: Scenario, *, progress: Callable[[str], None] | None = None) ->
     simulation, start, end = build(scenario)
     back = start + scenario.dispatcher_down_minutes * 60
     simulation.run(max(end, back) + DRAIN_SECONDS)
+    while scenario.bulk is not None and simulation.bulk_done is None and simulation.world.now < BULK_HORIZON:
+        simulation.run(simulation.world.now + 600)  # until the bulk action's client is done
     expected = expected_in(simulation, start, end)
     executions = len(simulation.targets.calls)
     result = report(simulation, scenario.name, expected, executions)
     result.wall_seconds = round(time.perf_counter() - began, 1)
+    result.bulk = bulk_summary(simulation)
     if simulation.api.failed:
         result.notes.append(f"{simulation.api.failed} API requests failed")
     if progress is not None:
@@ -166,6 +215,24 @@ SCENARIOS: dict[str, Scenario] = {
         "10,000 a minute due while the dispatcher is down for an hour, then back",
         Load(10_000, minutes=5, lead_seconds=(300.0, 400.0)),
         dispatcher_down_minutes=60,
+    ),
+    "one-owner-5k-per-second": Scenario(
+        "one owner creating 5,000 jobs a second (50,000 in 10 s, due over the next 5 minutes)",
+        Load(
+            10_000,
+            minutes=5,
+            cron_fraction=0.0,
+            warmup_minutes=0,
+            one_owner=True,
+            created_within=(-290.0, -280.0),
+            idempotent=True,
+        ),
+    ),
+    "bulk-100k-one-owner": Scenario(
+        "a bulk pause by tag over 100,000 jobs of one owner",
+        Load(0, minutes=1, warmup_minutes=0),
+        first_minute=1,
+        bulk=BulkLoad(100_000),
     ),
     "same-second-100k": Scenario(
         "100,000 due at the same second",

@@ -26,6 +26,9 @@ class Deployment:
     worker_batching_window_seconds: int = 0
     worker_max_concurrency: int = 50
     provisioned_pollers: bool = False
+    tick_seconds: int = (
+        60  # the dispatcher's schedule (EventBridge: a minute; the local stack may tick faster)
+    )
     memory_mb: Mapping[str, int] = field(
         default_factory=lambda: {
             "dispatcher": DISPATCHER_MEMORY_MB,
