@@ -44,37 +44,31 @@ def test_the_load_of_a_steady_scenario_is_read_from_its_name() -> None:
     assert plots._steady_load(_scenario("steady-odd", 5_000, 1.0, 5.0)) == 2_500
 
 
-def test_the_scale_plot_draws_the_steady_scenarios(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The results directory the plots are written to (matplotlib is the optional bench extra)."""
     pytest.importorskip("matplotlib")
     from bench import common
 
     monkeypatch.setattr(common, "RESULTS", tmp_path)
+    return tmp_path
+
+
+def test_the_scale_plot_draws_the_steady_scenarios(results: Path) -> None:
     # Out of order and with a scenario that is not steady: sorted by load, the spike left out.
     result = _result(STEADY[2], SPIKE, *STEADY[:2], STEADY[3])
     assert plots.write("scale", result) == ["scale.png"]
-    assert (tmp_path / "scale.png").stat().st_size > 0
+    assert (results / "scale.png").stat().st_size > 0
 
 
-def test_the_scale_plot_takes_a_total_without_a_breakdown(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytest.importorskip("matplotlib")
-    from bench import common
-
-    monkeypatch.setattr(common, "RESULTS", tmp_path)
+def test_the_scale_plot_takes_a_total_without_a_breakdown(results: Path) -> None:
     result = _result(*({k: v for k, v in s.items() if k != "usd_breakdown"} for s in STEADY))
     assert plots.write("scale", result) == ["scale.png"]
-    assert (tmp_path / "scale.png").stat().st_size > 0
+    assert (results / "scale.png").stat().st_size > 0
 
 
-def test_a_scale_result_without_steady_scenarios_draws_empty_panels(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytest.importorskip("matplotlib")
-    from bench import common
-
-    monkeypatch.setattr(common, "RESULTS", tmp_path)
+def test_a_scale_result_without_steady_scenarios_draws_empty_panels(results: Path) -> None:
     # python -m bench.scale --only spike-1m: the figure is still written, its panels saying so.
     assert plots.write("scale", _result(SPIKE)) == ["scale.png"]
-    assert (tmp_path / "scale.png").stat().st_size > 0
+    assert (results / "scale.png").stat().st_size > 0
     assert plots.write("scale", _result()) == ["scale.png"]
