@@ -209,6 +209,32 @@ def test_edit_a_job(console: Console, stack: Stack) -> None:
     assert changed["schedule"]["cron"] == "30 4 * * *" and changed["version"] == 2
 
 
+def test_an_answer_about_the_job_left_behind_never_fills_the_next_jobs_form(
+    console: Console, stack: Stack
+) -> None:
+    # An answer about a job still on its way when the user moved on to another job's form used to
+    # land in that form (which then showed, and saved, the other job's name: test_edit_a_job failed
+    # so once). Here the first job's answers are slowed, and the user moves on before one comes.
+    left = stack.create_job(name=unique("browser-left"), schedule=far_cron())
+    edited = stack.create_job(name=unique("browser-next"), schedule=far_cron())
+    console.open("#/jobs")
+    console.driver.execute_script(
+        """const delays = arguments[0], real = window.fetch;
+        window.fetch = (url, init) => {
+          const id = Object.keys(delays).find((key) => String(url).includes(key));
+          if (id === undefined) return real(url, init);
+          return new Promise((done) => setTimeout(() => done(real(url, init)), delays[id]));
+        };""",
+        # The first job's answer comes after the user moved on, and before the next job's own.
+        {left["job_id"]: 1000, edited["job_id"]: 2000},
+    )
+    console.driver.execute_script("location.hash = arguments[0]", f"#/jobs/{left['job_id']}")
+    time.sleep(0.2)  # its view asked for the job; the answer is on its way
+    console.driver.execute_script("location.hash = arguments[0]", f"#/jobs/{edited['job_id']}/edit")
+    time.sleep(2.5)  # both answers have come
+    assert console.wait_for(By.ID, "f-name").get_attribute("value") == edited["name"]
+
+
 def test_give_a_job_a_dead_letter_queue_then_remove_it(console: Console, stack: Stack) -> None:
     job = stack.create_job(name=unique("browser-dead-letter"), schedule=far_cron())
     console.open(f"#/jobs/{job['job_id']}/edit")

@@ -120,7 +120,9 @@ function App() {
     view = html`<${JobForm} notify=${notify}
       onDone=${(job) => { location.hash = job ? `#/jobs/${job.job_id}` : "#/jobs"; }} />`;
   } else if (current.view === "job") {
-    view = html`<${JobView} jobId=${current.jobId} editing=${current.editing} notify=${notify} />`;
+    // Keyed by the job: another job's view starts afresh, and an answer still on its way for the last
+    // one (its refresh every 3 s) lands nowhere.
+    view = html`<${JobView} key=${current.jobId} jobId=${current.jobId} editing=${current.editing} notify=${notify} />`;
   } else if (current.view === "system") view = html`<${SystemView} />`;
   else view = html`<${JobsList} notify=${notify} />`;
 
