@@ -141,7 +141,7 @@ def build(scenario: Scenario) -> tuple[Simulation, float, float]:
         bodies = [_body({"at": iso(simulation.at(due))}, "one-off") for _created, due in batch]
         simulation.create_batch(batch[0][0], owner(index), bodies, idempotent=load.idempotent)
     if scenario.bulk is not None:
-        _bulk(simulation, scenario.bulk, rng)
+        _bulk(simulation, scenario.bulk)
     return simulation, window[0], window[1]
 
 
@@ -149,7 +149,7 @@ BULK_TAGS = {"group": "bulk"}
 FAR_CRON = {"cron": "0 3 1 1 *"}  # once a year: the jobs wait, the bulk action is what runs
 
 
-def _bulk(simulation: Simulation, bulk: BulkLoad, rng: random.Random) -> None:
+def _bulk(simulation: Simulation, bulk: BulkLoad) -> None:
     """One owner's ``bulk.jobs`` jobs tagged ``group=bulk``, created a hundred to a request at
     ``created_per_second``; then a client pauses them all by tag, and when it is done, resumes them."""
     body = {"schedule": FAR_CRON, "target": TARGET, "tags": BULK_TAGS}
