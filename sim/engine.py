@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from functions.api.errors import throttling
-from functions.api.models import CreateJobIn
+from functions.api.bulk import bulk_action
+from functions.api.models import BulkIn, CreateJobIn
 from functions.api.service import JobService
+from functions.core.aws_errors import throttling
 from functions.core.dispatching import Dispatcher
 from functions.core.queue import WorkMessage
 from functions.core.resources import (
@@ -247,8 +248,6 @@ class Simulation:
         """A client of ``POST /v1/jobs/bulk`` from virtual second ``at``: for each body in turn, it
         calls again, passing the answer's ``next_cursor`` back, while the answer says ``more``; each
         call is a ``BulkStep``. ``bulk_done`` is set when it has finished."""
-        from functions.api.bulk import bulk_action
-        from functions.api.models import BulkIn
 
         def client() -> None:
             for body in bodies:

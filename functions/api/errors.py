@@ -75,24 +75,6 @@ class Throttled(ApiError):
     code = "throttled"
 
 
-# The error codes with which DynamoDB and SQS refuse a request for its rate, not its content.
-THROTTLING_CODES = frozenset(
-    {
-        "ThrottlingException",
-        "ProvisionedThroughputExceededException",
-        "RequestLimitExceeded",
-        "RequestThrottled",
-    }
-)
-
-
-def throttling(error: BaseException) -> bool:
-    """Whether ``error`` is an AWS SDK error refusing a request for its rate (no botocore import: the
-    code is in the ``response`` every ``ClientError`` carries)."""
-    response = getattr(error, "response", None)
-    return isinstance(response, dict) and response.get("Error", {}).get("Code") in THROTTLING_CODES
-
-
 HTTP_STATUS: dict[type[ApiError], int] = {
     BadRequest: 400,
     Unauthorized: 401,

@@ -37,9 +37,9 @@ from functions.api.errors import (
     NotFound,
     Throttled,
     from_validation,
-    throttling,
 )
 from functions.api.guards import check_body
+from functions.core.aws_errors import throttling
 from functions.core.observability import logger
 
 MODELS = "functions.api.models"

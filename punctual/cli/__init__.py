@@ -1,7 +1,8 @@
 """The ``punctual`` command line: a client for the API, and the local stack.
 
 One module per command group: ``common`` (the root group ``main``, ``Context``, ``api_command``,
-option helpers), ``jobs``, ``runs``, ``schedule``, ``stats``, ``config``, ``console``, ``local`` and
+option helpers), ``jobs`` (and ``jobs_bulk``, its commands over many jobs), ``runs``, ``schedule``,
+``stats``, ``config``, ``console``, ``local`` and
 ``dlq`` (which talks to SQS and DynamoDB directly), ``plan`` (the capacity planner); ``stack``
 reads a deployed stack's outputs.
 Importing each command module attaches its commands to ``main``.
@@ -15,6 +16,7 @@ from punctual.cli import (
     console,
     dlq,
     jobs,
+    jobs_bulk,
     local,
     plan,
     runs,
@@ -45,6 +47,7 @@ __all__ = [
     "console",
     "dlq",
     "jobs",
+    "jobs_bulk",
     "local",
     "main",
     "parse_when",

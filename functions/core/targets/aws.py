@@ -29,6 +29,7 @@ from botocore.exceptions import ConnectTimeoutError as BotoConnectTimeoutError
 from botocore.exceptions import ReadTimeoutError as BotoReadTimeoutError
 
 from functions.core.aws import client_in_region
+from functions.core.aws_errors import THROTTLING_CODES
 from functions.core.targets.outcome import (
     EXCERPT_BYTES,
     Delivery,
@@ -50,18 +51,7 @@ _DEDUP_ID: Final = re.compile(r"[!-~]{1,128}")
 # botocore error code -> retriable. Throttling and service-side failures clear up on their own; validation,
 # permission and not-found errors do not. Codes not listed fall back on the HTTP status (see _aws_failure).
 _AWS_RETRIABLE: Final[Mapping[str, bool]] = {
-    # throttling
-    "ThrottlingException": True,
-    "Throttling": True,
-    "ThrottledException": True,
-    "TooManyRequestsException": True,
-    "RequestLimitExceeded": True,
-    "RequestThrottled": True,
-    "RequestThrottledException": True,
-    "ProvisionedThroughputExceededException": True,
-    "KmsThrottled": True,
-    "KMSThrottlingException": True,
-    "EC2ThrottledException": True,
+    **dict.fromkeys(THROTTLING_CODES, True),
     # service side, or a transient state of the target
     "InternalError": True,
     "InternalFailure": True,
