@@ -206,6 +206,7 @@ class Simulation:
             window_seconds=deployment.worker_batching_window_seconds,
             maximum_concurrency=deployment.worker_max_concurrency,
             provisioned=deployment.provisioned_pollers,
+            minimum_pollers=deployment.minimum_pollers,
             scale_share=share,
         )
         self.api = ApiStats()
@@ -349,6 +350,13 @@ class Simulation:
 
     def _sweep(self) -> None:
         began = self.world.now
+        if self.deployment.groups > 1:
+            # A fanned-out tick's invocations land on whichever warm containers Lambda picks, so the
+            # one sweeping this group rarely swept it the tick before: it starts without the memory
+            # of occurrences already dispatched (``Dispatcher._dispatched``) and reads their runs.
+            self.sweeper = Dispatcher(
+                self.sweeper.store, self.queue, self.settings, clock=self.world, crash_point=self._no_crash
+            )
         self.sweeper.sweep()
         self.ticks.append((began, self.world.now))
 

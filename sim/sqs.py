@@ -251,8 +251,9 @@ class SimQueue:
 
 class EventSourceMapping:
     """Lambda's SQS poller: ``concurrency`` batches at once, growing while messages wait (from
-    ``esm_initial_concurrency`` by ``esm_scale_per_minute`` up to the smaller of AWS's maximum and the
-    mapping's ``MaximumConcurrency``); each batch is a synchronous invocation of the worker whose
+    ``esm_initial_concurrency``, or in provisioned mode what its ``minimum_pollers`` serve, by
+    ``esm_scale_per_minute`` up to the smaller of AWS's maximum and the mapping's
+    ``MaximumConcurrency``); each batch is a synchronous invocation of the worker whose
     successful records the mapping deletes."""
 
     def __init__(
@@ -268,6 +269,7 @@ class EventSourceMapping:
         window_seconds: float,
         maximum_concurrency: int,
         provisioned: bool = False,
+        minimum_pollers: int = 0,
         scale_share: float = 1.0,
     ) -> None:
         self.world = world
@@ -285,7 +287,10 @@ class EventSourceMapping:
             * scale_share
             / 60
         )
-        self.concurrency = float(min(self.ceiling, max(1, params.esm_initial_concurrency * scale_share)))
+        ready = params.esm_initial_concurrency
+        if provisioned:  # MinimumPollers kept ready, each for its concurrent invocations
+            ready = max(ready, minimum_pollers * params.esm_invocations_per_poller)
+        self.concurrency = float(min(self.ceiling, max(1, ready * scale_share)))
         self.pollers = 0
         self.busy = 0
         self.peak_busy = 0

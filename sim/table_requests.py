@@ -50,6 +50,7 @@ from functions.core.store.pages import decode_cursor
 
 PAGE_BYTES = 1024 * 1024  # a query request reads at most 1 MB
 _HOLD_BYTES = 60  # a sweep's hold on a cursor item: held_until (13 digits), holder (32 hex)
+_FRONTIER_BYTES = 150  # the shard's frontier: 3 times of 13 digits, 2 sweep tokens of 32 hex
 BATCH = 100  # keys per BatchGetItem, as the adapter chunks them
 _MS = {"N": "1" * 13}  # a time in milliseconds: 13 digits, whatever its value
 _TKey = tuple[str, int, str]  # the fake's key of a trigger: bucket, shard, sort key
@@ -266,8 +267,8 @@ class _Call:
     def write(self, operation: str, pk: str, old: int, new: int, owner: str | None = None) -> None:
         self.send(operation, _write(pk, old, new, False, owner), new)
 
-    def get(self, pk: str, size: int) -> None:
-        self.send("GetItem", [(pk, _rcu(size, True), 0.0)], size)
+    def get(self, pk: str, size: int, consistent: bool = True) -> None:
+        self.send("GetItem", [(pk, _rcu(size, consistent), 0.0)], size)
 
     def batches(self, keys: list[tuple[str, int]], consistent: bool) -> None:
         for i in range(0, len(keys), BATCH):
@@ -408,7 +409,7 @@ class _Call:
         self.queries("gsi1:" + owner_index_pk(self.p["owner"]), _pages(items, None, None), False)
 
     def get_job(self) -> None:
-        self.get(_job_pk(self.p["job_id"])[0], self.job_size(self.result))
+        self.get(_job_pk(self.p["job_id"])[0], self.job_size(self.result), self.p.get("consistent", True))
 
     def name_holder(self) -> None:
         owner, name = self.p["owner"], self.p["name"]
@@ -429,7 +430,7 @@ class _Call:
         carriers = {key[2].rpartition("#")[2] for key in carried}  # their run ids: a cheap first test
         own = [t for t in self.result if t.run_id not in carriers or _tkey(t) not in carried]
         sizes = [self.trigger_size(t) for t in own] + [self.job_size(self.view.jobs[i]) for i in homed]
-        self.queries(pk, _pages(((size, True) for size in sizes), None, None), True)
+        self.queries(pk, _pages(((size, True) for size in sizes), None, None), self.p.get("consistent", True))
 
     def put_trigger(self) -> None:
         trigger = self.p["trigger"]
@@ -464,7 +465,7 @@ class _Call:
 
     def hold_shard(self) -> None:  # one update, read back with ReturnValues (no read units)
         shard = self.p["shard"]
-        size = _cursor_size(shard, self.view.cursors.get(shard))
+        size = _cursor_size(shard, self.view.cursors.get(shard)) + _FRONTIER_BYTES
         self.write("UpdateItem", cursor_key(shard)[PK]["S"], size, size + _HOLD_BYTES)
 
     release_shard = hold_shard

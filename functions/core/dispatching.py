@@ -252,14 +252,19 @@ class Dispatcher:
             return _Outcome(report)
         if trigger.job_id not in jobs:
             # A one-off's trigger read from its bucket carries its job (the same item): no read of
-            # the job's own.
+            # the job's own. Otherwise eventually consistent, as the bucket's read: a change of the
+            # last second that it misses is the worker's to see (it reads the job before the call,
+            # consistently, and skips an occurrence the change superseded).
             jobs[trigger.job_id] = (
-                trigger.job if trigger.job is not None else self.store.get_job(trigger.job_id)
+                trigger.job
+                if trigger.job is not None
+                else self.store.get_job(trigger.job_id, consistent=False)
             )
         job = jobs[trigger.job_id]
         if job is None and not is_orphan(trigger.written_at, now):
             # Its create writes the job just after the trigger and may still be under way.
             jobs.pop(trigger.job_id, None)
+            report.waiting = trigger.fire_at
             return _Outcome(report)
         if job is not None and _resumes(job, trigger):
             if job.pause_ended(now):
@@ -267,6 +272,7 @@ class Dispatcher:
                 if resumed is None:
                     jobs.pop(trigger.job_id, None)
                     report.lost_races += 1
+                    report.waiting = trigger.fire_at  # the next sweep finds it stale, or sends it
                     return _Outcome(report)
                 job = jobs[trigger.job_id] = resumed
             else:
@@ -276,6 +282,7 @@ class Dispatcher:
                     # max_runs was lowered while paused: it ends instead, but only a job whose pause
                     # has ended can be completed (the write expects it ACTIVE). The trigger stays for
                     # the first sweep after ``until``, which writes the pause's end, then completes it.
+                    report.waiting = trigger.fire_at
                     return _Outcome(report)
         if (
             job is not None

@@ -11,8 +11,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from functions.core.frontier import Frontier
 from functions.core.model import Attempt, Job, JobStatus, Reason, Run, RunStatus, Trigger
 
 if TYPE_CHECKING:
@@ -102,7 +103,9 @@ class JobStore(Protocol):
     def expire_job(self, job_id: str, expires_at: datetime) -> None:
         """A one-off job's ``on_complete: delete``: gone from ``expires_at`` on."""
 
-    def get_job(self, job_id: str) -> Job | None: ...
+    def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
+        """The job; ``consistent=False``: eventually consistent, at half the read units (a change of
+        the last second or so may not show)."""
 
     def list_jobs(
         self,
@@ -123,10 +126,22 @@ class JobStore(Protocol):
         """All of an owner's jobs."""
 
 
+class ShardState(NamedTuple):
+    """A shard as a sweep taking its hold finds it."""
+
+    held: bool
+    cursor: str | None = None
+    frontier: Frontier | None = None
+    # The sweep that left the frontier was the last to take the shard, and released it.
+    clean: bool = False
+
+
 class TriggerStore(Protocol):
     """Minute-bucket triggers, their claims, and each shard's sweep cursor."""
 
-    def query_bucket(self, bucket: str, shard: int) -> list[Trigger]: ...
+    def query_bucket(self, bucket: str, shard: int, *, consistent: bool = True) -> list[Trigger]:
+        """The bucket's triggers; ``consistent=False``: an eventually consistent read (half the read
+        units; a write of the last second or so may be missing)."""
 
     def put_trigger(self, trigger: Trigger) -> None: ...
 
@@ -137,14 +152,13 @@ class TriggerStore(Protocol):
 
     def get_cursor(self, shard: int) -> str | None: ...
 
-    def hold_shard(
-        self, shard: int, *, token: str, now: datetime, until: datetime
-    ) -> tuple[bool, str | None]:
+    def hold_shard(self, shard: int, *, token: str, now: datetime, until: datetime) -> ShardState:
         """Hold the shard for a sweep until ``until`` (a hold that ended by ``now``, or is ``token``'s
-        own, may be taken); whether it is held, and the shard's cursor. One request for both."""
+        own, may be taken); whether it is held, and the shard's cursor and frontier. One request."""
 
-    def release_shard(self, shard: int, *, token: str) -> None:
-        """End ``token``'s hold of the shard (nothing if it is someone else's by now)."""
+    def release_shard(self, shard: int, *, token: str, frontier: Frontier | None = None) -> None:
+        """End ``token``'s hold of the shard, recording the sweep's ``frontier`` if it has one
+        (nothing if the hold is someone else's by now)."""
 
     def advance_cursor(self, shard: int, old: str | None, new: str) -> bool:
         """Move the shard's cursor forward to ``new``; False when someone moved it as far already."""

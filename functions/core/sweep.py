@@ -13,8 +13,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from functions.core.clock import Joinable
+from functions.core.frontier import Frontier, covers_bucket, earliest, first_seen, vouched_for
 from functions.core.model import Trigger, TriggerState, bucket_of, bucket_start, next_bucket
 from functions.core.observability import logger
+from functions.core.ports import ShardState
 
 if TYPE_CHECKING:
     from functions.core.dispatching import Dispatcher
@@ -43,16 +45,23 @@ class DispatchReport:
     # Next occurrences written but not followed (already missed: a run_all catch-up): the sweep reads
     # their bucket again for them.
     left_behind: int = 0
+    # The earliest time of a trigger left as it was, to be sent later (its job's create still under
+    # way): the sweep's frontier stops before it.
+    waiting: datetime | None = None
 
     def add(self, other: DispatchReport) -> None:
         for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+            if name != "waiting":
+                setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.waiting = earliest(self.waiting, other.waiting)
 
 
 @dataclass
 class SweepReport:
     dispatch: DispatchReport = field(default_factory=DispatchReport)
     buckets_swept: int = 0
+    # Buckets not read: the shard's frontier vouched for them and the cursor may not pass them yet.
+    buckets_skipped: int = 0
     # Triggers within the horizon whose run the sweep looked up (sent ones stay in their bucket and
     # are read again by every tick until the cursor passes their minute).
     triggers_checked: int = 0
@@ -65,6 +74,7 @@ class SweepReport:
         """Sum the counts; the lag is the largest (the oldest cursor wins)."""
         self.dispatch.add(other.dispatch)
         self.buckets_swept += other.buckets_swept
+        self.buckets_skipped += other.buckets_skipped
         self.triggers_checked += other.triggers_checked
         self.cursors_advanced += other.cursors_advanced
         self.shards_busy += other.shards_busy
@@ -116,9 +126,11 @@ class ShardHold:
         self.stopped = threading.Event()
         self.lost = threading.Event()
         self.beat: Joinable | None = None
+        # Set by a sweep that finished: released with the hold, for the next sweep of the shard.
+        self.frontier: Frontier | None = None
 
-    def take(self) -> tuple[bool, str | None]:
-        """Hold the shard; whether it is held, and its cursor."""
+    def take(self) -> ShardState:
+        """Hold the shard; whether it is held, its cursor and its frontier."""
         now = self.clock()
         return self.store.hold_shard(self.shard, token=self.token, now=now, until=now + SHARD_HOLD)
 
@@ -130,12 +142,12 @@ class ShardHold:
         self.stopped.set()
         if self.beat is not None:
             self.beat.join(5)
-        self.store.release_shard(self.shard, token=self.token)
+        self.store.release_shard(self.shard, token=self.token, frontier=self.frontier)
 
     def _renew(self) -> None:
         while not self.clock.wait(self.stopped, SHARD_HOLD.total_seconds() / 2):
             try:
-                held, _cursor = self.take()
+                held = self.take().held
             except Exception:  # the hold has half of it left: the next beat tries again
                 logger.exception("shard hold not renewed", extra={"shard": self.shard})
                 continue
@@ -150,64 +162,91 @@ def sweep_shard(dispatcher: Dispatcher, shard: int, now: datetime) -> SweepRepor
     (``dispatch(paced=True)``); the cursor then passes the buckets that ended a safety margin ago with
     every trigger dispatched."""
     hold = ShardHold(dispatcher, shard)
-    held, cursor = hold.take()
-    if not held:
+    state = hold.take()
+    if not state.held:
         return SweepReport(shards_busy=1)
     with hold:
-        return _sweep_held(dispatcher, shard, now, cursor, hold)
+        return _sweep_held(dispatcher, shard, now, state, hold)
 
 
 def _sweep_held(
-    dispatcher: Dispatcher, shard: int, now: datetime, cursor: str | None, hold: ShardHold
+    dispatcher: Dispatcher, shard: int, now: datetime, state: ShardState, hold: ShardHold
 ) -> SweepReport:
     settings, store = dispatcher.settings, dispatcher.store
     report = SweepReport()
+    cursor, frontier = state.cursor, state.frontier
     start = cursor or bucket_of(now - timedelta(seconds=settings.initial_catchup_seconds))
-    horizon = now + timedelta(seconds=settings.lookahead_seconds)
+    lookahead = timedelta(seconds=settings.lookahead_seconds)
+    horizon = now + lookahead
     claim_timeout = timedelta(seconds=settings.claim_timeout_seconds)
     safety = timedelta(seconds=settings.bucket_safety_seconds)
     advance_to = start
     can_advance = True
     bucket = start
+    # This sweep's frontier, for the next: its horizon, unless it leaves a trigger waiting.
+    until = horizon
     sent: set[tuple[str, str]] = set()  # dispatched by this sweep (its own reads may lag its writes)
     while bucket_start(bucket) <= horizon:
         passed = bucket_start(bucket) + timedelta(minutes=1) + safety <= now
+        if not passed and covers_bucket(bucket_start(bucket) + timedelta(minutes=1), frontier):
+            # Everything pending written ahead into it was dispatched by an earlier sweep: the read
+            # waits for the sweep that passes it. (With the default look-ahead, one read of four.)
+            report.buckets_skipped += 1
+            can_advance = False
+            bucket = next_bucket(bucket)
+            continue
         remaining: list[Trigger] = []
         for _ in range(MAX_ROUNDS_PER_BUCKET):
             if hold.lost.is_set():  # another sweep took the shard: the rest is its
                 return _advance(dispatcher, shard, cursor, advance_to, report)
-            listed = [t for t in store.query_bucket(bucket, shard) if trigger_key(t) not in sent]
+            # Only a read that may let the cursor pass the bucket must see every write before it: the
+            # others read eventually consistent, at half the units (a trigger written in the last
+            # second or so that they miss is read by the next tick, or by the pass).
+            listed = [
+                t for t in store.query_bucket(bucket, shard, consistent=passed) if trigger_key(t) not in sent
+            ]
             # Beyond the horizon nothing is dispatched, so nothing is checked (a bucket with such a
             # trigger is never one the cursor may pass).
-            within = [t for t in listed if t.fire_at <= horizon]
-            report.triggers_checked += len(within)
-            remaining = dispatcher.undispatched(within)
-            due = [
-                t
-                for t in remaining
-                if t.fire_at <= horizon
-                and (
-                    t.state is TriggerState.PENDING
-                    or (t.claimed_at is not None and now - t.claimed_at > claim_timeout)
-                )
-            ]
+            within = [t for t in listed if t.fire_at <= horizon and not vouched_for(t, frontier, lookahead)]
+            if not passed:
+                # A trigger its writer holds is not sent now whatever its run: its run is read only
+                # where the cursor may pass it.
+                within = [t for t in within if _sendable(t, now, claim_timeout)]
+            # What no sweep can have sent yet is sent without reading its run: a tick's new triggers.
+            fresh = [t for t in within if first_seen(t, frontier, state.clean)]
+            checked = [t for t in within if not first_seen(t, frontier, state.clean)]
+            report.triggers_checked += len(checked)
+            remaining = fresh + dispatcher.undispatched(checked)
+            due = [t for t in remaining if _sendable(t, now, claim_timeout)]
             if not due:
                 break
             dispatched = dispatcher.dispatch(due, now, checked=True, paced=True)
             report.dispatch.add(dispatched)
+            until = earliest(until, dispatched.waiting) or until
             sent.update(trigger_key(t) for t in due if not t.is_retry)
             if not dispatched.left_behind and not passed:
                 # A bucket the cursor cannot pass yet need not be read again to show it is done, and
                 # nothing new can be in it: what the dispatch chained, it followed itself. A read less
                 # per bucket with work and tick (the reads limit a million a minute: docs/scale.md).
                 break
+        else:  # its rounds ran out with triggers still due: the frontier stops before it
+            until = min(until, bucket_start(bucket))
         report.buckets_swept += 1
         if can_advance and passed and not remaining:
             advance_to = next_bucket(bucket)
         else:
             can_advance = False
         bucket = next_bucket(bucket)
+    hold.frontier = Frontier(until=until, read_at=now, horizon=horizon)
     return _advance(dispatcher, shard, cursor, advance_to, report)
+
+
+def _sendable(trigger: Trigger, now: datetime, claim_timeout: timedelta) -> bool:
+    """Whether a sweep sends ``trigger`` if its occurrence has no run: pending, or held by a writer
+    (a claim) for longer than ``claim_timeout``."""
+    return trigger.state is TriggerState.PENDING or (
+        trigger.claimed_at is not None and now - trigger.claimed_at > claim_timeout
+    )
 
 
 def _advance(

@@ -51,7 +51,7 @@ def _sweep_here(groups: list[list[int]]) -> dict[str, Any]:
 
 def _summary(report: SweepReport, shards: list[int]) -> dict[str, Any]:
     summary = {
-        **asdict(report.dispatch),
+        **{name: value for name, value in asdict(report.dispatch).items() if name != "waiting"},
         "buckets_swept": report.buckets_swept,
         "triggers_checked": report.triggers_checked,
         "lag_seconds": report.lag_seconds,

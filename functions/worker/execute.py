@@ -217,8 +217,10 @@ class RunExecutor:
             return
         self._check_time_left(run, job, deadline)
         if self.arrival.wait_until_due(run, receipt_handle):
-            # A pause, cancel or reschedule may have landed while we waited for the second.
-            job = self.store.get_job(run.job_id)
+            # A pause, cancel or reschedule may have landed while we waited for the second. Read
+            # eventually consistent, at half the units (one read a run at load): only a change of the
+            # last second or so before the call can be missed, as it could land just after the read.
+            job = self.store.get_job(run.job_id, consistent=False)
             if isinstance(lifecycle.on_arrival(run, job), lifecycle.Cancel) or job is None:
                 self._end(run, lifecycle.Cancel("job cancelled"), create=create)
                 return

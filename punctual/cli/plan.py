@@ -65,7 +65,7 @@ def plan_command(jobs_per_minute: int, crons: float, spike: bool, simulate: bool
     rows = [
         ("deploy with", " ".join(f"-c {item}" for item in context)),
         ("memory", ", ".join(f"{name} {mb} MB" for name, mb in d.memory_mb.items())),
-        ("event source", "provisioned pollers" if d.provisioned_pollers else "default scaling"),
+        ("event source", _event_source(d)),
         ("table", _table(d)),
         ("quotas to request", "; ".join(result.quotas) or "none: the defaults serve it"),
         ("set by hand", "; ".join(_not_settable(d)) or "nothing"),
@@ -88,6 +88,15 @@ def plan_command(jobs_per_minute: int, crons: float, spike: bool, simulate: bool
             )
         )
     click.echo(fields(rows))
+
+
+def _event_source(d: Deployment) -> str:
+    if not d.provisioned_pollers:
+        return "default scaling"
+    return (
+        f"provisioned pollers, MinimumPollers {d.minimum_pollers} (kept ready: an hourly charge per"
+        " poller, not in the cost below)"
+    )
 
 
 def _table(d: Deployment) -> str:

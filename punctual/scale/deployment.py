@@ -26,6 +26,10 @@ class Deployment:
     worker_batching_window_seconds: int = 0
     worker_max_concurrency: int = 50
     provisioned_pollers: bool = False
+    # Provisioned mode's MinimumPollers: the pollers kept ready (each serves some concurrent
+    # invocations, ``Parameters.esm_invocations_per_poller``), so that a steady load finds the event
+    # source scaled instead of waiting for it to scale (0: the mode's own minimum).
+    minimum_pollers: int = 0
     tick_seconds: int = (
         60  # the dispatcher's schedule (EventBridge: a minute; the local stack may tick faster)
     )

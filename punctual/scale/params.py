@@ -27,6 +27,11 @@ AWS_SQS_ESM_SCALING = (
 AWS_PROVISIONED_POLLERS = (
     "AWS News Blog, 'AWS Lambda SQS provisioned mode' (14 Nov 2025); Lambda API ProvisionedPollerConfig"
 )
+AWS_POLLER_INVOCATIONS = (
+    "remktr.com, 'Crush SQS latency with Lambda provisioned pollers' (2025): 'each poller can push"
+    " about 1 MB/s and up to 10 concurrent invokes'; Lambda API ProvisionedPollerConfig: MinimumPollers"
+    " at most 200"
+)
 AWS_LAMBDA_QUOTAS = "AWS Lambda Developer Guide, 'Lambda quotas' (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html)"
 AWS_LAMBDA_MEMORY = (
     "AWS Lambda Developer Guide, 'Configure Lambda function memory' "
@@ -227,6 +232,15 @@ class Parameters:
             "invocations",
             AWS_PROVISIONED_POLLERS,
             "provisioned mode: most concurrent executions",
+        ),
+    )
+    esm_invocations_per_poller: int = field(
+        default=10,
+        metadata=_about(
+            "invocations",
+            AWS_POLLER_INVOCATIONS,
+            "provisioned mode: concurrent invocations one event poller serves (MinimumPollers of"
+            " them are kept ready, at most 200)",
         ),
     )
 

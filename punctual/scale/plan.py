@@ -28,6 +28,7 @@ from punctual.scale.params import DEFAULTS, Parameters
 
 SWEEP_SECONDS = 45.0  # of each minute, for a sweep's CPU (the rest: its waits, a late tick)
 DEFAULT_SHARDS = 8
+MAX_MINIMUM_POLLERS = 200  # ProvisionedPollerConfig's MinimumPollers (Lambda API)
 BATCH = 10
 # Simulated units a second per job a second, with a margin (docs/scale.md: ~6 write units a job,
 # reads in bursts at each tick).
@@ -95,6 +96,12 @@ def plan(
     if provisioned:
         quotas.append(
             "the worker's event source in provisioned mode (pollers scale 1,000 a minute, to 20,000)"
+        )
+    if provisioned:
+        # Pollers kept ready for the steady load's concurrency: scaling from the mode's minimum
+        # took the simulated million a minute more than a minute, its first jobs seconds late.
+        changes["minimum_pollers"] = min(
+            MAX_MINIMUM_POLLERS, math.ceil(workers / params.esm_invocations_per_poller)
         )
     deployment = Deployment(
         shard_count=shards,

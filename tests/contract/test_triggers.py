@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from functions.core.frontier import Frontier
 from functions.core.model import (
     JobStatus,
     OnComplete,
@@ -194,9 +195,9 @@ def test_a_one_off_job_at_its_home_is_listed_as_its_own_trigger_until_that_is_re
 
 def test_a_shard_is_held_by_one_sweep_until_it_releases_it_or_its_hold_ends(tables: Tables) -> None:
     later = NOW + timedelta(seconds=50)
-    assert tables.hold_shard(0, token="first", now=NOW, until=later) == (True, None)
+    assert tables.hold_shard(0, token="first", now=NOW, until=later) == (True, None, None, False)
     assert tables.get_cursor(0) is None and tables.oldest_cursor([0, 1]) is None, "held, with no cursor yet"
-    assert tables.hold_shard(0, token="second", now=NOW + timedelta(seconds=10), until=later) == (False, None)
+    assert not tables.hold_shard(0, token="second", now=NOW + timedelta(seconds=10), until=later).held
     assert tables.hold_shard(0, token="first", now=NOW + timedelta(seconds=30), until=later), "renewed"
     assert tables.advance_cursor(0, None, "2026-11-22T12:01")
     assert tables.hold_shard(0, token="second", now=NOW + timedelta(seconds=40), until=later)[0] is False, (
@@ -208,6 +209,8 @@ def test_a_shard_is_held_by_one_sweep_until_it_releases_it_or_its_hold_ends(tabl
     assert tables.hold_shard(0, token="second", now=NOW + timedelta(seconds=40), until=later) == (
         True,
         "2026-11-22T12:01",
+        None,
+        False,
     ), "released, with the cursor read in the same request"
     assert tables.hold_shard(0, token="third", now=later, until=later + timedelta(seconds=50))[0], (
         "a hold that ended (its sweeper died) is taken"
@@ -232,3 +235,28 @@ def test_a_one_off_jobs_trigger_read_from_its_bucket_carries_the_job_as_stored(
     recurring, chain = world.created()
     listed_chain = [t for t in tables.query_bucket(chain.bucket, chain.shard) if t.job_id == recurring.job_id]
     assert [t.job for t in listed_chain] == [None]
+
+
+def test_a_sweep_releasing_its_shard_leaves_its_frontier_for_the_next_and_says_if_it_was_the_last(
+    tables: Tables,
+) -> None:
+    later = NOW + timedelta(seconds=20)
+    at = NOW.replace(microsecond=123000)  # kept to the millisecond (a horizon rounded up to it)
+    frontier = Frontier(until=at + timedelta(seconds=100), read_at=at, horizon=at + timedelta(seconds=120))
+    assert tables.hold_shard(0, token="first", now=NOW, until=later).frontier is None
+    tables.release_shard(0, token="first", frontier=frontier)
+    state = tables.hold_shard(0, token="second", now=NOW + timedelta(seconds=60), until=later)
+    assert (state.held, state.frontier, state.clean) == (True, frontier, True), (
+        "the sweep that left the frontier was the last to take the shard"
+    )
+    assert not tables.hold_shard(0, token="second", now=NOW + timedelta(seconds=61), until=later).clean, (
+        "a renewal is no new take"
+    )
+    tables.release_shard(0, token="second")  # a sweep that failed: no frontier of its own
+    state = tables.hold_shard(0, token="third", now=NOW + timedelta(seconds=70), until=later)
+    assert state.frontier == frontier and not state.clean, "the last sweep to take it left no frontier"
+    # The third dies holding it; the fourth takes it once its hold ends.
+    state = tables.hold_shard(0, token="fourth", now=later + timedelta(seconds=60), until=later)
+    assert state.held and not state.clean
+    tables.release_shard(0, token="third", frontier=frontier)  # too late: no longer its hold
+    assert not tables.hold_shard(0, token="fifth", now=later + timedelta(seconds=200), until=later).clean

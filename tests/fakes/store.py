@@ -15,6 +15,7 @@ from datetime import datetime
 from itertools import islice
 from typing import Any, TypeVar
 
+from functions.core.frontier import Frontier, ms_up
 from functions.core.model import (
     Attempt,
     Job,
@@ -37,6 +38,7 @@ from functions.core.ports import (
     JobExists,
     NameTaken,
     RunNotOurs,
+    ShardState,
     VersionChanged,
 )
 from functions.core.resources import GSI1_PK, GSI1_SK, PK, SK
@@ -128,6 +130,9 @@ class MemoryStore:
         self.triggers = _Triggers()
         self.cursors: dict[int, str] = {}
         self.holds: dict[int, tuple[datetime, str]] = {}  # shard -> (held until, holder)
+        self.frontiers: dict[int, Frontier] = {}
+        self.taken_by: dict[int, str] = {}  # the token of the last sweep to take each shard
+        self.swept_by: dict[int, str] = {}  # the token of the sweep that left its frontier
         self.runs: dict[str, dict[str, Run]] = {}
 
     # -------------------------------------------------------------------------------------- jobs
@@ -238,7 +243,7 @@ class MemoryStore:
             holder = self.names.get((owner, name))
             return (holder, self.reserved.get((owner, name))) if holder is not None else None
 
-    def get_job(self, job_id: str) -> Job | None:
+    def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
         with self.lock:
             return self.jobs.get(job_id)
 
@@ -281,7 +286,7 @@ class MemoryStore:
 
     # ---------------------------------------------------------------------------------- triggers
 
-    def query_bucket(self, bucket: str, shard: int) -> list[Trigger]:
+    def query_bucket(self, bucket: str, shard: int, *, consistent: bool = True) -> list[Trigger]:
         """As the table's Query reads them: a one-off's first trigger is its job's item (``embeds``),
         read with the job."""
         with self.lock:
@@ -316,20 +321,26 @@ class MemoryStore:
         with self.lock:
             return self.cursors.get(shard)
 
-    def hold_shard(
-        self, shard: int, *, token: str, now: datetime, until: datetime
-    ) -> tuple[bool, str | None]:
+    def hold_shard(self, shard: int, *, token: str, now: datetime, until: datetime) -> ShardState:
         with self.lock:
             held = self.holds.get(shard)
             if held is not None and held[0] > _ms(now) and held[1] != token:
-                return False, None
+                return ShardState(False)
+            renewal = held is not None and held[1] == token
+            clean = held is None and self.taken_by.get(shard) == self.swept_by.get(shard, "")
             self.holds[shard] = (_ms(until), token)
-            return True, self.cursors.get(shard)
+            self.taken_by[shard] = token
+            return ShardState(True, self.cursors.get(shard), self.frontiers.get(shard), clean and not renewal)
 
-    def release_shard(self, shard: int, *, token: str) -> None:
+    def release_shard(self, shard: int, *, token: str, frontier: Frontier | None = None) -> None:
         with self.lock:
             if self.holds.get(shard, (None, None))[1] == token:
                 del self.holds[shard]
+                if frontier is not None:  # as stored: to the millisecond
+                    self.frontiers[shard] = Frontier(
+                        _ms(frontier.until), _ms(frontier.read_at), from_ms(ms_up(frontier.horizon))
+                    )
+                    self.swept_by[shard] = token
 
     def advance_cursor(self, shard: int, old: str | None, new: str) -> bool:
         with self.lock:

@@ -88,9 +88,9 @@ def test_ids_the_api_never_hands_out_are_404_and_never_reach_the_table(call, har
     asked: list[str] = []
     real_get_job, real_get_run = harness.store.get_job, harness.store.get_run
 
-    def get_job(job_id: str) -> Any:
+    def get_job(job_id: str, *, consistent: bool = True) -> Any:
         asked.append(job_id)
-        return real_get_job(job_id)
+        return real_get_job(job_id, consistent=consistent)
 
     def get_run(job_id: str, run_id: str) -> Any:
         asked.append(run_id)

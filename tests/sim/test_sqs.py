@@ -6,12 +6,14 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
 from functions.core.queue import WorkMessage
 from punctual.scale.params import DEFAULTS
+from punctual.scale.plan import plan
 from sim.lambdas import Lambdas
 from sim.sqs import EventSourceMapping, Message, QueueOverLimit, SimQueue
 from sim.world import World
@@ -169,3 +171,39 @@ def test_the_event_source_scales_by_its_published_step_while_messages_wait() -> 
     # 300 a minute: two minutes of backlog add about 600 to the 5 it started with
     assert 580 <= mapping.pollers <= 610
     assert mapping.peak_busy >= mapping.pollers - 10  # the newest are on their way to a batch
+
+
+def test_provisioned_pollers_kept_ready_serve_their_invocations_from_the_start() -> None:
+    world = World(EPOCH)
+    queue = queue_in(world)
+    lambdas = Lambdas(world, DEFAULTS, 10_000)
+    common: dict[str, Any] = {"handle_batch": lambda batch: [], "batch_size": 10, "window_seconds": 0}
+    ready = EventSourceMapping(
+        world,
+        queue,
+        lambdas,
+        DEFAULTS,
+        random.Random(1),
+        maximum_concurrency=5000,
+        provisioned=True,
+        minimum_pollers=200,
+        **common,
+    )
+    assert ready.pollers == 200 * DEFAULTS.esm_invocations_per_poller
+    default = EventSourceMapping(
+        world,
+        queue,
+        lambdas,
+        DEFAULTS,
+        random.Random(1),
+        maximum_concurrency=5000,
+        provisioned=True,
+        **common,
+    )
+    assert default.pollers == DEFAULTS.esm_initial_concurrency, "without a minimum: it scales up from five"
+
+
+def test_the_plan_keeps_pollers_ready_for_a_million_a_minute() -> None:
+    deployment = plan(1_000_000).deployment
+    assert deployment.provisioned_pollers and deployment.minimum_pollers == 200, "the most MinimumPollers"
+    assert plan(10_000).deployment.minimum_pollers == 0

@@ -200,23 +200,47 @@ def record_run_reads(engine: Engine) -> list[str]:
     return checked
 
 
-def test_a_sweep_checks_the_runs_of_triggers_within_its_horizon_only(engine: Engine) -> None:
-    engine.clock.advance(30)  # the horizon falls inside a minute: one bucket on both sides of it
-    horizon = engine.clock() + timedelta(seconds=SETTINGS.lookahead_seconds)
+def test_a_sweep_checks_the_runs_of_triggers_within_its_horizon_only_and_not_of_those_new_to_it(
+    engine: Engine,
+) -> None:
+    # The horizon falls inside a minute: one bucket on both sides of it. Both jobs are created 30 s
+    # earlier, beyond the look-ahead then, so that the sweep, not the create, sends them.
+    horizon = engine.clock() + timedelta(seconds=30 + SETTINGS.lookahead_seconds)
     within = engine.create(schedule={"at": (horizon - timedelta(seconds=10)).isoformat()})
     beyond = engine.create(schedule={"at": (horizon + timedelta(seconds=10)).isoformat()})
+    engine.clock.advance(30)
     checked = record_run_reads(engine)
     assert engine.dispatcher.sweep().triggers_checked == 1
     assert beyond["job_id"] not in checked
     engine.clock.advance(20)
-    engine.dispatcher.sweep()
-    assert beyond["job_id"] in checked
+    report = engine.dispatcher.sweep()
+    assert report.dispatch.sent == 1 and beyond["job_id"] not in checked, (
+        "due after the last sweep's horizon, with that sweep finished: no sweep can have sent it"
+    )
     assert sorted(message.job_id for message, _delay in engine.queue.sent) == sorted(
         [within["job_id"], beyond["job_id"]]
     )
 
 
-def test_a_dispatcher_remembers_what_it_dispatched_and_a_fresh_one_reads_the_runs(
+def test_a_sweep_reads_no_runs_of_what_the_last_sweep_of_its_shard_dispatched_in_any_process(
+    engine: Engine, clock: Clock
+) -> None:
+    """A fanned-out tick lands each group of shards on whichever container Lambda picks: the shard's
+    frontier, not the process's memory, spares the next sweep the runs' reads."""
+    for n in range(3):
+        engine.create(schedule={"at": (engine.clock() + timedelta(minutes=3, seconds=n)).isoformat()})
+    engine.clock.advance(90)
+    assert engine.dispatcher.sweep().dispatch.sent == 3
+    checked = record_run_reads(engine)
+    engine.clock.advance(30)
+    fresh = Dispatcher(engine.store, engine.queue, SETTINGS, clock=clock, crash_point=lambda _name: None)
+    report = fresh.sweep()
+    assert report.dispatch.sent == 0 and report.triggers_checked == 0
+    assert checked == [], "vouched for by the frontier the last sweep left on the shard"
+    assert len(engine.queue.sent) == 3
+
+
+def test_without_a_frontier_a_dispatcher_remembers_what_it_dispatched_and_a_fresh_one_reads_the_runs(
     engine: Engine, clock: Clock
 ) -> None:
     for n in range(3):
@@ -225,10 +249,12 @@ def test_a_dispatcher_remembers_what_it_dispatched_and_a_fresh_one_reads_the_run
     checked = record_run_reads(engine)
     assert engine.dispatcher.sweep().dispatch.sent == 3
     checked.clear()
+    engine.store.frontiers.clear()  # as if the last sweep had died before it released its shard
     engine.clock.advance(30)
     report = engine.dispatcher.sweep()
     assert report.triggers_checked == 3 and report.dispatch.sent == 0
     assert checked == [], "its own dispatches are not read again"
+    engine.store.frontiers.clear()
     fresh = Dispatcher(engine.store, engine.queue, SETTINGS, clock=clock, crash_point=lambda _name: None)
     assert fresh.sweep().dispatch.sent == 0
     assert len(checked) == 3, "a new process (a cold container) reads the runs instead"

@@ -24,8 +24,7 @@ def test_a_shard_held_by_a_sweep_under_way_is_left_to_it_until_its_hold_ends(clo
     due = clock() + timedelta(seconds=SETTINGS.lookahead_seconds + 30)
     engine.create(schedule={"at": due.isoformat()})  # beyond the look-ahead: the sweep sends it
     clock.advance(40)
-    held, _cursor = engine.store.hold_shard(0, token="last-tick", now=clock(), until=clock() + SHARD_HOLD)
-    assert held
+    assert engine.store.hold_shard(0, token="last-tick", now=clock(), until=clock() + SHARD_HOLD).held
     report = engine.dispatcher.sweep()
     assert report.shards_busy == 1 and engine.queue.sent == [], "left to the sweep that holds it"
     clock.advance(SHARD_HOLD.total_seconds())
@@ -48,8 +47,8 @@ def test_a_sweep_longer_than_its_hold_keeps_its_shard_and_the_next_tick_leaves_i
         service.create_job("alice", CreateJobIn.model_validate(body))
     query = store.query_bucket
 
-    def slow_query(bucket: str, shard: int) -> list[Trigger]:
-        found = query(bucket, shard)
+    def slow_query(bucket: str, shard: int, *, consistent: bool = True) -> list[Trigger]:
+        found = query(bucket, shard, consistent=consistent)
         if found:
             world.sleep(70)  # a busy bucket's read, longer than a hold and than a tick
         return found

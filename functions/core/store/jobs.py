@@ -284,8 +284,8 @@ class JobTable(TableBase):
         reserved = item.get("reserved_at")
         return item["job_id"]["S"], from_ms(int(reserved["N"])) if reserved else None
 
-    def get_job(self, job_id: str) -> Job | None:
-        response = self.client.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=True)
+    def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
+        response = self.client.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=consistent)
         item = response.get("Item")
         return job_from_item(item) if item else None
 

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from functions.core.model import Trigger, TriggerState, to_ms
+from functions.core.frontier import Frontier, ms_up
+from functions.core.model import Trigger, TriggerState, from_ms, to_ms
+from functions.core.ports import ShardState
 from functions.core.store.base import TableBase, chunks
 from functions.core.store.items import EMBEDDED_TRIGGER, trigger_from_item, trigger_to_item
 from functions.core.store.keys import cursor_key, trigger_key, trigger_pk
@@ -23,13 +25,13 @@ if TYPE_CHECKING:
 
 
 class TriggerTable(TableBase):
-    def query_bucket(self, bucket: str, shard: int) -> list[Trigger]:
+    def query_bucket(self, bucket: str, shard: int, *, consistent: bool = True) -> list[Trigger]:
         triggers: list[Trigger] = []
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": {"S": trigger_pk(bucket, shard)}},
-            "ConsistentRead": True,
+            "ConsistentRead": consistent,
         }
         while True:
             response = self.client.query(**request)
@@ -85,15 +87,14 @@ class TriggerTable(TableBase):
         bucket = response.get("Item", {}).get("bucket")  # a held shard's item may have none yet
         return bucket["S"] if bucket else None
 
-    def hold_shard(
-        self, shard: int, *, token: str, now: datetime, until: datetime
-    ) -> tuple[bool, str | None]:
-        """The cursor item carries the hold: one conditional update takes it and reads the cursor."""
+    def hold_shard(self, shard: int, *, token: str, now: datetime, until: datetime) -> ShardState:
+        """The cursor item carries the hold and the frontier: one conditional update takes the hold
+        and reads them back."""
         try:
             response = self.client.update_item(
                 TableName=self.table,
                 Key=cursor_key(shard),
-                UpdateExpression="SET #until = :until, #holder = :token",
+                UpdateExpression="SET #until = :until, #holder = :token, taken_by = :token",
                 ConditionExpression="attribute_not_exists(#until) OR #until <= :now OR #holder = :token",
                 ExpressionAttributeNames={"#until": "held_until", "#holder": "holder"},
                 ExpressionAttributeValues={
@@ -101,23 +102,44 @@ class TriggerTable(TableBase):
                     ":now": {"N": str(to_ms(now))},
                     ":token": {"S": token},
                 },
-                ReturnValues="ALL_NEW",
+                ReturnValues="ALL_OLD",  # nothing read is changed by the update but the hold
             )
         except ClientError as error:
             if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False, None
+                return ShardState(False)
             raise
-        bucket = response.get("Attributes", {}).get("bucket")
-        return True, bucket["S"] if bucket else None
+        item = response.get("Attributes", {})
+        bucket = item.get("bucket")  # a held shard's item may have none yet
+        frontier = None
+        if all(name in item for name in ("swept_until", "swept_read_at", "swept_horizon")):
+            frontier = Frontier(
+                until=from_ms(int(item["swept_until"]["N"])),
+                read_at=from_ms(int(item["swept_read_at"]["N"])),
+                horizon=from_ms(int(item["swept_horizon"]["N"])),
+            )
+        # Clean: the last sweep to take the shard released it and left the frontier.
+        last = item.get("taken_by", {}).get("S")
+        clean = "holder" not in item and last is not None and last == item.get("swept_by", {}).get("S")
+        return ShardState(True, bucket["S"] if bucket else None, frontier, clean)
 
-    def release_shard(self, shard: int, *, token: str) -> None:
+    def release_shard(self, shard: int, *, token: str, frontier: Frontier | None = None) -> None:
+        update = "REMOVE #until, #holder"
+        values: dict[str, Any] = {":token": {"S": token}}
+        if frontier is not None:
+            update = (
+                "SET swept_until = :swept_until, swept_read_at = :swept_read_at,"
+                f" swept_horizon = :swept_horizon, swept_by = :token {update}"
+            )
+            values[":swept_until"] = {"N": str(to_ms(frontier.until))}
+            values[":swept_read_at"] = {"N": str(to_ms(frontier.read_at))}
+            values[":swept_horizon"] = {"N": str(ms_up(frontier.horizon))}
         self.conditional(
             self.client.update_item,
             Key=cursor_key(shard),
-            UpdateExpression="REMOVE #until, #holder",
+            UpdateExpression=update,
             ConditionExpression="#holder = :token",
             ExpressionAttributeNames={"#until": "held_until", "#holder": "holder"},
-            ExpressionAttributeValues={":token": {"S": token}},
+            ExpressionAttributeValues=values,
         )
 
     def advance_cursor(self, shard: int, old: str | None, new: str) -> bool:
