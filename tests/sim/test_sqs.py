@@ -205,5 +205,7 @@ def test_provisioned_pollers_kept_ready_serve_their_invocations_from_the_start()
 
 def test_the_plan_keeps_pollers_ready_for_a_million_a_minute() -> None:
     deployment = plan(1_000_000).deployment
-    assert deployment.provisioned_pollers and deployment.minimum_pollers == 200, "the most MinimumPollers"
+    ready = deployment.minimum_pollers * DEFAULTS.esm_invocations_per_poller
+    assert deployment.provisioned_pollers and 0 < ready <= 2_000, "at most 200 pollers"
+    assert ready * 2 >= deployment.worker_max_concurrency, "half the load's concurrency, or the most"
     assert plan(10_000).deployment.minimum_pollers == 0
