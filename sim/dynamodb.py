@@ -57,7 +57,12 @@ class Capacity:
     """Units consumed per second, per partition key value and for the table; what is refused."""
 
     def __init__(
-        self, params: Parameters, *, table_share: float, shared_partition: Callable[[str], bool]
+        self,
+        params: Parameters,
+        *,
+        table_share: float,
+        shared_partition: Callable[[str], bool],
+        table_window: int = 1,
     ) -> None:
         self.params = params
         # A simulation of one group of shards stands for 1/share of the table (``sim.engine``): its
@@ -75,6 +80,12 @@ class Capacity:
         self.shared_window = max(1, round(1 / table_share))
         self.shared_since = -1
         self.shared: dict[str, list[float]] = {}
+        # The table's units are counted over windows of ``table_window`` seconds against that many
+        # seconds of its limits: the other groups' sweeps start spread over the window
+        # (``FANOUT_SPREAD``), so the simulated group's burst at its tick meets their steady load,
+        # not their bursts. Per second, the group's burst times the number of groups read as if
+        # every sweep read at the same moment.
+        self.table_window = max(1, table_window)
         self.table = [0.0, 0.0]
         self.peak = [params.ddb_initial_peak_rcu, params.ddb_initial_peak_wcu]
         self.stats = TableStats()
@@ -82,23 +93,27 @@ class Capacity:
     def _roll(self, now: float) -> None:
         second = math.floor(now)
         if second != self.second:
-            if self.second >= 0:
-                rcu, wcu = (units / self.table_share for units in self.table)
-                self.stats.per_second[self.second] = [rcu, wcu]
+            self.partitions = {}
+            if self.second >= 0 and second // self.table_window != self.second // self.table_window:
+                # The table's window ended: its units a second, as the whole deployment used them.
+                rcu, wcu = (units / self.table_share / self.table_window for units in self.table)
+                start = self.second - self.second % self.table_window
+                for each in range(start, start + self.table_window):
+                    self.stats.per_second[each] = [rcu, wcu]
                 self.peak = [max(self.peak[0], rcu), max(self.peak[1], wcu)]
                 self.stats.peak_rcu_per_second = max(self.stats.peak_rcu_per_second, rcu)
                 self.stats.peak_wcu_per_second = max(self.stats.peak_wcu_per_second, wcu)
+                self.table = [0.0, 0.0]
             self.second = second
-            self.partitions = {}
-            self.table = [0.0, 0.0]
 
     def admit(self, request: TableRequest, now: float) -> str | None:
         """Charge the request's units if every limit allows them; else the kind of the partition (or
         "table") that refused it."""
         self._roll(now)
         params = self.params
-        table_rcu = min(params.ddb_table_rcu, 2 * self.peak[0]) * self.table_share
-        table_wcu = min(params.ddb_table_wcu, 2 * self.peak[1]) * self.table_share
+        window = self.table_window * self.table_share
+        table_rcu = min(params.ddb_table_rcu, 2 * self.peak[0]) * window
+        table_wcu = min(params.ddb_table_wcu, 2 * self.peak[1]) * window
         rcu = sum(unit.rcu for unit in request.units)
         wcu = sum(unit.wcu for unit in request.units)
         if self.table[0] + rcu > table_rcu or self.table[1] + wcu > table_wcu:

@@ -38,6 +38,7 @@ from functions.core.resources import (
     deployed_visibility_seconds,
 )
 from functions.core.ssrf_guard import NetworkPolicy
+from functions.core.sweep import FANOUT_SPREAD, staggered_starts
 from functions.core.targets.outcome import Delivery, TargetOutcome
 from functions.worker.batch import retry_visibility
 from functions.worker.context import ReturnLater
@@ -160,7 +161,10 @@ class Simulation:
             self.world, self.params, max(1, int(self.params.lambda_account_concurrency * share))
         )
         self.capacity = Capacity(
-            self.params, table_share=share, shared_partition=lambda partition: partition.startswith("gsi1:")
+            self.params,
+            table_share=share,
+            shared_partition=lambda partition: partition.startswith("gsi1:"),
+            table_window=round(FANOUT_SPREAD.total_seconds()) if deployment.groups > 1 else 1,
         )
         self.tables = SimTables(
             self.world,
@@ -345,10 +349,15 @@ class Simulation:
         # The fan-out: an asynchronous Invoke per group, from the tick's invocation.
         self.lambdas.charge(self.params.cpu_per_request_ms / 1000 * self.deployment.groups)
         self.world.sleep(self.params.lambda_invoke_ms / 1000)
-        while self.lambdas.invoke("dispatcher", self._sweep, name="sweep") is None:
+        # This group is one of many, its start spread with theirs (``staggered_starts``): which one
+        # varies from tick to tick.
+        start_at = staggered_starts(self.deployment.groups, self.world())[
+            self.rng.randrange(self.deployment.groups)
+        ]
+        while self.lambdas.invoke("dispatcher", lambda: self._sweep(start_at), name="sweep") is None:
             self.world.sleep(1.0)  # Lambda retries a throttled asynchronous invocation
 
-    def _sweep(self) -> None:
+    def _sweep(self, start_at: datetime | None = None) -> None:
         began = self.world.now
         if self.deployment.groups > 1:
             # A fanned-out tick's invocations land on whichever warm containers Lambda picks, so the
@@ -357,7 +366,7 @@ class Simulation:
             self.sweeper = Dispatcher(
                 self.sweeper.store, self.queue, self.settings, clock=self.world, crash_point=self._no_crash
             )
-        self.sweeper.sweep()
+        self.sweeper.sweep(start_at=start_at)
         self.ticks.append((began, self.world.now))
 
     # ---------------------------------------------------------------------------- the worker

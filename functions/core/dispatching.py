@@ -416,8 +416,17 @@ class Dispatcher:
 
     # ------------------------------------------------------------------------------------- sweep
 
-    def sweep(self, now: datetime | None = None, shards: Sequence[int] | None = None) -> SweepReport:
-        """One tick over ``shards`` (all by default): ``functions.core.sweep.sweep``."""
+    def sweep(
+        self,
+        now: datetime | None = None,
+        shards: Sequence[int] | None = None,
+        *,
+        start_at: datetime | None = None,
+    ) -> SweepReport:
+        """One tick over ``shards`` (all by default): ``functions.core.sweep.sweep``; a fanned-out
+        group's sweep first waits until its ``start_at`` (``staggered_starts``)."""
+        if start_at is not None:
+            self.clock.sleep(max(0.0, (start_at - self.clock()).total_seconds()))
         return sweep(self, now or self.clock(), shards)
 
     def sweep_shard(self, shard: int, now: datetime) -> SweepReport:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from functions.core.observability import logger
@@ -14,19 +15,19 @@ if TYPE_CHECKING:
 
 class LambdaInvoker:
     """Implements ``functions.core.ports.Invoker``: one ``Event`` invocation of ``function_arn`` per
-    group of shards (``{"shards": [...]}``), sent in parallel."""
+    group of shards (``{"shards": [...], "start_at": "<ISO 8601>"}``), sent in parallel."""
 
     def __init__(self, client: LambdaClient, function_arn: str) -> None:
         self.client = client
         self.function_arn = function_arn
 
-    def start_sweeps(self, groups: list[list[int]]) -> list[list[int]]:
-        def invoke(group: list[int]) -> list[int] | None:
+    def start_sweeps(self, groups: list[list[int]], starts: list[datetime]) -> list[list[int]]:
+        def invoke(group: list[int], start_at: datetime) -> list[int] | None:
             try:
                 self.client.invoke(
                     FunctionName=self.function_arn,
                     InvocationType="Event",
-                    Payload=json.dumps({"shards": group}).encode(),
+                    Payload=json.dumps({"shards": group, "start_at": start_at.isoformat()}).encode(),
                 )
             except Exception:
                 logger.exception("sweep invocation refused; sweeping here", extra={"shards": group})
@@ -34,4 +35,4 @@ class LambdaInvoker:
             return None
 
         with ThreadPoolExecutor(max_workers=min(len(groups), 16), thread_name_prefix="fanout") as pool:
-            return [group for group in pool.map(invoke, groups) if group is not None]
+            return [group for group in pool.map(invoke, groups, starts) if group is not None]

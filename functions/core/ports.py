@@ -307,5 +307,6 @@ class Targets(Protocol):
 class Invoker(Protocol):
     """Starts more dispatcher invocations, each sweeping its group of shards (the fan-out)."""
 
-    def start_sweeps(self, groups: list[list[int]]) -> list[list[int]]:
-        """Hand each group of shards to an invocation of its own; return the groups it could not."""
+    def start_sweeps(self, groups: list[list[int]], starts: list[datetime]) -> list[list[int]]:
+        """Hand each group of shards to an invocation of its own, to start sweeping at its moment of
+        ``starts``; return the groups it could not."""

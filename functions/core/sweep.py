@@ -32,6 +32,12 @@ MAX_ROUNDS_PER_BUCKET = 1000
 # a shard keeps it from the next tick for 20 s at most (a tick comes each minute on AWS, every 10 s
 # in the local stack's tests).
 SHARD_HOLD = timedelta(seconds=20)
+# A fanned-out tick starts its sweeps spread over this much of the minute, group by group, instead of
+# all at once: each sweep reads its buckets within its first seconds, and at a million a minute the
+# 96 sweeps' reads at the same moment held the table at its read maximum while the workers' reads
+# were refused with them (docs/scale.md). The look-ahead leaves the time: the sweeps' work is timed
+# to end within 45 s of their start (punctual/scale/plan.py).
+FANOUT_SPREAD = timedelta(seconds=10)
 
 
 @dataclass
@@ -83,6 +89,12 @@ class SweepReport:
 
 def trigger_key(trigger: Trigger) -> tuple[str, str]:
     return (trigger.job_id, trigger.run_id)
+
+
+def staggered_starts(groups: int, now: datetime) -> list[datetime]:
+    """When each of a fanned-out tick's ``groups`` sweeps starts: spread evenly over
+    ``FANOUT_SPREAD`` from ``now``."""
+    return [now + FANOUT_SPREAD * index / groups for index in range(groups)]
 
 
 def shard_groups(shard_count: int, sweeps: int) -> list[list[int]]:

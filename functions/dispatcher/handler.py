@@ -2,8 +2,10 @@
 
 With ``sweep_invocations`` at 1 (the default) the tick sweeps every shard itself. With more, it
 splits the shards into that many groups and invokes this same function asynchronously once per group
-(``{"shards": [...]}``); each of those sweeps only its group. A group whose invocation is refused is
-swept by the tick itself, so a refused fan-out costs time, not triggers. Locally (an emulated AWS,
+(``{"shards": [...], "start_at": ...}``); each of those sweeps only its group, from its moment: the
+groups start spread over ten seconds (``FANOUT_SPREAD``), so that their reads do not all come at
+once. A group whose invocation is refused is swept by the tick itself, so a refused fan-out costs
+time, not triggers. Locally (an emulated AWS,
 where no Lambda runs) the groups are swept on threads of this process instead.
 """
 
@@ -11,14 +13,16 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.core.clock import SYSTEM_CLOCK
 from functions.core.factories import build_invoker, default_dispatcher
 from functions.core.observability import logger
 from functions.core.settings import get_settings
-from functions.core.sweep import SweepReport, shard_groups
+from functions.core.sweep import SweepReport, shard_groups, staggered_starts
 
 
 @logger.inject_lambda_context
@@ -26,12 +30,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = get_settings()
     shards = event.get("shards")
     if shards is not None:  # one group of a fanned-out tick
-        return _summary(default_dispatcher().sweep(shards=[int(shard) for shard in shards]), shards)
+        start_at = datetime.fromisoformat(event["start_at"]) if event.get("start_at") else None
+        report = default_dispatcher().sweep(shards=[int(shard) for shard in shards], start_at=start_at)
+        return _summary(report, shards)
     groups = shard_groups(settings.shard_count, settings.sweep_invocations)
     if len(groups) == 1:
         return _summary(default_dispatcher().sweep(), groups[0])
     if settings.aws_endpoint_url is None:
-        refused = build_invoker(settings, context.invoked_function_arn).start_sweeps(groups)
+        starts = staggered_starts(len(groups), SYSTEM_CLOCK())
+        refused = build_invoker(settings, context.invoked_function_arn).start_sweeps(groups, starts)
         logger.info("sweep fanned out", extra={"invocations": len(groups) - len(refused)})
     else:
         refused = groups

@@ -26,7 +26,8 @@ from functions.core.resources import DISPATCHER_MEMORY_MB, WORKER_MEMORY_MB
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS, Parameters
 
-SWEEP_SECONDS = 45.0  # of each minute, for a sweep's CPU (the rest: its waits, a late tick)
+# Of each minute, for a sweep's CPU (the rest: its staggered start, its waits, a late tick).
+SWEEP_SECONDS = 45.0
 DEFAULT_SHARDS = 8
 MAX_MINIMUM_POLLERS = 200  # ProvisionedPollerConfig's MinimumPollers (Lambda API)
 BATCH = 10

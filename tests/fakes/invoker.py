@@ -3,6 +3,8 @@ test names (as a throttled ``lambda:Invoke`` would)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 class RecordingInvoker:
     """Implements ``functions.core.ports.Invoker``."""
@@ -10,8 +12,12 @@ class RecordingInvoker:
     def __init__(self, refuse: list[list[int]] | None = None) -> None:
         self.refuse = refuse or []
         self.started: list[list[int]] = []
+        self.starts: list[datetime] = []
 
-    def start_sweeps(self, groups: list[list[int]]) -> list[list[int]]:
+    def start_sweeps(self, groups: list[list[int]], starts: list[datetime]) -> list[list[int]]:
         refused = [group for group in groups if group in self.refuse]
         self.started.extend(group for group in groups if group not in self.refuse)
+        self.starts.extend(
+            start for group, start in zip(groups, starts, strict=True) if group not in self.refuse
+        )
         return refused

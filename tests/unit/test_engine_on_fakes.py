@@ -3,6 +3,7 @@ table, the queue, the targets and the fan-out. Each test runs in milliseconds.""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -32,7 +33,7 @@ from functions.core.pacing import SEND_LEAD
 from functions.core.queue import WorkMessage
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
-from functions.core.sweep import shard_groups
+from functions.core.sweep import FANOUT_SPREAD, shard_groups
 from functions.dispatcher import handler as dispatcher_handler
 from functions.worker.context import ReturnLater
 from functions.worker.execute import RunExecutor
@@ -140,6 +141,30 @@ def test_a_fatal_failure_fails_the_run_and_the_job_and_leaves_the_dlq_empty(engi
     assert run.status is RunStatus.FAILED and run.error == "HTTP 404"
     assert engine.service.get_job("alice", job["job_id"])["status"] == "FAILED"
     assert engine.queue.dlq_bodies() == []  # a job's own dead_letter queue: tests/unit/test_dead_letter.py
+
+
+def test_a_fanned_out_tick_spreads_its_sweeps_starts_and_each_sweep_waits_for_its_own(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """96 sweeps reading their buckets at the same moment held the simulated table at its read
+    maximum at each tick: a tick spreads its sweeps' starts over ``FANOUT_SPREAD``."""
+    settings = SETTINGS.replace(sweep_invocations=4, shard_count=4)
+    invoker = RecordingInvoker()
+    monkeypatch.setattr(dispatcher_handler, "get_settings", lambda: settings)
+    monkeypatch.setattr(dispatcher_handler, "build_invoker", lambda _settings, _arn: invoker)
+
+    class Context:
+        invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:dispatcher"
+        function_name = "dispatcher"
+        memory_limit_in_mb = 256
+        aws_request_id = "r"
+
+    dispatcher_handler.handler({"source": "aws.events"}, Context())  # type: ignore[arg-type]
+    steps = {(later - earlier).total_seconds() for earlier, later in itertools.pairwise(invoker.starts)}
+    assert len(invoker.started) == 4 and steps == {FANOUT_SPREAD.total_seconds() / 4}
+    start_at = engine.clock() + timedelta(seconds=3)
+    engine.dispatcher.sweep(shards=[0], start_at=start_at)
+    assert engine.clock() >= start_at, "a group's sweep starts at its moment"
 
 
 def test_a_tick_fans_out_through_the_invoker_and_sweeps_a_refused_group_itself(
