@@ -60,6 +60,7 @@ def _summary(report: SweepReport, shards: list[int]) -> dict[str, Any]:
     summary = {
         **{name: value for name, value in asdict(report.dispatch).items() if name != "waiting"},
         "buckets_swept": report.buckets_swept,
+        "buckets_skipped": report.buckets_skipped,
         "triggers_checked": report.triggers_checked,
         "lag_seconds": report.lag_seconds,
         "shards_busy": report.shards_busy,

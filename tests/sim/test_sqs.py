@@ -38,8 +38,10 @@ def mapping_of(
     handle: Callable[[list[Message]], list[str]],
     *,
     maximum_concurrency: int,
+    **mode: Any,
 ) -> EventSourceMapping:
-    """The worker's event source with its default batch, calling ``handle``."""
+    """The worker's event source with its default batch, calling ``handle`` (``mode``: provisioned
+    mode's arguments)."""
     return EventSourceMapping(
         queue.world,
         queue,
@@ -50,6 +52,7 @@ def mapping_of(
         batch_size=10,
         window_seconds=0,
         maximum_concurrency=maximum_concurrency,
+        **mode,
     )
 
 
@@ -177,29 +180,11 @@ def test_provisioned_pollers_kept_ready_serve_their_invocations_from_the_start()
     world = World(EPOCH)
     queue = queue_in(world)
     lambdas = Lambdas(world, DEFAULTS, 10_000)
-    common: dict[str, Any] = {"handle_batch": lambda batch: [], "batch_size": 10, "window_seconds": 0}
-    ready = EventSourceMapping(
-        world,
-        queue,
-        lambdas,
-        DEFAULTS,
-        random.Random(1),
-        maximum_concurrency=5000,
-        provisioned=True,
-        minimum_pollers=200,
-        **common,
+    ready = mapping_of(
+        queue, lambdas, lambda _batch: [], maximum_concurrency=5000, provisioned=True, minimum_pollers=200
     )
     assert ready.pollers == 200 * DEFAULTS.esm_invocations_per_poller
-    default = EventSourceMapping(
-        world,
-        queue,
-        lambdas,
-        DEFAULTS,
-        random.Random(1),
-        maximum_concurrency=5000,
-        provisioned=True,
-        **common,
-    )
+    default = mapping_of(queue, lambdas, lambda _batch: [], maximum_concurrency=5000, provisioned=True)
     assert default.pollers == DEFAULTS.esm_initial_concurrency, "without a minimum: it scales up from five"
 
 

@@ -143,6 +143,15 @@ def test_a_fatal_failure_fails_the_run_and_the_job_and_leaves_the_dlq_empty(engi
     assert engine.queue.dlq_bodies() == []  # a job's own dead_letter queue: tests/unit/test_dead_letter.py
 
 
+class TickContext:
+    """The Lambda context of a dispatcher invocation, as the handler reads it."""
+
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:dispatcher"
+    function_name = "dispatcher"
+    memory_limit_in_mb = 256
+    aws_request_id = "r"
+
+
 def test_a_fanned_out_tick_spreads_its_sweeps_starts_and_each_sweep_waits_for_its_own(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -153,13 +162,7 @@ def test_a_fanned_out_tick_spreads_its_sweeps_starts_and_each_sweep_waits_for_it
     monkeypatch.setattr(dispatcher_handler, "get_settings", lambda: settings)
     monkeypatch.setattr(dispatcher_handler, "build_invoker", lambda _settings, _arn: invoker)
 
-    class Context:
-        invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:dispatcher"
-        function_name = "dispatcher"
-        memory_limit_in_mb = 256
-        aws_request_id = "r"
-
-    dispatcher_handler.handler({"source": "aws.events"}, Context())  # type: ignore[arg-type]
+    dispatcher_handler.handler({"source": "aws.events"}, TickContext())  # type: ignore[arg-type]
     steps = {(later - earlier).total_seconds() for earlier, later in itertools.pairwise(invoker.starts)}
     assert len(invoker.started) == 4 and steps == {FANOUT_SPREAD.total_seconds() / 4}
     start_at = engine.clock() + timedelta(seconds=3)
@@ -177,13 +180,7 @@ def test_a_tick_fans_out_through_the_invoker_and_sweeps_a_refused_group_itself(
     monkeypatch.setattr(dispatcher_handler, "default_dispatcher", lambda: engine.dispatcher)
     monkeypatch.setattr(dispatcher_handler, "build_invoker", lambda _settings, _arn: invoker)
 
-    class Context:
-        invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:dispatcher"
-        function_name = "dispatcher"
-        memory_limit_in_mb = 256
-        aws_request_id = "r"
-
-    summary = dispatcher_handler.handler({"source": "aws.events"}, Context())  # type: ignore[arg-type]
+    summary = dispatcher_handler.handler({"source": "aws.events"}, TickContext())  # type: ignore[arg-type]
     assert invoker.started == [groups[0]]
     assert summary["shards"] == len(groups[1])
 
