@@ -37,6 +37,7 @@ from functions.core.model import (
     RunKind,
     RunStatus,
     Trigger,
+    TriggerState,
     bucket_of,
     bucket_start,
     fire_time,
@@ -143,7 +144,7 @@ class JobService:
             for index, result in zip(indices, results, strict=True):
                 answers[index] = result
         now = self.clock()
-        due = [trigger for _answer, trigger in answers if trigger and self._due_soon(trigger.fire_at, now)]
+        due = [trigger for _answer, trigger in answers if trigger and trigger.state is TriggerState.CLAIMED]
         if due:
             self.dispatcher.dispatch(due, now)
         dispatched = {trigger.job_id for trigger in due}
@@ -367,8 +368,11 @@ class JobService:
         )
 
     def _dispatch_if_due(self, trigger: Trigger, now: datetime) -> bool:
-        """Dispatch the trigger now if it falls due before the next sweep could; whether it did."""
-        if not self._due_soon(trigger.fire_at, now):
+        """Dispatch the trigger now if it falls due before the next sweep could, that is, if it was
+        written held (``_trigger``); whether it did. One written pending is the sweep's, even when the
+        request took long enough for it to fall within the look-ahead since: sent here too, it went
+        out twice, the sweep taking it for one no sweep had sent (``functions/core/frontier.py``)."""
+        if trigger.state is not TriggerState.CLAIMED:
             return False
         # The sweep for this minute may have run already: dispatch now (the trigger is the safety net
         # if this process dies before the message is sent).

@@ -68,8 +68,8 @@ class SweepReport:
     buckets_swept: int = 0
     # Buckets not read: the shard's frontier vouched for them and the cursor may not pass them yet.
     buckets_skipped: int = 0
-    # Triggers within the horizon whose run the sweep looked up (sent ones stay in their bucket and
-    # are read again by every tick until the cursor passes their minute).
+    # Triggers within the horizon whose run the sweep read (not those the shard's frontier vouches
+    # for, nor those no sweep can have sent: ``functions.core.frontier``).
     triggers_checked: int = 0
     cursors_advanced: int = 0
     # Shards left to the sweep that held them (the last tick's, still under way).
@@ -202,7 +202,7 @@ def _sweep_held(
         passed = bucket_start(bucket) + timedelta(minutes=1) + safety <= now
         if not passed and covers_bucket(bucket_start(bucket) + timedelta(minutes=1), frontier):
             # Everything pending written ahead into it was dispatched by an earlier sweep: the read
-            # waits for the sweep that passes it. (With the default look-ahead, one read of four.)
+            # waits for the sweep that passes it (with the default look-ahead, one read of five).
             report.buckets_skipped += 1
             can_advance = False
             bucket = next_bucket(bucket)

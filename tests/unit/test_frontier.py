@@ -117,3 +117,37 @@ def test_after_a_sweep_died_midway_the_next_one_reads_the_runs_and_sends_nothing
     sent = [message.job_id for message, _delay in engine.queue.sent]
     assert sent.count(first["job_id"]) == 1, "its run exists: not sent again"
     assert sent.count(second["job_id"]) == 2, "no run: sent again (the worker's start takes one)"
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_slow_create_leaves_a_trigger_it_wrote_pending_to_the_sweep_which_sends_it_once(
+    clock: Clock, batch: bool
+) -> None:
+    """Found by the simulator (one owner creating 5,000 jobs a second, requests slowed by a
+    throttled index): a create dispatched what fell within the look-ahead by the time it was done,
+    also a trigger it had written pending, and the sweep, taking such a trigger for one no sweep had
+    sent, sent it a second time (a duplicate message, a worker's invocation spent on nothing)."""
+    engine = engine_with(SETTINGS.replace(shard_count=1), clock)
+    engine.dispatcher.sweep()  # a clean sweep: the shard's frontier is its horizon
+    clock.advance(5)
+    create_job = engine.store.create_job
+
+    def slow_create(*args: Any, **kwargs: Any) -> Any:
+        created = create_job(*args, **kwargs)
+        clock.advance(4)  # the request's writes took that long (the SDK's retries)
+        return created
+
+    engine.store.create_job = slow_create  # type: ignore[method-assign]
+    at = (clock() + LOOKAHEAD + timedelta(seconds=2)).isoformat()  # beyond the look-ahead when written
+    body = {"schedule": {"at": at}, "target": {"type": "http", "url": "https://example.com/hook"}}
+    if batch:
+        (answer,) = engine.service.create_jobs("alice", [body])
+        job_id = answer["job"]["job_id"]
+    else:
+        job_id = engine.create(**body)["job_id"]
+    assert engine.queue.sent == [], "written pending: the sweep's to send"
+    fresh = Dispatcher(engine.store, engine.queue, engine.dispatcher.settings, clock=clock)
+    fresh.sweep()
+    clock.advance(30)
+    Dispatcher(engine.store, engine.queue, engine.dispatcher.settings, clock=clock).sweep()
+    assert [message.job_id for message, _delay in engine.queue.sent] == [job_id]
