@@ -1,8 +1,8 @@
 """The ``punctual`` command line: a client for the API, and the local stack.
 
 One module per command group: ``common`` (the root group ``main``, ``Context``, ``api_command``,
-option helpers), ``jobs`` (and ``jobs_bulk``, its commands over many jobs), ``runs``, ``schedule``,
-``stats``, ``config``, ``console``, ``local`` and
+option helpers), ``jobs`` (with ``jobs_bulk``, its commands over many jobs, and ``jobs_runs``, a
+job's history and its watch), ``runs``, ``schedule``, ``stats``, ``config``, ``console``, ``local`` and
 ``dlq`` (which talks to SQS and DynamoDB directly), ``plan`` (the capacity planner); ``stack``
 reads a deployed stack's outputs.
 Importing each command module attaches its commands to ``main``.
@@ -17,6 +17,7 @@ from punctual.cli import (
     dlq,
     jobs,
     jobs_bulk,
+    jobs_runs,
     local,
     plan,
     runs,
@@ -48,6 +49,7 @@ __all__ = [
     "dlq",
     "jobs",
     "jobs_bulk",
+    "jobs_runs",
     "local",
     "main",
     "parse_when",

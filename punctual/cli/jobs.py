@@ -1,11 +1,10 @@
-"""``punctual jobs``: create, list, show, pause/resume/run/cancel, a job's runs, and a live watch."""
+"""``punctual jobs``: create, list, show, pause/resume/run/cancel (a job's runs and the live watch:
+``jobs_runs``; commands over many jobs: ``jobs_bulk``)."""
 
 from __future__ import annotations
 
 import json
 import sys
-import time
-from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -21,7 +20,7 @@ from punctual.cli.common import (
     read_payload,
     remembered_time,
 )
-from punctual.cli.runs import RUN_HEADERS, run_rows, show_run
+from punctual.cli.runs import show_run
 from punctual.output import emit_json, fields, relative, schedule_text, table, target_text
 
 
@@ -412,97 +411,3 @@ def jobs_pause(ctx: Context, job_id: str, note: str | None, until: str | None) -
 _job_action("resume", "Fire again; the misfire policy decides about what was missed.")
 _job_action("run", "Run once, now (also while paused).")
 _job_action("cancel", "Cancel: no further runs; the history is kept.")
-
-
-@jobs.command("runs")
-@click.argument("job_id")
-@click.option(
-    "--status",
-    type=click.Choice(
-        ["SCHEDULED", "QUEUED", "RUNNING", "SUCCEEDED", "RETRYING", "FAILED", "CANCELLED", "SKIPPED"]
-    ),
-)
-@click.option(
-    "--reason",
-    type=click.Choice(
-        [
-            "paused",
-            "superseded",
-            "overlap",
-            "misfire_skipped",
-            "misfire_collapsed",
-            "job_cancelled",
-            "cancelled",
-        ]
-    ),
-    help="Only the occurrences that did not run, for this reason.",
-)
-@click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
-@click.option("--cursor")
-@click.option("--all", "everything", is_flag=True)
-@api_command
-def jobs_runs(
-    ctx: Context,
-    job_id: str,
-    status: str | None,
-    reason: str | None,
-    limit: int,
-    cursor: str | None,
-    everything: bool,
-) -> None:
-    """A job's execution history, newest first: every run, and a row for every occurrence that did
-    not run (skipped by overlap or misfire, not run while paused, cancelled) with its reason."""
-    items: list[Any] = []
-    next_cursor = None
-    for page in pages(
-        lambda c: ctx.client.list_runs(job_id, limit=limit, cursor=c or cursor, status=status, reason=reason),
-        everything,
-    ):
-        items.extend(page["items"])
-        next_cursor = page["next_cursor"]
-    if ctx.as_json:
-        emit_json({"items": items, "next_cursor": next_cursor})
-        return
-    click.echo(table(run_rows(items), RUN_HEADERS))
-    if next_cursor:
-        click.echo(f"\nmore: --cursor {next_cursor}  (or --all)")
-
-
-@jobs.command("watch")
-@click.argument("job_id")
-@click.option("--interval", type=float, default=2.0, show_default=True)
-@click.option("--iterations", type=int, default=0, help="Stop after this many refreshes (0: until Ctrl-C).")
-@api_command
-def jobs_watch(ctx: Context, job_id: str, interval: float, iterations: int) -> None:
-    """A live view of a job's upcoming and recent runs (Ctrl-C to leave)."""
-    count = 0
-    try:
-        while True:
-            job = ctx.client.get_job(job_id)
-            # The history also holds runs queued ahead of time (the look-ahead): "recent" means due.
-            now = datetime.now(UTC)
-            runs = [
-                run
-                for run in ctx.client.list_runs(job_id, limit=40)["items"]
-                if datetime.fromisoformat(run["scheduled_for"].replace("Z", "+00:00")) <= now
-            ][:10]
-            if not ctx.as_json and sys.stdout.isatty():
-                click.clear()
-            if ctx.as_json:
-                emit_json({"job": job, "runs": runs})
-            else:
-                click.echo(
-                    f"{job['job_id']}  {job['name'] or ''}  {job['status']}  {schedule_text(job['schedule'])}"
-                )
-                click.echo(f"updated {datetime.now(UTC).strftime('%H:%M:%S')} UTC\n")
-                click.echo("upcoming")
-                for moment in job["upcoming"] or []:
-                    click.echo(f"  {relative(moment)}")
-                click.echo("\nrecent runs")
-                click.echo(table(run_rows(runs), RUN_HEADERS))
-            count += 1
-            if iterations and count >= iterations:
-                return
-            time.sleep(interval)
-    except KeyboardInterrupt:
-        pass
