@@ -122,8 +122,8 @@ class Dispatcher:
         costs a duplicate message that the worker's conditional start absorbs, never a lost run.
         ``checked``: the caller has just read the runs of ``triggers`` and none exists. ``paced``: each
         message is sent at the moment that makes it visible ``head_start`` before its second (the
-        sweep: a round then takes up to a second longer); otherwise at once (docs/architecture.md,
-        "Arrival").
+        sweep: a round then takes up to a second longer, ten when spread); otherwise at once
+        (docs/architecture.md, "Arrival").
 
         A recurring occurrence's next one, when still to come but due within the look-ahead (a
         seconds-level cron), is dispatched in the next round here rather than left for the next tick,

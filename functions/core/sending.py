@@ -16,6 +16,10 @@ from functions.core.queue import WorkMessage
 
 # A group of messages due to be sent at one moment goes out this many requests at a time.
 SEND_THREADS = 8
+# The share of its measured rate (SEND_THREADS requests of ten each request's duration) a sweep plans
+# to send in a second: a second's messages are spread over many moments, so its threads are rarely all
+# busy.
+PLANNED_SHARE = 0.5
 
 Outgoing = tuple[WorkMessage, datetime]  # a message and the moment its run is due
 
@@ -37,7 +41,13 @@ class Sender:
         """Send the messages. Paced (the sweep): each group at the moment that makes its messages
         visible ``head_start`` before their runs are due; otherwise at once."""
         groups = (
-            pacing.plan(outgoing, [fire_at for _message, fire_at in outgoing], self.clock(), self.head_start)
+            pacing.plan(
+                outgoing,
+                [fire_at for _message, fire_at in outgoing],
+                self.clock(),
+                self.head_start,
+                per_second=self.per_second(),
+            )
             if paced
             else [pacing.Group(self.clock(), outgoing)]
         )
@@ -56,6 +66,11 @@ class Sender:
             if wait > 0:
                 self.clock.sleep(wait)
             self.clock.parallel(self._request, requests, SEND_THREADS, "send")
+
+    def per_second(self) -> int:
+        """How many messages a paced send plans to a second, from the measured duration of a request."""
+        rate = SEND_THREADS * 10 / max(self._request_time.total_seconds(), 0.001)
+        return max(10, int(rate * PLANNED_SHARE))
 
     def _request(self, messages: list[Outgoing]) -> None:
         """One ``SendMessageBatch``, its delays computed as it is made; its duration feeds the

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import collections
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from functions.core import pacing
+from functions.core import pacing, sending
 from functions.core.dispatching import Dispatcher
 from functions.core.queue import WorkMessage
 from functions.core.settings import Settings
@@ -70,7 +71,9 @@ def test_a_plan_groups_moments_within_the_window_in_their_order() -> None:
         (at(0.65) - lead, ["e"]),
         (at(0.75) - lead, ["b", "c", "d"]),
     ]
-    assert pacing.plan(["x"], [at(60.26)], T0, HEAD)[0].at == T0, "never before now"
+    assert pacing.plan(["x"], [at(0.26)], T0, HEAD)[0].at == T0, "never before now"
+    # Its moment too close to now for a group to start early enough for it: a second later.
+    assert pacing.plan(["x"], [at(60.26)], T0, HEAD)[0].at == at(1.01) - lead
 
 
 def _dispatcher(clock: Clock, queue: MemoryQueue, sends_take: float = 0.0) -> Dispatcher:
@@ -81,9 +84,13 @@ def _dispatcher(clock: Clock, queue: MemoryQueue, sends_take: float = 0.0) -> Di
     def slow_send(messages: list[tuple[WorkMessage, int]]) -> None:
         original(messages)
         queue.sent_at.append((clock(), [delay for _m, delay in messages]))  # type: ignore[attr-defined]
+        for message, delay in messages:
+            assert message.queued is not None
+            queue.visible_at[message.queued.scheduled_for].append(clock() + timedelta(seconds=delay))  # type: ignore[attr-defined]
         clock.advance(sends_take)
 
     queue.sent_at = []  # type: ignore[attr-defined]
+    queue.visible_at = collections.defaultdict(list)  # type: ignore[attr-defined]
     queue.send = slow_send  # type: ignore[method-assign]
     return Dispatcher(store, queue, settings, clock=clock)
 
@@ -227,3 +234,58 @@ def test_a_sleep_that_wakes_a_little_late_still_lands_on_the_head_start_not_a_se
     ((when, (delay,)),) = queue.sent_at  # type: ignore[attr-defined]
     wanted = at(200.0) - dispatcher.settings.head_start
     assert wanted - timedelta(milliseconds=20) <= when + timedelta(seconds=delay) <= wanted
+
+
+def test_a_plan_spreads_a_large_round_over_whole_seconds_and_each_message_still_lands_on_its_moment() -> None:
+    # 3,000 runs due over the next minutes, at every millisecond fraction, and 300 due within the second.
+    fires = [at(30 + index * 0.0537) for index in range(3000)] + [
+        at(0.3 + index * 0.002) for index in range(300)
+    ]
+    groups = pacing.plan(list(range(len(fires))), fires, T0, HEAD, per_second=1000)
+    sent_at = {item: group.at for group in groups for item in group.items}
+    assert sorted(sent_at) == list(range(len(fires))), "each message once"
+    per_second: dict[int, int] = {}
+    for item, sent in sent_at.items():
+        second = int((sent + pacing.SEND_LEAD - T0).total_seconds())
+        per_second[second] = per_second.get(second, 0) + 1
+        visible = sent + timedelta(seconds=pacing.delay_for(fires[item], sent, HEAD))
+        if fires[item] - HEAD > sent:
+            early = fires[item] - HEAD - visible
+            assert timedelta(0) <= early <= pacing.GROUP_WINDOW + pacing.SEND_LEAD, (
+                "spread, yet on its moment"
+            )
+    # A group begun near a second's end takes the moments of the next 50 ms with it.
+    assert max(per_second.values()) <= 1000 * 1.05
+    assert max(per_second) <= pacing.MAX_SPREAD_SECONDS
+    assert per_second[0] >= 950, "the runs with no room go first, the second filled with the others"
+    assert all(sent_at[item] < at(1) for item in range(3000, 3300))
+
+
+def test_a_plan_for_a_round_the_sender_keeps_up_with_sends_in_the_next_second() -> None:
+    fires = [at(30 + index * 0.5) for index in range(100)]
+    groups = pacing.plan(list(range(100)), fires, T0, HEAD, per_second=1000)
+    assert all(group.at < at(1) for group in groups)
+
+
+def test_a_large_round_is_sent_over_several_seconds_so_that_no_message_is_a_second_early(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 5,000 one-offs due within half a minute at arbitrary milliseconds: crowded into one second, a
+    # request each 4 ms, the sends would fall behind their moments and most messages would come a
+    # second early. One request at a time: the fake clock cannot make requests overlap.
+    monkeypatch.setattr(sending, "SEND_THREADS", 1)
+    clock = Clock(T0)
+    queue = MemoryQueue(delays=False)
+    dispatcher = _dispatcher(clock, queue, sends_take=0.004)
+    fires = [T0 + timedelta(milliseconds=200_000 + index * 6 + index % 7) for index in range(5000)]
+    _create_due(dispatcher, clock, fires)
+    clock.advance(160)
+    assert dispatcher.sweep().dispatch.sent == 5000
+    early = [
+        (fire - dispatcher.settings.head_start - visible).total_seconds()
+        for fire in set(fires)
+        for visible in queue.visible_at[fire]  # type: ignore[attr-defined]
+    ]
+    assert len(early) == 5000
+    assert min(early) >= 0, "none late"
+    assert max(early) < 0.25, "none a second early: a group's window, its lead and its head start at most"
