@@ -21,17 +21,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import claims, coldstart, common, cost, memory, plots, precision, scale, worker_queue
+from bench import claims, coldstart, common, cost, memory, plots, precision, scale, worker_cpu, worker_queue
 from bench.common import log, machine, write_json, write_text
 
-ALL = ("coldstart", "claims", "precision", "precision_faults", "cost", "worker_queue", "memory", "scale")
+ALL = (
+    "coldstart",
+    "claims",
+    "worker_cpu",
+    "precision",
+    "precision_faults",
+    "cost",
+    "worker_queue",
+    "memory",
+    "scale",
+)
 
 
 def _benchmarks(
     quick: bool,
 ) -> dict[str, tuple[Callable[[], dict[str, Any]], Callable[[dict[str, Any]], str]]]:
     # Sized so that everything takes about 20 minutes on 2 cores (docs/benchmarks.md has the sums):
-    # coldstart ~0.5 min, claims ~0.5, precision 3 x ~2.7, precision_faults 3 x ~2.7, cost ~2.7.
+    # coldstart ~0.5 min, claims ~0.5, worker_cpu ~0.3, precision 3 x ~2.7, precision_faults 3 x ~2.7,
+    # cost ~2.7.
     return {
         "coldstart": (
             lambda: coldstart.run(repeat=3 if quick else 15),
@@ -40,6 +51,10 @@ def _benchmarks(
         "claims": (
             lambda: claims.run(jobs=100 if quick else 150, repetitions=2 if quick else 3),
             claims.report,
+        ),
+        "worker_cpu": (
+            lambda: worker_cpu.run(runs=50 if quick else 100, repetitions=2 if quick else 3),
+            worker_cpu.report,
         ),
         # The stack's defaults (one-minute tick, 120 s look-ahead), with windows longer than the
         # look-ahead, so that some jobs are due beyond it when created and a tick sweeps them.
@@ -274,6 +289,23 @@ def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | 
                 f"{_median(r['claims_per_second'], ' claims/s')}",
                 None,
             )
+            cpu = r["dispatcher_cpu_ms_per_claim"]
+            row(
+                f"dispatcher CPU per claim, {r['shards']} shard(s) x {r.get('claim_threads', 1)} at a time"
+                f" ({cpu['runs']} runs)",
+                "≤ 2 ms",
+                _median(cpu, " ms"),
+                cpu["median"] <= 2,
+            )
+    if "worker_cpu" in results:
+        w = results["worker_cpu"]
+        cpu = w["worker_cpu_ms_per_run"]
+        row(
+            f"worker CPU per run, batches of {w['batch']} ({cpu['runs']} runs)",
+            "≤ 8 ms",
+            _median(cpu, " ms"),
+            cpu["median"] <= 8,
+        )
     if "scale" in results:
         for s in results["scale"]["scenarios"]:
             late = s["lateness_ms"]

@@ -42,6 +42,23 @@ class _State:
 
 _state = _State()
 
+# CPU seconds this process spends on what a Lambda function would not: this module's own records of
+# each call (item sizes, a JSON line) and the local event source mapping's requests (on AWS the
+# mapping polls and deletes, not the function). Thread CPU, summed over all threads: the benchmark
+# takes it off the process's CPU over an invocation (``overhead_start``/``overhead_end``).
+_overhead = [0.0]
+
+
+def _add_overhead(seconds: float) -> None:
+    with _lock:
+        _overhead[0] += seconds
+
+
+def overhead_seconds() -> float:
+    with _lock:
+        return _overhead[0]
+
+
 # Threads that only ever run inside a handler invocation: the records of a worker batch, the
 # heartbeat of a running attempt, a target's call, the dispatcher's per-shard sweeps, its groups of
 # shards and its concurrent claims.
@@ -216,6 +233,7 @@ def _record_aws_calls() -> None:
         response = None
         ok = True
         _local.consumed = None
+        began = time.thread_time()
         try:
             response = original(self, operation_name, api_params)
             return response
@@ -223,10 +241,12 @@ def _record_aws_calls() -> None:
             ok = False
             raise
         finally:
+            returned = time.thread_time()
+            context = _context()
             event: dict[str, Any] = {
                 "t": time.time(),
                 "role": _state.role,
-                "ctx": _context(),
+                "ctx": context,
                 "op": f"{service}:{operation_name}",
                 "ok": ok,
             }
@@ -244,6 +264,8 @@ def _record_aws_calls() -> None:
             elif service == "sqs" and operation_name in ("SendMessageBatch", "DeleteMessageBatch"):
                 event["entries"] = len(api_params.get("Entries") or [])
             _emit(event)
+            # The record's own CPU; and the whole request when the event source mapping made it.
+            _add_overhead(time.thread_time() - returned + (returned - began if context == "outside" else 0.0))
 
     client_class._make_api_call = counted
 
@@ -263,6 +285,7 @@ def _time_handler(
         started = time.time()
         began = time.perf_counter()
         cpu_began = time.process_time()
+        overhead_began = overhead_seconds()
         result = None
         try:
             result = original(event, context)
@@ -270,6 +293,7 @@ def _time_handler(
         finally:
             duration = time.perf_counter() - began
             cpu_ended = time.process_time()
+            overhead_ended = overhead_seconds()
             _local.in_handler = False
             invocation: dict[str, Any] = {
                 "t": started,
@@ -281,6 +305,8 @@ def _time_handler(
                 # share it, so the benchmark merges them into spans before it counts CPU.
                 "cpu_start": cpu_began,
                 "cpu_end": cpu_ended,
+                "overhead_start": overhead_began,
+                "overhead_end": overhead_ended,
                 **describe(event, result),
             }
             if _local.tag:

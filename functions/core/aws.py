@@ -19,15 +19,24 @@ _lock = threading.Lock()
 _clients: dict[tuple[str, str | None, str, int], Any] = {}
 
 
-def _config(attempts: int) -> Config:
+def _config(attempts: int, *, validate: bool = True) -> Config:
     """Standard retry mode retries throttling and transient errors with backoff; timeouts stay short
-    so a stuck call cannot eat a Lambda invocation."""
+    so a stuck call cannot eat a Lambda invocation. ``validate``: botocore checks each request's
+    parameters against the service model before sending it."""
     return Config(
         retries={"total_max_attempts": attempts, "mode": "standard"},
         connect_timeout=5,
         read_timeout=30,
         max_pool_connections=50,
+        parameter_validation=validate,
     )
+
+
+# DynamoDB's requests are built by the store adapter alone (no target writes to a table), from typed
+# objects, and the contract suite runs each of them against moto; botocore's own check of every
+# parameter was an eighth of the dispatcher's CPU per claim (docs/benchmarks.md). DynamoDB still
+# refuses a malformed request, with a ValidationException.
+_UNVALIDATED = frozenset({"dynamodb"})
 
 
 # Invoking a target function is the attempt itself: it may run up to a job's longest timeout, and the
@@ -75,7 +84,9 @@ def _cached(service: str, endpoint: str | None, region: str, attempts: int) -> A
                 service,  # type: ignore[call-overload]
                 region_name=region,
                 endpoint_url=endpoint,
-                config=_TARGET_LAMBDA_CONFIG if service == "lambda" else _config(attempts),
+                config=_TARGET_LAMBDA_CONFIG
+                if service == "lambda"
+                else _config(attempts, validate=service not in _UNVALIDATED),
             )
             _clients[key] = existing
         return existing

@@ -311,6 +311,60 @@ def test_a_client_slow_to_send_its_request_body_does_not_hold_the_table(moto_end
         slow.close()
 
 
+def _raw_request(target: str, body: bytes) -> bytes:
+    return (
+        b"POST / HTTP/1.1\r\nHost: localhost\r\n"
+        b"X-Amz-Target: DynamoDB_20120810." + target.encode() + b"\r\n"
+        b"Content-Type: application/x-amz-json-1.0\r\n"
+        b"Authorization: AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request,"
+        b" SignedHeaders=host, Signature=x\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
+
+
+def test_a_connection_stays_open_for_the_next_request(moto_endpoint: str) -> None:
+    """werkzeug closed every connection, so each request paid a new one (a third of the dispatcher's
+    CPU a claim in make bench); kept open, its drain after an answer must not swallow the next
+    request."""
+    import socket
+    from urllib.parse import urlparse
+
+    address = urlparse(moto_endpoint)
+    connection = socket.create_connection((address.hostname, address.port))
+    connection.settimeout(5)
+    try:
+        answers: list[bytes] = []
+        for body in (b"{}", b'{"Limit": 5}', b"{}"):
+            connection.sendall(_raw_request("ListTables", body))
+            answer = b""
+            while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+                answer += connection.recv(65536)
+            answers.append(answer)
+        assert all(a.startswith(b"HTTP/1.1 200") for a in answers)
+        assert all(b"Connection: keep-alive" in a for a in answers)
+    finally:
+        connection.close()
+
+
+def test_boto3_reuses_its_connection_to_the_emulator(
+    moto_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    connects: list[object] = []
+    original = socket.socket.connect
+
+    def counted(self: socket.socket, address: Any) -> None:
+        connects.append(address)
+        original(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", counted)
+    client: Any = boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="us-east-1")
+    for _ in range(5):
+        client.list_tables()
+    assert len(connects) == 1
+
+
 def test_item_answers_written_directly_are_the_json_moto_s_serializer_writes(
     moto_endpoint: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
