@@ -72,6 +72,7 @@ EVENTBRIDGE_RULE = (
 )
 BENCH_CLAIMS = "measured on this project: make bench, bench/results/claims.json (dispatcher CPU per claim)"
 BENCH_COST = "measured on this project: make bench, bench/results/cost.json (requests and CPU per job)"
+BENCH_WORKER_CPU = "measured on this project: make bench, bench/results/worker_cpu.json (worker CPU per run)"
 BENCH_COLDSTART = "measured on this project: make bench, bench/results/coldstart.json (handler import time)"
 
 
@@ -292,13 +293,13 @@ class Parameters:
 
     # ---------------------------------------------------------------------- the engine's own CPU
     # On this machine's core (one full vCPU: 1,769 MB on Lambda). What the engine's Python does
-    # around each request (building it, signing, parsing the answer) dominates: the benches measure
-    # 6.7 ms of dispatcher CPU per claim over 2.8 requests per claim.
+    # around each request (building it, signing, parsing the answer) dominates: the claims bench
+    # measures 1.9-2.7 ms of dispatcher CPU per claim over 1.2-1.5 requests per claim.
     cpu_per_request_ms: float = field(
-        default=2.4,
+        default=1.8,
         metadata=_about(
             "ms",
-            BENCH_CLAIMS + " and " + BENCH_COST,
+            BENCH_CLAIMS,
             "CPU of one AWS request on the boto3 path (one vCPU)",
         ),
     )
@@ -311,10 +312,11 @@ class Parameters:
         ),
     )
     cpu_per_record_ms: float = field(
-        default=4.0,
+        default=0.5,
         metadata=_about(
             "ms",
-            BENCH_COST + " (worker CPU per job 12.5-19 ms, less its requests)",
+            BENCH_WORKER_CPU + " (6.0 ms a run in batches of ten, less its 3.2 requests and a tenth of an"
+            " invocation; the remainder rounded up)",
             "worker CPU per record besides its requests",
         ),
     )
