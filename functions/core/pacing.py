@@ -73,6 +73,7 @@ def plan(
     head_start: timedelta,
     window: timedelta = GROUP_WINDOW,
     per_second: int | None = None,
+    booked: list[int] | None = None,
 ) -> list[Group[T]]:
     """``items`` (due at ``fire_at``, pairwise) as groups in the order of their send moments: each
     group is sent ``SEND_LEAD`` before its first item's moment (or now), with the items whose moments
@@ -82,11 +83,13 @@ def plan(
     later than the next second may be sent a whole number of seconds later than ``send_moment`` (its
     delay a second shorter for each), up to ``MAX_SPREAD_SECONDS``: the messages with the least room
     take the earliest seconds, at most ``per_second`` to each, so that every request is made at its
-    moment and each message becomes visible when it should, not a second early."""
+    moment and each message becomes visible when it should, not a second early. ``booked``: how many
+    messages other sends of the same sender already have in each of the next seconds (from ``now``,
+    ``MAX_SPREAD_SECONDS + 1`` of them); the plan counts them and adds its own."""
     moments = sorted(
         (
             (_spread_moment(fire, now, head_start, slot), index)
-            for index, fire, slot in _slots(fire_at, now, head_start, per_second)
+            for index, fire, slot in _slots(fire_at, now, head_start, per_second, booked)
         ),
         key=lambda pair: pair[0],
     )
@@ -111,7 +114,11 @@ def _room(fire_at: datetime, now: datetime, head_start: timedelta) -> int:
 
 
 def _slots(
-    fire_at: Sequence[datetime], now: datetime, head_start: timedelta, per_second: int | None
+    fire_at: Sequence[datetime],
+    now: datetime,
+    head_start: timedelta,
+    per_second: int | None,
+    booked: list[int] | None = None,
 ) -> list[tuple[int, datetime, int]]:
     """Each message's second (0: within the next second). A moment so close to ``now`` that a group
     could not start early enough for it goes a second later when it has the room. With ``per_second``,
@@ -122,9 +129,11 @@ def _slots(
         int(room > 0 and send_moment(fire, now, head_start) - now < SEND_LEAD + GROUP_WINDOW)
         for fire, room in zip(fire_at, rooms, strict=True)
     ]
-    if per_second is None or len(fire_at) <= per_second:
+    used = booked if booked is not None else [0] * (MAX_SPREAD_SECONDS + 1)
+    if per_second is None or len(fire_at) + used[0] <= per_second:
+        for first in firsts:
+            used[first] += 1
         return [(index, fire, firsts[index]) for index, fire in enumerate(fire_at)]
-    used = [0] * (MAX_SPREAD_SECONDS + 1)
     slots: list[tuple[int, datetime, int]] = []
     for index in sorted(range(len(fire_at)), key=lambda i: (rooms[i], fire_at[i])):
         room, first = rooms[index], firsts[index]

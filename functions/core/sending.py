@@ -6,6 +6,7 @@ planned makes its messages arrive early, never late (docs/architecture.md, "Arri
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta
 
 from functions.core import pacing
@@ -36,21 +37,15 @@ class Sender:
         self.clock = clock
         # How long a SendMessageBatch takes, a running estimate (``_request``).
         self._request_time = timedelta(milliseconds=20)
+        # Messages planned for each second (epoch second -> count) by the paced sends under way: the
+        # sweeps of several shards send through one sender, and share its rate.
+        self._booked: dict[int, int] = {}
+        self._booking = threading.Lock()
 
     def send(self, outgoing: list[Outgoing], *, paced: bool) -> None:
         """Send the messages. Paced (the sweep): each group at the moment that makes its messages
         visible ``head_start`` before their runs are due; otherwise at once."""
-        groups = (
-            pacing.plan(
-                outgoing,
-                [fire_at for _message, fire_at in outgoing],
-                self.clock(),
-                self.head_start,
-                per_second=self.per_second(),
-            )
-            if paced
-            else [pacing.Group(self.clock(), outgoing)]
-        )
+        groups = self._plan(outgoing) if paced else [pacing.Group(self.clock(), outgoing)]
         for group in groups:
             # Ten to a request, in due-time order: each message has its own delay, so the runs of a
             # group's due times share requests (the crons of a minute due on whole seconds are one
@@ -66,6 +61,26 @@ class Sender:
             if wait > 0:
                 self.clock.sleep(wait)
             self.clock.parallel(self._request, requests, SEND_THREADS, "send")
+
+    def _plan(self, outgoing: list[Outgoing]) -> list[pacing.Group[Outgoing]]:
+        """The paced plan of ``outgoing``, counting the seconds other sends under way have booked."""
+        with self._booking:
+            now = self.clock()
+            second = int(now.timestamp())
+            self._booked = {s: n for s, n in self._booked.items() if s >= second}
+            booked = [self._booked.get(second + k, 0) for k in range(pacing.MAX_SPREAD_SECONDS + 1)]
+            groups = pacing.plan(
+                outgoing,
+                [fire_at for _message, fire_at in outgoing],
+                now,
+                self.head_start,
+                per_second=self.per_second(),
+                booked=booked,
+            )
+            for k, count in enumerate(booked):
+                if count:
+                    self._booked[second + k] = count
+            return groups
 
     def per_second(self) -> int:
         """How many messages a paced send plans to a second, from the measured duration of a request."""

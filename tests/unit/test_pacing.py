@@ -289,3 +289,23 @@ def test_a_large_round_is_sent_over_several_seconds_so_that_no_message_is_a_seco
     assert len(early) == 5000
     assert min(early) >= 0, "none late"
     assert max(early) < 0.25, "none a second early: a group's window, its lead and its head start at most"
+
+
+def test_sweeps_sending_through_one_sender_share_its_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sweeps of several shards run at once in one dispatcher and send through its one sender: each
+    # plans around what the others booked, so that together they keep to the sender's rate.
+    clock = Clock(T0)
+    sender = sending.Sender(MemoryQueue(delays=False), HEAD, clock=clock)
+    monkeypatch.setattr(sender, "per_second", lambda: 600)
+    per_second: dict[int, int] = collections.Counter()
+    for shard in range(3):
+        outgoing = [
+            (WorkMessage(f"job-{shard}-{i}", f"run-{i}"), at(30 + i * 0.0277 + shard * 0.003))
+            for i in range(1000)
+        ]
+        for group in sender._plan(outgoing):
+            per_second[int((group.at + pacing.SEND_LEAD - T0).total_seconds())] += len(group.items)
+    assert sum(per_second.values()) == 3000
+    # By the groups' start (a group begun near a second's end takes the next 50 ms's moments along).
+    assert max(per_second.values()) <= 600 * 1.1, per_second
+    assert len(per_second) >= 5, "3,000 at 600 a second: five seconds at least"
