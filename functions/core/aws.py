@@ -16,7 +16,8 @@ from functions.core.resources import TABLE_ATTEMPTS
 from functions.core.settings import Settings
 
 _lock = threading.Lock()
-_clients: dict[tuple[str, str | None, str, int], Any] = {}
+# (service, endpoint, region, attempts, for a target's call)
+_clients: dict[tuple[str, str | None, str, int, bool], Any] = {}
 
 
 def _config(attempts: int, *, validate: bool = True) -> Config:
@@ -50,16 +51,24 @@ _TARGET_LAMBDA_CONFIG = Config(
 
 
 def client(
-    service: str, settings: Settings, region: str | None = None, *, attempts: int = TABLE_ATTEMPTS
+    service: str,
+    settings: Settings,
+    region: str | None = None,
+    *,
+    attempts: int = TABLE_ATTEMPTS,
+    for_target: bool = False,
 ) -> Any:
     """The process's client of ``service`` in ``region`` (by default the deployment's), making
-    ``attempts`` of each request (``functions/core/resources.py``).
+    ``attempts`` of each request (``functions/core/resources.py``). ``for_target``: the client calls
+    jobs' targets (a target function's invocation is the attempt itself: one try, as long as the
+    longest job timeout), not the engine's own resources (the dispatcher's fan-out invokes with the
+    standard timeouts and retries).
 
     A client reaches one region only, so a target in another region has a client of its own. With
     ``aws_endpoint_url`` set, every region's client goes to that endpoint: an emulator serves all
     regions and keeps them apart by the region a request is signed for, as AWS's endpoints do.
     """
-    return _cached(service, settings.aws_endpoint_url, region or settings.region, attempts)
+    return _cached(service, settings.aws_endpoint_url, region or settings.region, attempts, for_target)
 
 
 def client_in_region(home: Any, region: str) -> Any:
@@ -70,13 +79,18 @@ def client_in_region(home: Any, region: str) -> Any:
     service's standard endpoints.
     """
     with _lock:
-        origin = next(((s, e, a) for (s, e, _, a), made in _clients.items() if made is home), None)
-    service, endpoint, attempts = origin or (home.meta.service_model.service_name, None, TABLE_ATTEMPTS)
-    return _cached(service, endpoint, region, attempts)
+        origin = next(((s, e, a, t) for (s, e, _, a, t), made in _clients.items() if made is home), None)
+    service, endpoint, attempts, for_target = origin or (
+        home.meta.service_model.service_name,
+        None,
+        TABLE_ATTEMPTS,
+        True,
+    )
+    return _cached(service, endpoint, region, attempts, for_target)
 
 
-def _cached(service: str, endpoint: str | None, region: str, attempts: int) -> Any:
-    key = (service, endpoint, region, attempts)
+def _cached(service: str, endpoint: str | None, region: str, attempts: int, for_target: bool) -> Any:
+    key = (service, endpoint, region, attempts, for_target)
     with _lock:
         existing = _clients.get(key)
         if existing is None:
@@ -85,7 +99,7 @@ def _cached(service: str, endpoint: str | None, region: str, attempts: int) -> A
                 region_name=region,
                 endpoint_url=endpoint,
                 config=_TARGET_LAMBDA_CONFIG
-                if service == "lambda"
+                if for_target and service == "lambda"
                 else _config(attempts, validate=service not in _UNVALIDATED),
             )
             _clients[key] = existing

@@ -47,7 +47,9 @@ def build_dispatcher(settings: Settings) -> Dispatcher:
 def build_target_executor(settings: Settings) -> TargetExecutor:
     from functions.core.targets.executor import TargetExecutor
 
-    return TargetExecutor(lambda service: aws.client(service, settings), build_network_policy(settings))
+    return TargetExecutor(
+        lambda service: aws.client(service, settings, for_target=True), build_network_policy(settings)
+    )
 
 
 @lru_cache(maxsize=1)

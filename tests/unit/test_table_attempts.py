@@ -6,6 +6,7 @@ second")."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -53,3 +54,22 @@ def test_a_client_per_number_of_attempts_is_kept_for_the_process(settings: Setti
     assert aws.client("dynamodb", settings) is aws.client("dynamodb", settings)
     fewer = aws.client("dynamodb", settings, attempts=API_TABLE_ATTEMPTS)
     assert aws.client("dynamodb", settings) is not fewer
+
+
+def test_the_dispatchers_fan_out_invokes_with_the_engines_retries_not_a_targets_one_try(
+    settings: Settings,
+) -> None:
+    """The client config was picked by service name alone, so the fan-out's asynchronous invocations
+    got a target call's single attempt and 905 s read timeout: one throttled invoke lost a group's
+    sweep for that tick."""
+    from functions.core.factories import build_invoker, build_target_executor
+
+    invoker = build_invoker(settings, "arn:aws:lambda:eu-west-1:123456789012:function:dispatcher")
+    own: Any = invoker.client
+    assert attempts(own) == TABLE_ATTEMPTS
+    assert own.meta.config.read_timeout == 30
+    target: Any = build_target_executor(settings)._client("lambda")
+    assert attempts(target) == 1, "a target function's invocation is the attempt itself"
+    assert target.meta.config.read_timeout == 905
+    assert aws.client_in_region(target, "us-east-1").meta.config.read_timeout == 905
+    assert aws.client_in_region(own, "us-east-1").meta.config.read_timeout == 30
