@@ -9,16 +9,16 @@ import sys
 from functions.core import crash_points
 
 
-def test_unconfigured_crash_points_do_nothing() -> None:
-    crash_points._configured.cache_clear()
-    crash_points.crash_point("after_claim_before_send")
-
-
-def test_a_configured_crash_point_exits_abruptly() -> None:
+def test_a_crash_point_exits_abruptly_when_configured_and_never_otherwise() -> None:
     code = (
         "from functions.core.crash_points import crash_point;"
         " crash_point('after_start_before_execute'); print('survived')"
     )
+    unset = {k: v for k, v in os.environ.items() if k != "PUNCTUAL_CRASH_POINTS"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=unset, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0 and "survived" in result.stdout, "not configured: nothing happens"
     env = {**os.environ, "PUNCTUAL_CRASH_POINTS": "after_start_before_execute:1.0"}
     result = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False

@@ -219,13 +219,23 @@ def test_a_successful_attempt_of_another_target_type_has_no_error_and_no_http_bl
 
 def test_without_a_daemon_address_nothing_is_built_or_sent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWS_XRAY_DAEMON_ADDRESS", raising=False)
+    # Recorded, not raised: attempt_span swallows whatever its parts raise (it never costs an outcome).
+    made: list[str] = []
 
-    def forbidden(*_args: object, **_kwargs: object) -> Any:
-        raise AssertionError("no socket and no segment when tracing is off")
+    def forbidden(name: str) -> Any:
+        def called(*_args: object, **_kwargs: object) -> Any:
+            made.append(name)
+            raise OSError(name)
 
-    monkeypatch.setattr(socket, "socket", forbidden)
-    monkeypatch.setattr(tracing, "attempt_segment", forbidden)
+        return called
+
+    monkeypatch.setattr(socket, "socket", forbidden("socket"))
+    monkeypatch.setattr(tracing, "attempt_segment", forbidden("segment"))
     tracing.attempt_span(job(), run(), attempt())
+    assert made == [], "no socket and no segment when tracing is off"
+    monkeypatch.setenv("AWS_XRAY_DAEMON_ADDRESS", "127.0.0.1:2000")
+    tracing.attempt_span(job(), run(), attempt())
+    assert made == ["segment"], "the stubs see a call when tracing is on"
 
 
 def test_a_segment_that_cannot_be_sent_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
