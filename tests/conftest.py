@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +85,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+@pytest.fixture
+def config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty, private config location and no endpoint or token from the developer's shell.
+
+    ``punctual.client`` reads PUNCTUAL_CONFIG when it is imported, so the path is patched, not the env.
+    """
+    import punctual.client
+
+    path = tmp_path / "punctual" / "config.json"
+    monkeypatch.setattr(punctual.client, "CONFIG_PATH", path)
+    monkeypatch.setenv("PUNCTUAL_CONFIG", str(path))
+    for key in (
+        "PUNCTUAL_ENDPOINT",
+        "PUNCTUAL_TOKEN",
+        "PUNCTUAL_API_KEY",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_PROFILE",
+    ):
+        monkeypatch.delenv(key, raising=False)
+    return path

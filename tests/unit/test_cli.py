@@ -1,4 +1,5 @@
-"""The CLI without a stack: relative times, tables, config resolution, exit codes, from-stack, SigV4."""
+"""The CLI without a stack: relative times, tables, config resolution, exit codes, SigV4 (from-stack,
+which reads a stack through moto, is in tests/integration/test_cli_from_stack.py)."""
 
 from __future__ import annotations
 
@@ -10,39 +11,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from click.testing import CliRunner
-from moto import mock_aws
 
-import punctual.client
 from punctual.cli import main, parse_when
 from punctual.client import DEFAULT_ENDPOINT, ApiError, Client, Config, ConnectionFailed
 from punctual.output import relative, schedule_text, table, target_text
 
 NOW = datetime(2026, 11, 22, 12, 0, 5, 250_000, tzinfo=UTC)
 DEPLOYED = "https://abc.execute-api.us-east-1.amazonaws.com/prod"
-
-
-@pytest.fixture
-def config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty, private config location and no endpoint or token from the developer's shell.
-
-    ``punctual.client`` reads PUNCTUAL_CONFIG when it is imported, so the path is patched, not the env.
-    """
-    path = tmp_path / "punctual" / "config.json"
-    monkeypatch.setattr(punctual.client, "CONFIG_PATH", path)
-    monkeypatch.setenv("PUNCTUAL_CONFIG", str(path))
-    for key in (
-        "PUNCTUAL_ENDPOINT",
-        "PUNCTUAL_TOKEN",
-        "PUNCTUAL_API_KEY",
-        "AWS_REGION",
-        "AWS_DEFAULT_REGION",
-        "AWS_PROFILE",
-    ):
-        monkeypatch.delenv(key, raising=False)
-    return path
 
 
 def save(path: Path, **data: Any) -> None:
@@ -567,146 +544,6 @@ def test_create_sends_every_option_group_in_the_body(fake_api: FakeApi, tmp_path
 def test_create_builds_each_aws_target(fake_api: FakeApi, flags: list[str], target: dict[str, Any]) -> None:
     CliRunner().invoke(main, ["jobs", "create", "--rate", "5 minutes", *flags, "--endpoint", fake_api.url])
     assert json.loads(fake_api.bodies[-1]) == {"schedule": {"rate": "5 minutes"}, "target": target}
-
-
-# -------------------------------------------------------------------------- config from-stack
-
-
-TEMPLATE_QUEUE = {"Queue": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "punctual-test"}}}
-
-
-def _stack(name: str, outputs: dict[str, Any]) -> None:
-    template = {"AWSTemplateFormatVersion": "2010-09-09", "Resources": TEMPLATE_QUEUE, "Outputs": outputs}
-    boto3.client("cloudformation", region_name="us-east-1").create_stack(
-        StackName=name, TemplateBody=json.dumps(template)
-    )
-
-
-@pytest.fixture
-def aws(config_file: Path) -> Iterator[None]:
-    with mock_aws():
-        yield
-
-
-def test_from_stack_saves_the_api_url_with_sigv4(aws: None, config_file: Path) -> None:
-    _stack("Punctual", {"ApiUrl": {"Value": DEPLOYED + "/"}, "TableName": {"Value": "punctual"}})
-    result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1"])
-    assert result.exit_code == 0, result.output
-    assert json.loads(config_file.read_text()) == {
-        "endpoint": DEPLOYED,
-        "auth": "sigv4",
-        "region": "us-east-1",
-    }
-    assert "saved to" in result.stdout and str(config_file) in result.stdout
-    # and the other commands now use it
-    assert Config.load(None, None) == Config(endpoint=DEPLOYED, token=None, auth="sigv4", region="us-east-1")
-
-
-def _api_key(name: str) -> tuple[str, str]:
-    """An API key in moto's API Gateway: (id, value)."""
-    key = boto3.client("apigateway", region_name="us-east-1").create_api_key(name=name, enabled=True)
-    return key["id"], key["value"]
-
-
-def test_from_stack_in_api_key_mode_saves_the_keys_value(aws: None, config_file: Path) -> None:
-    # Given a stack deployed with api_auth=api_key: its ApiKeyId output names the key (infra/stack.py)
-    key_id, value = _api_key("punctual-prod-default")
-    _stack("punctual-prod", {"ApiUrl": {"Value": DEPLOYED + "/"}, "ApiKeyId0": {"Value": key_id}})
-    # When the CLI is configured from it
-    result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1"])
-    # Then it saved API-key mode with the key's value, read from API Gateway, and never printed it
-    assert result.exit_code == 0, result.output
-    assert json.loads(config_file.read_text()) == {
-        "endpoint": DEPLOYED,
-        "auth": "api_key",
-        "region": "us-east-1",
-        "api_key": value,
-    }
-    assert config_file.stat().st_mode & 0o777 == 0o600
-    assert value not in result.output
-    assert f"(API key punctual-prod-default, id {key_id}, region us-east-1) saved to" in result.stdout
-    assert Config.load(None, None) == Config(
-        endpoint=DEPLOYED, token=None, auth="api_key", region="us-east-1", api_key=value
-    )
-
-
-def test_from_stack_with_several_api_keys_needs_key(aws: None, config_file: Path) -> None:
-    first, _ = _api_key("punctual-prod-default")
-    second, value = _api_key("punctual-prod-ci")
-    _stack(
-        "punctual-prod",
-        {
-            "ApiUrl": {"Value": DEPLOYED + "/"},
-            "ApiKeyId0": {"Value": first},
-            "ApiKeyId1": {"Value": second},
-        },
-    )
-    result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1"])
-    assert result.exit_code == 2
-    assert result.stderr == (
-        f"error: stack punctual-prod has several API keys: punctual-prod-default ({first}),"
-        f" punctual-prod-ci ({second}); choose one with --key\n"
-    )
-    assert not config_file.exists()
-    for choice in ("ci", "punctual-prod-ci", second):
-        config_file.unlink(missing_ok=True)
-        result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1", "--key", choice])
-        assert result.exit_code == 0, result.output
-        assert json.loads(config_file.read_text())["api_key"] == value
-    result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1", "--key", "nope"])
-    assert result.exit_code == 3
-    assert result.stderr.startswith("error: no API key 'nope' in stack punctual-prod")
-
-
-def test_from_stack_with_a_key_that_cannot_be_read_exits_3(aws: None, config_file: Path) -> None:
-    _stack("punctual-prod", {"ApiUrl": {"Value": DEPLOYED + "/"}, "ApiKeyId0": {"Value": "gone123"}})
-    result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1"])
-    assert result.exit_code == 3
-    assert result.stderr.startswith("error: cannot read API key gone123 of stack punctual-prod:")
-    assert not config_file.exists()
-
-
-def test_from_stack_finds_the_stack_make_deploy_creates_by_default(aws: None, config_file: Path) -> None:
-    _stack("punctual-dev", {"ApiUrl": {"Value": DEPLOYED + "/"}})
-    result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1"])
-    assert result.exit_code == 0, result.output
-    assert json.loads(config_file.read_text())["endpoint"] == DEPLOYED
-
-
-def test_from_stack_accepts_an_output_key_with_a_cdk_suffix(aws: None, config_file: Path) -> None:
-    _stack("Other", {"ApiUrlE5F3A9": {"Value": DEPLOYED + "/"}})
-    result = CliRunner().invoke(
-        main, ["config", "from-stack", "--stack-name", "Other", "--region", "us-east-1"]
-    )
-    assert result.exit_code == 0, result.output
-    assert json.loads(config_file.read_text())["endpoint"] == DEPLOYED
-
-
-def test_from_stack_without_the_output_exits_3_naming_the_outputs(aws: None, config_file: Path) -> None:
-    _stack("NoApi", {"TableName": {"Value": "punctual"}})
-    result = CliRunner().invoke(
-        main, ["config", "from-stack", "--stack-name", "NoApi", "--region", "us-east-1"]
-    )
-    assert result.exit_code == 3
-    assert result.stderr == "error: stack NoApi has no output ApiUrl (outputs: TableName)\n"
-    assert not config_file.exists()
-
-
-def test_from_stack_with_a_missing_stack_exits_3(aws: None, config_file: Path) -> None:
-    result = CliRunner().invoke(
-        main, ["config", "from-stack", "--stack-name", "Nope", "--region", "us-east-1"]
-    )
-    assert result.exit_code == 3, result.output
-
-
-def test_from_stack_when_cloudformation_cannot_be_read_is_one_line(aws: None, config_file: Path) -> None:
-    result = CliRunner().invoke(
-        main, ["config", "from-stack", "--stack-name", "Nope", "--region", "us-east-1"]
-    )
-    assert result.exit_code != 0
-    assert result.stderr.startswith("error: cannot read stack Nope:")
-    assert len(result.stderr.splitlines()) == 1
-    assert not config_file.exists()
 
 
 # ----------------------------------------------------------------------------------------- SigV4
