@@ -79,9 +79,12 @@ class JobStore(Protocol):
         *,
         replacing_name_of: str | None = None,
     ) -> None:
-        """Job, name, idempotency record (key, request fingerprint) and first trigger, all or none.
-        ``replacing_name_of`` takes the name over from that ended job. Raises ``NameTaken``,
-        ``IdempotencyKeyTaken`` or ``JobExists``."""
+        """Idempotency record (key, request fingerprint), name, first trigger, then the job, one
+        conditional write each in that order: not all or none, but nothing a reader acts on before
+        the job exists (a record, name or trigger whose job never appeared is taken over, or deleted,
+        after the orphan grace: docs/architecture.md, "The write path"). ``replacing_name_of`` takes
+        the name over from that ended job. Raises ``IdempotencyKeyTaken``, ``NameTaken`` or
+        ``JobExists``."""
 
     def get_idempotent_create(self, owner: str, key: str, now: datetime) -> tuple[str, str] | None:
         """(job_id, fingerprint) of an earlier create with this key, if its record is still valid."""
