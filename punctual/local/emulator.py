@@ -443,14 +443,6 @@ class KeepAliveHandler(MotoRequestHandler):
         # body waited for the client's delayed acknowledgement, 40 ms, once connections were kept.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def handle_one_request(self) -> None:
-        # botocore writes a request's head and body separately; with Nagle's algorithm on its side the
-        # body waits for the acknowledgement of the head, which Linux delays up to 40 ms on a
-        # connection past its first exchanges. Acknowledged at once, the body follows at once.
-        with contextlib.suppress(OSError, AttributeError):
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
-        super().handle_one_request()
-
     def run_wsgi(self) -> None:
         length = self.headers.get("Content-Length") or "0"
         chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
