@@ -680,7 +680,7 @@ def plan_occurrence(
     misfire_threshold: timedelta,
 ) -> ClaimPlan:
     """Apply a misfire policy to an occurrence being claimed at ``now``: the dispatcher's decision,
-    and the schedule preview's replay of an outage (``schedule/preview.py``).
+    and the schedule preview's replay of an outage (``functions/core/preview.py``).
 
     On time (not later than the threshold) the occurrence runs and the chain continues after it. A
     missed recurring occurrence is handled by the policy; one-off jobs always run.
