@@ -12,7 +12,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -105,14 +105,17 @@ def key_values(pairs: tuple[str, ...], separator: str, option: str) -> dict[str,
     return result
 
 
-def pages(fetch: Callable[[str | None], Any], everything: bool) -> Iterator[Any]:
+def collect(fetch: Callable[[str | None], Any], everything: bool) -> tuple[list[Any], str | None]:
+    """A listing's items from its first page (``fetch(None)``), or from every page when ``everything``,
+    and the cursor of the page after them (None at the end)."""
+    items: list[Any] = []
     cursor = None
     while True:
         page = fetch(cursor)
-        yield page
+        items.extend(page["items"])
         cursor = page.get("next_cursor")
         if not everything or not cursor:
-            return
+            return items, cursor
 
 
 def read_payload(raw: str | None) -> Any:

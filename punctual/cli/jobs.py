@@ -13,9 +13,9 @@ from punctual.cli.common import (
     EXIT_REFUSED,
     Context,
     api_command,
+    collect,
     key_values,
     main,
-    pages,
     parse_when,
     read_payload,
     remembered_time,
@@ -234,16 +234,12 @@ def jobs_list(
     everything: bool,
 ) -> None:
     """Your jobs, newest first."""
-    items: list[Any] = []
-    next_cursor = None
-    for page in pages(
+    items, next_cursor = collect(
         lambda c: ctx.client.list_jobs(
             limit=limit, cursor=c or cursor, status=status, name=name, name_prefix=name_prefix
         ),
         everything,
-    ):
-        items.extend(page["items"])
-        next_cursor = page["next_cursor"]
+    )
     if ctx.as_json:
         emit_json({"items": items, "next_cursor": next_cursor})
         return

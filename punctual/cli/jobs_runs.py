@@ -6,11 +6,10 @@ from __future__ import annotations
 import sys
 import time
 from datetime import UTC, datetime
-from typing import Any
 
 import click
 
-from punctual.cli.common import Context, api_command, pages
+from punctual.cli.common import Context, api_command, collect
 from punctual.cli.jobs import jobs
 from punctual.cli.runs import RUN_HEADERS, run_rows
 from punctual.output import emit_json, relative, schedule_text, table
@@ -54,14 +53,10 @@ def jobs_runs(
 ) -> None:
     """A job's execution history, newest first: every run, and a row for every occurrence that did
     not run (skipped by overlap or misfire, not run while paused, cancelled) with its reason."""
-    items: list[Any] = []
-    next_cursor = None
-    for page in pages(
+    items, next_cursor = collect(
         lambda c: ctx.client.list_runs(job_id, limit=limit, cursor=c or cursor, status=status, reason=reason),
         everything,
-    ):
-        items.extend(page["items"])
-        next_cursor = page["next_cursor"]
+    )
     if ctx.as_json:
         emit_json({"items": items, "next_cursor": next_cursor})
         return
