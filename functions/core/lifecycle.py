@@ -2,7 +2,7 @@
 
 The worker executes these decisions (the store's conditional writes make each one land once); they
 hold no I/O, so every rule is tested in microseconds (``tests/unit/test_lifecycle.py``). The statuses
-they lead to are those of the state machine in ``functions/core/model.py``.
+they lead to are those of the state machine in ``functions/core/model/status.py``.
 """
 
 from __future__ import annotations

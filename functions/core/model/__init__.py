@@ -1,0 +1,120 @@
+"""The domain: jobs, runs, triggers, the run state machine and the policies a job sets.
+
+Plain Python with no AWS imports, so every rule here is tested in microseconds. The store turns these
+objects into DynamoDB items and back; nothing else knows the item layout. Each module holds one part
+(``status``, ``ids``, ``policies``, ``run``, ``job``, ``trigger``, ``dispatch``); this package
+re-exports them all, so ``from functions.core.model import Job`` is how code names them.
+"""
+
+from functions.core.model.dispatch import ClaimPlan, plan_claim, plan_occurrence
+from functions.core.model.ids import (
+    bucket_of,
+    bucket_start,
+    from_ms,
+    home_of,
+    iso,
+    new_job_id,
+    next_bucket,
+    parse_iso,
+    run_id_for,
+    scheduled_for_of,
+    shard_of,
+    to_ms,
+)
+from functions.core.model.job import PAUSED_BY_PUNCTUAL, Job
+from functions.core.model.policies import (
+    MISSED_REASONS,
+    AlertKind,
+    Alerts,
+    MisfirePolicy,
+    OnComplete,
+    OverlapPolicy,
+    RetryPolicy,
+)
+from functions.core.model.run import (
+    MAX_ROW_COVERS,
+    RUN_COUNT_WINDOW,
+    Attempt,
+    JobHistory,
+    Run,
+    job_history,
+    lateness_of,
+    not_run_row,
+    runs_made,
+    started_run,
+)
+from functions.core.model.status import (
+    RUN_TRANSITIONS,
+    TERMINAL_RUN_STATUSES,
+    InvalidTransitionError,
+    JobStatus,
+    Reason,
+    RunKind,
+    RunStatus,
+    TriggerState,
+    check_transition,
+)
+from functions.core.model.trigger import (
+    ORPHAN_GRACE,
+    TRIGGER_RETENTION,
+    Trigger,
+    fire_time,
+    is_dispatched,
+    is_orphan,
+    jitter_of,
+    make_trigger,
+)
+
+__all__ = [
+    "MAX_ROW_COVERS",
+    "MISSED_REASONS",
+    "ORPHAN_GRACE",
+    "PAUSED_BY_PUNCTUAL",
+    "RUN_COUNT_WINDOW",
+    "RUN_TRANSITIONS",
+    "TERMINAL_RUN_STATUSES",
+    "TRIGGER_RETENTION",
+    "AlertKind",
+    "Alerts",
+    "Attempt",
+    "ClaimPlan",
+    "InvalidTransitionError",
+    "Job",
+    "JobHistory",
+    "JobStatus",
+    "MisfirePolicy",
+    "OnComplete",
+    "OverlapPolicy",
+    "Reason",
+    "RetryPolicy",
+    "Run",
+    "RunKind",
+    "RunStatus",
+    "Trigger",
+    "TriggerState",
+    "bucket_of",
+    "bucket_start",
+    "check_transition",
+    "fire_time",
+    "from_ms",
+    "home_of",
+    "is_dispatched",
+    "is_orphan",
+    "iso",
+    "jitter_of",
+    "job_history",
+    "lateness_of",
+    "make_trigger",
+    "new_job_id",
+    "next_bucket",
+    "not_run_row",
+    "parse_iso",
+    "plan_claim",
+    "plan_occurrence",
+    "run_id_for",
+    "runs_made",
+    "scheduled_for_of",
+    "shard_of",
+    "started_run",
+    "to_ms",
+]
