@@ -85,6 +85,50 @@ def on_arrival(run: Run | None, job: Job | None) -> Ignore | Cancel | Proceed:
     return Proceed()
 
 
+def run_of_message(stored: Run | None, queued: Run | None, now: datetime, retention: timedelta) -> Run | None:
+    """The run a work message stands for: the stored one, or, when the dispatcher's write of it has not
+    landed yet (it writes the QUEUED run just after sending, so a message can come first), the one the
+    message carries. Never a carried run older than the runs' retention: its run may have expired, and
+    it must not run again. Its age counts from its dispatch (a backfill may stand for an occurrence
+    long past)."""
+    if stored is not None or queued is None:
+        return stored
+    age = now - (queued.queued_at or queued.scheduled_for)
+    return queued if age < retention else None
+
+
+def lease_left(run: Run, now: datetime) -> float | None:
+    """Seconds another worker's lease on ``run``'s attempt still holds (it holds the attempt, or held
+    it and died); None when no lease holds it."""
+    if run.status is RunStatus.RUNNING and run.lease_until is not None and now < run.lease_until:
+        return (run.lease_until - now).total_seconds()
+    return None
+
+
+def short_of_time(
+    run: Run, job: Job, now: datetime, deadline: datetime, *, max_early_wait: float, margin: float
+) -> float | None:
+    """The seconds left before ``deadline`` (the invocation is stopped) when they are fewer than the
+    attempt needs: the wait for its second, the job's timeout and the time to record its outcome.
+    None when they suffice, or when the run is not due within ``max_early_wait`` (its message goes
+    back to the queue anyway)."""
+    wait = max(0.0, ((run.next_attempt_at or run.scheduled_for) - now).total_seconds())
+    if wait > max_early_wait:
+        return None
+    left = (deadline - now).total_seconds()
+    return left if left < wait + job.timeout_seconds + margin else None
+
+
+def late_by(run: Run, job: Job) -> str | None:
+    """The ``late`` alert's detail when the run's first attempt started later than its job allows."""
+    if job.alerts is None or job.alerts.late_seconds is None:
+        return None
+    late_ms = run.lateness_ms or 0
+    if late_ms <= job.alerts.late_seconds * 1000:
+        return None
+    return f"started {late_ms / 1000:.1f} s after its due time"
+
+
 def overtook_newer_dispatch(stored: Run, queued: Run) -> bool:
     """A message of a newer dispatch of the occurrence (``queued``, a later job version: a resume or a
     reschedule) read the older version's never-started run, which that dispatch is about to replace.

@@ -1,5 +1,6 @@
-"""An attempt's outcome: the decision (``lifecycle.after_attempt``), its write, its log line, and what
-follows it (a retry, an alert, a dead letter, the follow-ups of a run's end)."""
+"""A run's outcome: an attempt's (the decision ``lifecycle.after_attempt``, its write, its log line, and
+what follows it: a retry, an alert, a dead letter, the follow-ups of a run's end), or the end of a run
+that never started (cancelled or skipped)."""
 
 from __future__ import annotations
 
@@ -100,6 +101,35 @@ class Outcomes:
         self.follow_ups.wake_waiting(job, run)
         if failed is not None:  # last: if it raises, a redelivery sends it again (``RunExecutor``)
             self.dead_letters.send(job, failed, finished_at)
+
+    def end_unstarted(
+        self,
+        run: Run,
+        decision: lifecycle.Cancel | lifecycle.Skip,
+        *,
+        create: bool = False,
+        job: Job | None = None,
+    ) -> None:
+        """End a run that never started an attempt, unless it changed meanwhile (``create``: its item
+        is not written yet). A run waiting behind it (``job``'s buffering policy) is woken."""
+        status = RunStatus.CANCELLED if isinstance(decision, lifecycle.Cancel) else RunStatus.SKIPPED
+        overlap_with = decision.overlap_with if isinstance(decision, lifecycle.Skip) else None
+        marked = self.context.store.mark_run(
+            run,
+            status,
+            now=self.context.clock(),
+            error=decision.reason,
+            create=create,
+            reason=decision.code,
+            overlap_with=overlap_with,
+        )
+        if marked:
+            logger.info(
+                f"run {status.value.lower()}",
+                extra={"job_id": run.job_id, "run_id": run.run_id, "reason": decision.reason},
+            )
+            if job is not None:
+                self.follow_ups.wake_waiting(job, run)
 
     def fields(self, run: Run, attempt: Attempt, hold_ms: int | None) -> dict[str, object]:
         """What an outcome's log line says of the attempt: the run's lateness is its first attempt's;

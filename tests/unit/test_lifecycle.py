@@ -9,7 +9,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from functions.core import lifecycle
-from functions.core.model import Job, JobStatus, OverlapPolicy, Reason, RetryPolicy, Run, RunKind, RunStatus
+from functions.core.model import (
+    Alerts,
+    Job,
+    JobStatus,
+    OverlapPolicy,
+    Reason,
+    RetryPolicy,
+    Run,
+    RunKind,
+    RunStatus,
+)
 from functions.core.schedule import parse_schedule
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -46,6 +56,50 @@ def test_a_message_for_a_missing_or_finished_run_is_ignored_and_a_cancelled_job_
     assert lifecycle.on_arrival(run(), None) == lifecycle.Cancel("job cancelled")
     assert lifecycle.on_arrival(run(), job(status=JobStatus.CANCELLED)) == lifecycle.Cancel("job cancelled")
     assert lifecycle.on_arrival(run(), job()) == lifecycle.Proceed()
+
+
+def test_a_message_that_came_before_its_runs_write_stands_for_the_run_it_carries_unless_too_old() -> None:
+    retention = timedelta(days=30)
+    stored, carried = run(run_id="stored"), run(run_id="carried", queued_at=NOW)
+    assert lifecycle.run_of_message(stored, carried, NOW, retention) is stored
+    assert lifecycle.run_of_message(None, carried, NOW + timedelta(days=29), retention) is carried
+    # Older than the runs' retention: its run may have expired, and must not run again.
+    assert lifecycle.run_of_message(None, carried, NOW + timedelta(days=30), retention) is None
+    # Its age counts from its dispatch, not from the (possibly long past) occurrence.
+    backfill = run(scheduled_for=NOW - timedelta(days=365), queued_at=NOW)
+    assert lifecycle.run_of_message(None, backfill, NOW + timedelta(days=1), retention) is backfill
+    assert lifecycle.run_of_message(None, None, NOW, retention) is None
+
+
+def test_another_workers_lease_holds_the_attempt_until_it_lapses() -> None:
+    held = run(RunStatus.RUNNING, lease_until=NOW + timedelta(seconds=3))
+    assert lifecycle.lease_left(held, NOW) == 3.0
+    assert lifecycle.lease_left(held, NOW + timedelta(seconds=3)) is None
+    assert lifecycle.lease_left(run(RunStatus.QUEUED, lease_until=NOW + timedelta(seconds=3)), NOW) is None
+    assert lifecycle.lease_left(run(RunStatus.RUNNING), NOW) is None
+
+
+def test_an_invocation_too_short_for_the_wait_the_timeout_and_the_outcome_gives_the_attempt_away() -> None:
+    due_in_2 = run(scheduled_for=NOW + timedelta(seconds=2))
+    short = job(timeout_seconds=30)
+
+    def left(seconds: float, r: Run = due_in_2) -> float | None:
+        deadline = NOW + timedelta(seconds=seconds)
+        return lifecycle.short_of_time(r, short, NOW, deadline, max_early_wait=5, margin=10)
+
+    # 2 s wait + 30 s timeout + 10 s margin = 42 s needed.
+    assert left(41.9) == 41.9
+    assert left(42) is None
+    assert left(600) is None
+    # Not due within the early wait: its message goes back to the queue anyway.
+    assert left(1, run(scheduled_for=NOW + timedelta(seconds=6))) is None
+
+
+def test_the_late_alert_tells_of_a_first_start_later_than_the_job_allows() -> None:
+    wants = job(alerts=Alerts(target={"type": "sns"}, late_seconds=2))
+    assert lifecycle.late_by(run(lateness_ms=2000), wants) is None
+    assert lifecycle.late_by(run(lateness_ms=2100), wants) == "started 2.1 s after its due time"
+    assert lifecycle.late_by(run(lateness_ms=9000), job()) is None
 
 
 def test_a_queued_occurrence_of_a_paused_or_changed_job_is_skipped_but_run_now_is_not() -> None:
