@@ -558,7 +558,7 @@ def _quiet_ticks(events: list[dict[str, Any]], warmup_until: float) -> list[dict
         if tick["role"] != "dispatcher" or not tick.get("invocation") or tick["t"] < warmup_until:
             continue
         summary = tick.get("summary") or {}
-        if summary.get("claimed") or summary.get("sent") or summary.get("stale"):
+        if summary.get("dispatched") or summary.get("sent") or summary.get("stale"):
             continue
         inside = [c for c in calls if tick["t"] <= c["t"] <= tick["t_end"] + 0.001]
         ticks.append({"tick": tick, "calls": inside})

@@ -8,7 +8,7 @@ Without it the benchmarks still run and write every figure; only the plots are s
 - ``<precision|precision_faults>_timeline.png``: lateness against due time, one panel per run,
   coloured by kind of job, with the kills of the faults runs;
 - ``coldstart.png``: import time of each handler next to boto3's, as deployed and without bytecode;
-- ``claims.png``: dispatcher claims per second against shards and concurrent claims;
+- ``dispatch.png``: dispatches per second against shards and concurrent dispatches;
 - ``scale.png``: the simulator's steady scenarios (``steady-1k`` .. ``steady-1m``) against load, jobs
   due a minute: lateness p50, p99 and max next to the target p99 and EventBridge Scheduler's default
   quota, and the $ per million jobs, stacked by service, next to EventBridge Scheduler's price and the
@@ -43,8 +43,8 @@ COLOURS = {
     "whole_seconds": "#72b7b2",
 }
 LABELS = {
-    "inside": "one-off, due within the look-ahead when created (api claims)",
-    "beyond": "one-off, due beyond the look-ahead when created (dispatcher claims)",
+    "inside": "one-off, due within the look-ahead when created (the api dispatches it)",
+    "beyond": "one-off, due beyond the look-ahead when created (the dispatcher dispatches it)",
     "cron": "cron, every 10 s",
     "burst": "burst: due at the same millisecond",
     "whole_seconds": "whole seconds: 3 or 4 due at each second of a minute",
@@ -72,7 +72,7 @@ def write(name: str, result: dict[str, Any]) -> list[str]:
         "precision": lateness,
         "precision_faults": lateness,
         "coldstart": [("", _coldstart)],
-        "claims": [("", _claims)],
+        "dispatch": [("", _dispatch)],
         "scale": [("", _scale)],
     }
     if name not in makers:
@@ -215,7 +215,7 @@ def _lateness_timeline(name: str, result: dict[str, Any]) -> Figure:
     return figure
 
 
-# ------------------------------------------------------------------------------ coldstart, claims
+# ------------------------------------------------------------------------------ coldstart, dispatch
 
 
 def _coldstart(_name: str, result: dict[str, Any]) -> Figure:
@@ -280,7 +280,7 @@ def _coldstart(_name: str, result: dict[str, Any]) -> Figure:
     return figure
 
 
-def _claims(_name: str, result: dict[str, Any]) -> Figure:
+def _dispatch(_name: str, result: dict[str, Any]) -> Figure:
     rows = result["shards"]
     figure, (axes,) = _figure(8, 4.4)
     width = 0.38
@@ -288,8 +288,8 @@ def _claims(_name: str, result: dict[str, Any]) -> Figure:
     for offset, (key, label, colour) in zip(
         (-width / 2, width / 2),
         (
-            ("claims_per_second", "all shards together", "#4c78a8"),
-            ("claims_per_second_per_shard", "per shard", "#72b7b2"),
+            ("dispatches_per_second", "all shards together", "#4c78a8"),
+            ("dispatches_per_second_per_shard", "per shard", "#72b7b2"),
         ),
         strict=True,
     ):
@@ -317,14 +317,13 @@ def _claims(_name: str, result: dict[str, Any]) -> Figure:
         positions,
         [
             f"{row['shards']} shard{'s' if row['shards'] != 1 else ''},"
-            f" {row.get('claim_threads', 1)} claim{'s' if row.get('claim_threads', 1) != 1 else ''} at a time"
+            f" {row.get('dispatch_threads', 1)} at a time"
             for row in rows
         ],
     )
-    axes.set_ylabel("claims per second")
+    axes.set_ylabel("dispatches per second")
     axes.set_title(
-        f"Dispatcher claims against the emulator, {result['jobs']} jobs,"
-        f" {_runs_text(result)} (dots: each run)"
+        f"Dispatches against the emulator, {result['jobs']} jobs, {_runs_text(result)} (dots: each run)"
     )
     axes.legend(fontsize=8)
     axes.margins(y=0.15)

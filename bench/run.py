@@ -21,12 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import claims, coldstart, common, cost, memory, plots, precision, scale, worker_cpu, worker_queue
+from bench import coldstart, common, cost, dispatch, memory, plots, precision, scale, worker_cpu, worker_queue
 from bench.common import log, machine, write_json, write_text
 
 ALL = (
     "coldstart",
-    "claims",
+    "dispatch",
     "worker_cpu",
     "precision",
     "precision_faults",
@@ -41,16 +41,16 @@ def _benchmarks(
     quick: bool,
 ) -> dict[str, tuple[Callable[[], dict[str, Any]], Callable[[dict[str, Any]], str]]]:
     # Sized so that everything takes about 20 minutes on 2 cores (docs/benchmarks.md has the sums):
-    # coldstart ~0.5 min, claims ~0.5, worker_cpu ~0.3, precision 3 x ~2.7, precision_faults 3 x ~2.7,
+    # coldstart ~0.5 min, dispatch ~0.5, worker_cpu ~0.3, precision 3 x ~2.7, precision_faults 3 x ~2.7,
     # cost ~2.7.
     return {
         "coldstart": (
             lambda: coldstart.run(repeat=3 if quick else 15),
             coldstart.report,
         ),
-        "claims": (
-            lambda: claims.run(jobs=100 if quick else 150, repetitions=2 if quick else 3),
-            claims.report,
+        "dispatch": (
+            lambda: dispatch.run(jobs=100 if quick else 150, repetitions=2 if quick else 3),
+            dispatch.report,
         ),
         "worker_cpu": (
             lambda: worker_cpu.run(runs=50 if quick else 100, repetitions=2 if quick else 3),
@@ -279,20 +279,20 @@ def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | 
             f"{longest['renewals']} (a fixed lease: {longest['renewals_fixed_lease']})",
             None,
         )
-    if "claims" in results:
-        c = results["claims"]
+    if "dispatch" in results:
+        c = results["dispatch"]
         for r in c["shards"]:
             row(
-                f"claims, {r['shards']} shard(s) x {r.get('claim_threads', 1)} at a time, emulator"
-                f" ({r['claims_per_second']['runs']} runs)",
+                f"dispatches, {r['shards']} shard(s) x {r.get('dispatch_threads', 1)} at a time, emulator"
+                f" ({r['dispatches_per_second']['runs']} runs)",
                 "(lower bound)",
-                f"{_median(r['claims_per_second'], ' claims/s')}",
+                f"{_median(r['dispatches_per_second'], ' dispatches/s')}",
                 None,
             )
-            cpu = r["dispatcher_cpu_ms_per_claim"]
+            cpu = r["dispatcher_cpu_ms_per_dispatch"]
             row(
-                f"dispatcher CPU per claim, {r['shards']} shard(s) x {r.get('claim_threads', 1)} at a time"
-                f" ({cpu['runs']} runs)",
+                f"dispatcher CPU per dispatch, {r['shards']} shard(s)"
+                f" x {r.get('dispatch_threads', 1)} at a time ({cpu['runs']} runs)",
                 "≤ 2 ms",
                 _median(cpu, " ms"),
                 cpu["median"] <= 2,

@@ -62,7 +62,16 @@ def overhead_seconds() -> float:
 # Threads that only ever run inside a handler invocation: the records of a worker batch, the
 # heartbeat of a running attempt, a target's call, the dispatcher's per-shard sweeps, its groups of
 # shards and its concurrent claims.
-_HANDLER_THREADS = ("record", "heartbeat-", "punctual-target", "sweep", "group", "fanout", "claim", "create")
+_HANDLER_THREADS = (
+    "record",
+    "heartbeat-",
+    "punctual-target",
+    "sweep",
+    "group",
+    "fanout",
+    "dispatch",
+    "create",
+)
 
 
 def _emit(event: dict[str, Any]) -> None:

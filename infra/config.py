@@ -58,9 +58,10 @@ class DeploymentConfig(BaseModel):
     # encrypts with the key as the worker, which may use only the keys named here.
     target_kms_key_arns: tuple[str, ...] = ()
     # Fan-out of each tick's sweep (asynchronous invocations of the dispatcher, each over a group of
-    # shards) and concurrent claims per shard; docs/benchmarks.md sizes them for a million jobs a minute.
+    # shards) and the triggers each shard's sweep dispatches at once; docs/benchmarks.md sizes them
+    # for a million jobs a minute.
     sweep_invocations: int = Field(default=1, ge=1, le=1000)
-    claim_concurrency: int = Field(default=4, ge=1, le=64)
+    dispatch_concurrency: int = Field(default=4, ge=1, le=64)
     # How long before its second a work message reaches the worker (docs/deploy.md, "Tuning the head
     # start"): enough for the event source's latency and the worker's reads and start write.
     head_start_ms: int = Field(default=250, ge=0, le=5000)
@@ -210,7 +211,7 @@ class DeploymentConfig(BaseModel):
             http_allow_list=self.http_allow_list,
             allowed_target_arns=self.allowed_target_arns,
             sweep_invocations=self.sweep_invocations,
-            claim_concurrency=self.claim_concurrency,
+            dispatch_concurrency=self.dispatch_concurrency,
             head_start_ms=self.head_start_ms,
         )
 

@@ -111,7 +111,7 @@ class Functions(Construct):
                 "functions.dispatcher.handler.handler",
                 DISPATCHER_MEMORY_MB,
                 DISPATCHER_TIMEOUT,
-                "Punctual dispatcher: claims due triggers and queues them, every minute",
+                "Punctual dispatcher: dispatches due triggers to the work queue, every minute",
             ),
             # A failed tick is not retried: the next one, a minute later, sweeps the same buckets.
             retry_attempts=0,

@@ -16,8 +16,9 @@ from infra.config import DeploymentConfig
 class Scheduling(Construct):
     """An EventBridge rule every minute, and batches of work messages with partial-failure reports.
 
-    Nothing here makes the dispatcher a singleton: a late tick may overlap the next one, and the
-    dispatcher's conditional claims make that safe.
+    Nothing here makes the dispatcher a singleton: a late tick may overlap the next one. That is safe:
+    dispatching an occurrence twice names the same run (its id is derived from job and time), and the
+    worker's conditional start runs it once.
     """
 
     def __init__(

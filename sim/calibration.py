@@ -46,7 +46,7 @@ LOCAL_DEPLOYMENT = Deployment(
 LOCAL_POLL_MS = ((0.0, 2.0), (0.5, 5.0), (0.9, 15.0), (0.99, 50.0), (1.0, 300.0))
 
 
-# The emulator's figures, as bench/results/claims.json measures them single-threaded (a GetItem or
+# The emulator's figures, as bench/results/dispatch.json measures them single-threaded (a GetItem or
 # PutItem 7 to 10 ms, a SendMessageBatch 33 to 43 ms, less the SDK's CPU the simulator charges apart).
 LOCAL = DEFAULTS.replace(
     ddb_latency_ms=((0.0, 3.0), (0.5, 6.0), (0.9, 10.0), (0.99, 25.0), (1.0, 60.0)),

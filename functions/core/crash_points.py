@@ -1,10 +1,10 @@
 """Crash points: tests make a process die at named places to prove that nothing is lost.
 
-``PUNCTUAL_CRASH_POINTS="after_claim_before_send:0.2,after_start_before_execute:0.05"`` makes the
+``PUNCTUAL_CRASH_POINTS="after_plan_before_send:0.2,after_start_before_execute:0.05"`` makes the
 process exit abruptly (no cleanup, like SIGKILL) with the given probability each time it passes that
 point. Unset, as in every deployment, a crash point costs one dictionary lookup.
 
-The points: ``after_claim_before_send``, ``after_send_before_delete``, ``before_cursor_advance``
+The points: ``after_plan_before_send``, ``after_send_before_record``, ``before_cursor_advance``
 (dispatcher); ``after_start_before_execute``, ``after_execute_before_record`` (worker).
 """
 

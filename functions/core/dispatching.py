@@ -1,4 +1,4 @@
-"""Claim → send: turning due triggers into work messages.
+"""Dispatch: turning due triggers into work messages and QUEUED runs.
 
 Used by the dispatcher's sweep and by the API (a job due within the look-ahead is dispatched at once,
 because the sweep for its minute may already have run). The protocol is in docs/architecture.md.
@@ -33,7 +33,7 @@ from functions.core.model import (
     jitter_of,
     make_trigger,
     not_run_row,
-    plan_claim,
+    plan_dispatch,
     run_id_for,
 )
 from functions.core.observability import logger
@@ -78,7 +78,10 @@ def _memo_key(trigger: Trigger) -> tuple[str, str, int]:
 
 
 class Dispatcher:
-    """Claims due triggers with conditional writes and sends them to SQS with ``DelaySeconds``."""
+    """Dispatches due triggers: decides each occurrence (``plan_dispatch``), sends its work message to
+    SQS with ``DelaySeconds`` so that it arrives at its second, then writes its QUEUED run. Nothing is
+    claimed on the way: an occurrence dispatched twice names the same run, and the worker absorbs the
+    duplicate. Only a retry wake-up is claimed (by its state and token) before it is sent."""
 
     def __init__(
         self,
@@ -191,12 +194,12 @@ class Dispatcher:
     ) -> list[Trigger]:
         """Dispatch ``pending``; return the next occurrences written on the way.
 
-        Triggers are independent, so a page of them is prepared ``claim_concurrency`` at a time: one
+        Triggers are independent, so a page of them is prepared ``dispatch_concurrency`` at a time: one
         sweep waits on several round trips at once.
         """
-        concurrency = min(self.settings.claim_concurrency, len(pending))
+        concurrency = min(self.settings.dispatch_concurrency, len(pending))
         outcomes = self.clock.parallel(
-            lambda trigger: self._dispatch_one(trigger, now, jobs), pending, concurrency, "claim"
+            lambda trigger: self._dispatch_one(trigger, now, jobs), pending, concurrency, "dispatch"
         )
         outgoing: list[_Outgoing] = []
         chained: list[Trigger] = []
@@ -212,15 +215,15 @@ class Dispatcher:
                 chained.append(outcome.chained)
             if outcome.finished is not None:
                 finished.append(outcome.finished)
-        self.crash_point("after_claim_before_send")
+        self.crash_point("after_plan_before_send")
         if not outgoing:
             self._delete(finished)
             return chained
         self.sender.send([(item.message, item.fire_at) for item in outgoing], paced=paced)
         report.sent += len(outgoing)
-        self.crash_point("after_send_before_delete")
+        self.crash_point("after_send_before_record")
         runs = [item.message.queued for item in outgoing if item.message.queued is not None]
-        written = self.clock.parallel(self.store.put_run, runs, concurrency, "claim")
+        written = self.clock.parallel(self.store.put_run, runs, concurrency, "dispatch")
         # False: the worker started it first, or another dispatcher wrote it (its message was a
         # duplicate, absorbed by the worker). Either way the run exists now.
         report.lost_races += written.count(False)
@@ -245,7 +248,7 @@ class Dispatcher:
             # A retry wake-up: its run exists, and the claim keeps two dispatchers from both sending it.
             if self.store.claim_trigger_only(trigger, token=uuid.uuid4().hex, now=now):
                 report.recovered += trigger.state is TriggerState.CLAIMED
-                report.claimed += 1
+                report.dispatched += 1
                 message = WorkMessage(trigger.job_id, trigger.run_id)
                 return _Outcome(report, outgoing=_Outgoing(trigger, message, trigger.fire_at))
             report.lost_races += 1
@@ -308,7 +311,7 @@ class Dispatcher:
             report.stale += 1
             return _Outcome(report)
         run, next_trigger, collapsed = self._plan(trigger, job, now)
-        report.claimed += 1
+        report.dispatched += 1
         other = trigger if run.run_id != trigger.run_id else None
         if run.status is RunStatus.QUEUED:
             fire_at = max(run.due_at, trigger.fire_at)
@@ -373,7 +376,7 @@ class Dispatcher:
             run = replace(run, next_attempt_at=trigger.fire_at, backfill_until=trigger.backfill_until)
             return run, None, None
         threshold = timedelta(seconds=self.settings.misfire_threshold_seconds)
-        plan = plan_claim(job, trigger.scheduled_for, now, threshold)
+        plan = plan_dispatch(job, trigger.scheduled_for, now, threshold)
         collapsed = None
         if plan.run_scheduled_for is not None:
             run = _new_run(job, plan.run_scheduled_for, RunKind.SCHEDULED, RunStatus.QUEUED, now)

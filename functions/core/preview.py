@@ -71,8 +71,8 @@ def replay_outage(
 ) -> OutageReplay:
     """The dispatcher is down from ``start`` to ``end``: replay its first sweep at ``end``.
 
-    The first occurrence due in the window is claimed at ``end`` and decided as the dispatcher
-    decides it; the chain is followed while it is still in the past, each claim at ``end`` (a sweep
+    The first occurrence due in the window is dispatched at ``end`` and decided as the dispatcher
+    decides it; the chain is followed while it is still in the past, each dispatch at ``end`` (a sweep
     takes seconds, not minutes). Occurrences the chain jumps over are ``collapsed`` into the one
     ``run_once`` runs, else ``skipped``. Assumes nothing of the window was sent before it began."""
     due = schedule.occurrences_from(start, end, limit=MAX_REPLAYED + 1)

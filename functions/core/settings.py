@@ -58,17 +58,17 @@ class Settings:
     min_interval_seconds: int = _bounded(10, 1)
     # A CLAIMED trigger older than this belongs to a dispatcher that died before sending it.
     claim_timeout_seconds: int = _bounded(30, 5)
-    # A recurring occurrence claimed later than this was missed; the job's misfire policy decides.
+    # A recurring occurrence dispatched later than this was missed; the job's misfire policy decides.
     misfire_threshold_seconds: int = _bounded(60, 1)
     # A passed bucket is only left behind once it ended this long ago (clock skew between writers).
     bucket_safety_seconds: int = _bounded(5, 0)
     # How far back a shard's cursor starts on its first tick.
     initial_catchup_seconds: int = _bounded(3600, 60)
     # Dispatcher: how many sweeps a tick fans out to, each over its own range of shards (on AWS an
-    # asynchronous invocation of the dispatcher each; locally threads), and how many claims each
-    # shard's sweep makes at once. docs/benchmarks.md has the arithmetic for a million jobs a minute.
+    # asynchronous invocation of the dispatcher each; locally threads), and how many triggers each
+    # shard's sweep dispatches at once. docs/benchmarks.md has the arithmetic for a million jobs a minute.
     sweep_invocations: int = _bounded(1, 1, 1000)
-    claim_concurrency: int = _bounded(4, 1, 64)
+    dispatch_concurrency: int = _bounded(4, 1, 64)
     # Worker: lease on a RUNNING run and on its SQS message, renewed by a heartbeat every third of it.
     # Short, so a crashed worker's run is taken over within seconds (precision under faults): an
     # attempt starts half a second before its due time, so a worker dying then is replaced 3.5 s after it.

@@ -42,7 +42,7 @@ FANOUT_SPREAD = timedelta(seconds=10)
 
 @dataclass
 class DispatchReport:
-    claimed: int = 0
+    dispatched: int = 0
     sent: int = 0
     skipped: int = 0
     stale: int = 0

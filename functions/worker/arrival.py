@@ -26,7 +26,7 @@ from functions.worker.context import ReturnLater, WorkerContext
 HOLD_MARGIN_SECONDS: Final = 2
 # The job is read again and the attempt's conditional start (a table write) is made this long before
 # the second, so that nothing but a sleep stands between the second and the call to the target: a
-# table that is slow for a moment (a dispatcher's burst of claims) no longer makes the call late. The
+# table that is slow for a moment (a dispatcher's burst of dispatches) no longer makes the call late. The
 # price: a pause, cancel or change made in the last half second before a due time may not stop that
 # run. Half a second covers the table's slow moments seen locally (a few hundred ms).
 # Must stay well under two thirds of a lease, so that the first heartbeat comes before the lease ends.

@@ -57,7 +57,7 @@ def plan_command(jobs_per_minute: int, crons: float, spike: bool, simulate: bool
     context = [
         f"shard_count={d.shard_count}",
         f"sweep_invocations={d.sweep_invocations}",
-        f"claim_concurrency={d.claim_concurrency}",
+        f"dispatch_concurrency={d.dispatch_concurrency}",
         f"lookahead_seconds={d.lookahead_seconds}",
         f"worker_batch_size={d.worker_batch_size}",
         f"worker_max_concurrency={min(d.worker_max_concurrency, CDK_WORKER_MAX_CONCURRENCY)}",

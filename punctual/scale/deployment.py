@@ -20,7 +20,7 @@ class Deployment:
     shard_count: int = 8
     sweep_invocations: int = 1
     lookahead_seconds: int = 120
-    claim_concurrency: int = 4
+    dispatch_concurrency: int = 4
     head_start_ms: int = 250
     worker_batch_size: int = 10
     worker_batching_window_seconds: int = 0
@@ -81,6 +81,6 @@ class Deployment:
             shard_count=self.shard_count // self.sweep_invocations,
             lookahead_seconds=self.lookahead_seconds,
             sweep_invocations=1,
-            claim_concurrency=self.claim_concurrency,
+            dispatch_concurrency=self.dispatch_concurrency,
             head_start_ms=self.head_start_ms,
         )

@@ -70,7 +70,9 @@ EVENTBRIDGE_RULE = (
     "Amazon EventBridge User Guide, 'Creating a rule that runs on a schedule': rate(1 minute), "
     "'the precision of a schedule is one minute'; its delay after the minute is not published"
 )
-BENCH_CLAIMS = "measured on this project: make bench, bench/results/claims.json (dispatcher CPU per claim)"
+BENCH_DISPATCH = (
+    "measured on this project: make bench, bench/results/dispatch.json (dispatcher CPU per dispatch)"
+)
 BENCH_COST = "measured on this project: make bench, bench/results/cost.json (requests and CPU per job)"
 BENCH_WORKER_CPU = "measured on this project: make bench, bench/results/worker_cpu.json (worker CPU per run)"
 BENCH_COLDSTART = "measured on this project: make bench, bench/results/coldstart.json (handler import time)"
@@ -299,7 +301,7 @@ class Parameters:
         default=1.8,
         metadata=_about(
             "ms",
-            BENCH_CLAIMS,
+            BENCH_DISPATCH,
             "CPU of one AWS request on the boto3 path (one vCPU)",
         ),
     )

@@ -109,7 +109,7 @@ def plan(
     deployment = Deployment(
         shard_count=shards,
         sweep_invocations=sweeps,
-        claim_concurrency=16 if sweeps > 1 else 4,
+        dispatch_concurrency=16 if sweeps > 1 else 4,
         worker_max_concurrency=workers,
         provisioned_pollers=provisioned,
         **changes,  # type: ignore[arg-type]

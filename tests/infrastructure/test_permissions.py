@@ -300,7 +300,7 @@ def test_given_allow_all_targets_when_granted_then_the_worker_gets_the_four_deli
 def test_given_a_fanned_out_sweep_when_synthesized_then_the_dispatcher_may_invoke_itself_only() -> None:
     from tests.infrastructure.conftest import synthesize
 
-    synthesized = synthesize({"sweep_invocations": 70, "claim_concurrency": 8})
+    synthesized = synthesize({"sweep_invocations": 70, "dispatch_concurrency": 8})
     statements = _statements_of(synthesized, "dispatcher")
     invokes = [s for s in statements if "lambda:InvokeFunction" in _as_list(s["Action"])]
     assert len(invokes) == 1
@@ -316,7 +316,7 @@ def test_given_a_fanned_out_sweep_when_synthesized_then_the_dispatcher_may_invok
     assert [str(finding.entry.data) for finding in findings] == []
     environment = synthesized.function("dispatcher")["Properties"]["Environment"]["Variables"]
     assert environment["PUNCTUAL_SWEEP_INVOCATIONS"] == "70"
-    assert environment["PUNCTUAL_CLAIM_CONCURRENCY"] == "8"
+    assert environment["PUNCTUAL_DISPATCH_CONCURRENCY"] == "8"
 
 
 @pytest.mark.parametrize("role", ["api", "dispatcher", "worker"])

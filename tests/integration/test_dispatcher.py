@@ -171,7 +171,7 @@ def test_two_dispatchers_at_once_dispatch_each_occurrence_once(harness: Harness)
 def test_dispatcher_dying_between_claim_and_send_loses_nothing(harness: Harness) -> None:
     job = at_job(harness, 200)
     harness.clock.advance(90)
-    harness.crash_at.add("after_claim_before_send")
+    harness.crash_at.add("after_plan_before_send")
     with pytest.raises(SimulatedCrash):
         harness.dispatcher.sweep()
     harness.crash_at.clear()
@@ -190,7 +190,7 @@ def test_dispatcher_dying_after_send_causes_only_a_harmless_duplicate(harness: H
         target={"type": "http", "url": receiver.url + "/dup"},
     )
     harness.clock.advance(90)
-    harness.crash_at.add("after_send_before_delete")
+    harness.crash_at.add("after_send_before_record")
     with pytest.raises(SimulatedCrash):
         harness.dispatcher.sweep()
     harness.crash_at.clear()

@@ -52,7 +52,7 @@ def test_a_sweep_over_some_shards_claims_only_their_triggers(harness: Harness) -
     by_shard = jobs_due_in_every_shard(harness)
     report = harness.dispatcher.sweep(shards=[0, 2])
     assert sorted(sent_jobs(harness)) == sorted(by_shard[0] + by_shard[2])
-    assert report.dispatch.claimed == len(by_shard[0] + by_shard[2])
+    assert report.dispatch.dispatched == len(by_shard[0] + by_shard[2])
     harness.dispatcher.sweep(shards=[1, 3])
     assert sorted(sent_jobs(harness)) == sorted(job for ids in by_shard.values() for job in ids)
 
@@ -114,7 +114,7 @@ def test_on_aws_a_tick_invokes_one_sweep_per_group_and_sweeps_a_refused_group_it
     # the refused group was swept by the tick itself: nothing waits for the next tick
     refused_jobs = [job for shard in groups[1] for job in by_shard[shard]]
     assert sorted(sent_jobs(harness)) == sorted(refused_jobs)
-    assert summary["claimed"] == len(refused_jobs)
+    assert summary["dispatched"] == len(refused_jobs)
     # each invocation then sweeps its group
     for _name, _kind, group in fake.invoked:
         dispatcher_handler.handler({"shards": group}, FakeContext())  # type: ignore[arg-type]
@@ -127,14 +127,14 @@ def test_locally_a_fanned_out_tick_sweeps_every_group_on_threads(fanned_out: Har
     summary = dispatcher_handler.handler({"source": "aws.events"}, FakeContext())  # type: ignore[arg-type]
     everything = sorted(job for ids in by_shard.values() for job in ids)
     assert sorted(sent_jobs(harness)) == everything
-    assert summary["claimed"] == len(everything) and summary["shards"] == harness.settings.shard_count
+    assert summary["dispatched"] == len(everything) and summary["shards"] == harness.settings.shard_count
 
 
 def test_concurrent_claims_of_a_large_page_send_each_trigger_exactly_once(harness: Harness) -> None:
-    settings = harness.settings.replace(claim_concurrency=16)
+    settings = harness.settings.replace(dispatch_concurrency=16)
     dispatcher = Dispatcher(harness.store, harness.queue, settings, clock=harness.clock)
     by_shard = jobs_due_in_every_shard(harness, per_shard=10)
     report = dispatcher.sweep()
     sent = sent_jobs(harness)
     assert len(sent) == len(set(sent)) == sum(len(ids) for ids in by_shard.values())
-    assert report.dispatch.claimed == len(sent) and report.dispatch.lost_races == 0
+    assert report.dispatch.dispatched == len(sent) and report.dispatch.lost_races == 0

@@ -376,7 +376,7 @@ def test_a_message_that_overtakes_its_run_write_runs_the_occurrence_once(engine:
     # Given a dispatcher that dies after sending, before writing the run
     job = engine.create(schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()})
     engine.clock.advance(4 * 60)
-    engine.dispatcher.crash_point = crash_at("after_send_before_delete")
+    engine.dispatcher.crash_point = crash_at("after_send_before_record")
     with pytest.raises(Crash):
         engine.dispatcher.sweep()
     assert job["job_id"] not in engine.store.runs
@@ -397,7 +397,7 @@ def test_the_worker_starts_a_run_its_message_describes_before_the_dispatcher_wri
 ) -> None:
     job = engine.create(schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()})
     engine.clock.advance(4 * 60)
-    engine.dispatcher.crash_point = crash_at("after_send_before_delete")
+    engine.dispatcher.crash_point = crash_at("after_send_before_record")
     with pytest.raises(Crash):
         engine.dispatcher.sweep()
     engine.clock.advance(60)
@@ -410,7 +410,7 @@ def test_the_worker_starts_a_run_its_message_describes_before_the_dispatcher_wri
 def test_a_message_older_than_the_run_retention_never_brings_its_run_back(engine: Engine) -> None:
     engine.create(schedule={"at": (engine.clock() + timedelta(minutes=5)).isoformat()})
     engine.clock.advance(4 * 60)
-    engine.dispatcher.crash_point = crash_at("after_send_before_delete")
+    engine.dispatcher.crash_point = crash_at("after_send_before_record")
     with pytest.raises(Crash):
         engine.dispatcher.sweep()
     engine.clock.advance(timedelta(days=SETTINGS.run_retention_days, minutes=2).total_seconds())
@@ -590,7 +590,7 @@ def test_a_trigger_whose_request_died_before_sending_it_is_sent_by_a_sweep_after
         engine.queue,
         SETTINGS,
         clock=clock,
-        crash_point=crash_at("after_claim_before_send"),
+        crash_point=crash_at("after_plan_before_send"),
     )
     policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
     service = JobService(engine.store, dying, SETTINGS, policy, clock=clock)

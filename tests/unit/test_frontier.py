@@ -102,7 +102,7 @@ def test_after_a_sweep_died_midway_the_next_one_reads_the_runs_and_sends_nothing
 
     def dies_at_the_second_send(point: str) -> None:
         nonlocal sends
-        if point == "after_send_before_delete":
+        if point == "after_send_before_record":
             sends += 1
             if sends == 2:
                 raise Crash(point)

@@ -31,7 +31,7 @@ def test_the_last_occurrence_is_sent_by_the_next_sweep_after_a_dispatcher_died_h
     created = engine.create(schedule=schedule, **extra)
     clock.advance(100)  # the occurrence is within the look-ahead now
     dying = Dispatcher(
-        engine.store, engine.queue, SETTINGS, clock=clock, crash_point=crash_at("after_claim_before_send")
+        engine.store, engine.queue, SETTINGS, clock=clock, crash_point=crash_at("after_plan_before_send")
     )
     with pytest.raises(Crash):
         dying.sweep()

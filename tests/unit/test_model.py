@@ -30,7 +30,7 @@ from functions.core.model import (
     new_job_id,
     next_bucket,
     parse_iso,
-    plan_claim,
+    plan_dispatch,
     run_id_for,
     scheduled_for_of,
     shard_of,
@@ -137,49 +137,49 @@ def test_iso_is_utc_with_milliseconds() -> None:
 
 def test_on_time_occurrence_runs_and_chains_to_the_next() -> None:
     job = job_with({"cron": "* * * * *"})
-    plan = plan_claim(job, NOW, NOW - timedelta(seconds=30), THRESHOLD)
+    plan = plan_dispatch(job, NOW, NOW - timedelta(seconds=30), THRESHOLD)
     assert plan.run_scheduled_for == NOW
     assert plan.next_occurrence == NOW + timedelta(minutes=1)
 
 
 def test_one_off_runs_however_late() -> None:
     job = job_with({"at": "2026-11-22T10:00:00Z"})
-    plan = plan_claim(job, parse_iso("2026-11-22T10:00:00Z"), NOW, THRESHOLD)
+    plan = plan_dispatch(job, parse_iso("2026-11-22T10:00:00Z"), NOW, THRESHOLD)
     assert plan.run_scheduled_for == parse_iso("2026-11-22T10:00:00Z")
     assert plan.next_occurrence is None
 
 
 def test_run_once_runs_only_the_latest_missed_occurrence() -> None:
     job = job_with({"cron": "* * * * *"}, misfire=MisfirePolicy.RUN_ONCE)
-    plan = plan_claim(job, NOW - timedelta(minutes=10), NOW + timedelta(seconds=5), THRESHOLD)
+    plan = plan_dispatch(job, NOW - timedelta(minutes=10), NOW + timedelta(seconds=5), THRESHOLD)
     assert plan.run_scheduled_for == NOW
     assert plan.next_occurrence == NOW + timedelta(minutes=1)
 
 
 def test_skip_runs_nothing_and_resumes_in_the_future() -> None:
     job = job_with({"cron": "* * * * *"}, misfire=MisfirePolicy.SKIP)
-    plan = plan_claim(job, NOW - timedelta(minutes=10), NOW + timedelta(seconds=5), THRESHOLD)
+    plan = plan_dispatch(job, NOW - timedelta(minutes=10), NOW + timedelta(seconds=5), THRESHOLD)
     assert plan.run_scheduled_for is None and plan.skipped == NOW - timedelta(minutes=10)
     assert plan.next_occurrence == NOW + timedelta(minutes=1)
 
 
 def test_run_all_runs_each_missed_occurrence_in_turn() -> None:
     job = job_with({"cron": "* * * * *"}, misfire=MisfirePolicy.RUN_ALL)
-    plan = plan_claim(job, NOW - timedelta(minutes=10), NOW, THRESHOLD)
+    plan = plan_dispatch(job, NOW - timedelta(minutes=10), NOW, THRESHOLD)
     assert plan.run_scheduled_for == NOW - timedelta(minutes=10)
     assert plan.next_occurrence == NOW - timedelta(minutes=9)
 
 
 def test_run_all_respects_the_catch_up_window() -> None:
     job = job_with({"cron": "* * * * *"}, misfire=MisfirePolicy.RUN_ALL, catchup_seconds=180)
-    plan = plan_claim(job, NOW - timedelta(minutes=10), NOW, THRESHOLD)
+    plan = plan_dispatch(job, NOW - timedelta(minutes=10), NOW, THRESHOLD)
     assert plan.run_scheduled_for is None
     assert plan.next_occurrence == NOW - timedelta(minutes=3)
 
 
 def test_run_once_outside_the_catch_up_window_skips() -> None:
     job = job_with({"cron": "0 * * * *"}, misfire=MisfirePolicy.RUN_ONCE, catchup_seconds=60)
-    plan = plan_claim(job, NOW - timedelta(hours=3), NOW + timedelta(minutes=30), THRESHOLD)
+    plan = plan_dispatch(job, NOW - timedelta(hours=3), NOW + timedelta(minutes=30), THRESHOLD)
     assert plan.run_scheduled_for is None
     assert plan.next_occurrence == NOW + timedelta(hours=1)
 
@@ -220,8 +220,10 @@ def test_a_jittered_occurrence_is_missed_only_a_threshold_after_its_own_due_time
         NOW + timedelta(hours=h) for h in range(100) if jitter_of(job, NOW + timedelta(hours=h)) > 600_000
     )
     due = fire_time(job, occurrence)
-    assert plan_claim(job, occurrence, due + timedelta(seconds=30), THRESHOLD).run_scheduled_for == occurrence
-    missed = plan_claim(job, occurrence, due + timedelta(seconds=61), THRESHOLD)
+    assert (
+        plan_dispatch(job, occurrence, due + timedelta(seconds=30), THRESHOLD).run_scheduled_for == occurrence
+    )
+    missed = plan_dispatch(job, occurrence, due + timedelta(seconds=61), THRESHOLD)
     assert missed.run_scheduled_for is None and missed.skipped == occurrence
 
 

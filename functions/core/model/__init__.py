@@ -6,7 +6,7 @@ objects into DynamoDB items and back; nothing else knows the item layout. Each m
 re-exports them all, so ``from functions.core.model import Job`` is how code names them.
 """
 
-from functions.core.model.dispatch import ClaimPlan, plan_claim, plan_occurrence
+from functions.core.model.dispatch import DispatchPlan, plan_dispatch, plan_occurrence
 from functions.core.model.ids import (
     bucket_of,
     bucket_start,
@@ -77,7 +77,7 @@ __all__ = [
     "AlertKind",
     "Alerts",
     "Attempt",
-    "ClaimPlan",
+    "DispatchPlan",
     "InvalidTransitionError",
     "Job",
     "JobHistory",
@@ -109,7 +109,7 @@ __all__ = [
     "next_bucket",
     "not_run_row",
     "parse_iso",
-    "plan_claim",
+    "plan_dispatch",
     "plan_occurrence",
     "run_id_for",
     "runs_made",

@@ -87,7 +87,7 @@ def next_bucket(bucket: str) -> str:
 
 
 def shard_of(job_id: str, shard_count: int) -> int:
-    """A job's triggers all live in one shard, so a fast recurring chain (each claim writes the next
+    """A job's triggers all live in one shard, so a fast recurring chain (each dispatch writes the next
     occurrence) is followed within the same sweep of that shard; jobs spread evenly over shards. A
     job whose id names a home keeps that shard (its item is there, whatever ``shard_count`` became)."""
     home = home_of(job_id)

@@ -1,9 +1,9 @@
-"""Dispatcher claim throughput against the local emulator: claims per second, per shard and in all.
+"""Dispatch throughput against the local emulator: dispatches per second, per shard and in all.
 
 Jobs are created through the api's own service (in this process) all due in one minute bucket,
 well beyond the look-ahead; then the dispatcher sweeps that minute as the tick before it would
-(``now`` = the bucket's end minus the look-ahead), claiming each trigger with its conditional
-transaction and sending the messages to SQS in batches of ten. Timed: the sweep only.
+(``now`` = the bucket's end minus the look-ahead), dispatching each trigger: its job read, its work
+message sent to SQS (in batches of ten), its QUEUED run written. Timed: the sweep only.
 
 It is a lower bound for AWS, on two counts: the emulator serialises every DynamoDB request (one at
 a time, across all shards), and it is a Python process on the same two cores as the dispatcher.
@@ -12,7 +12,7 @@ On AWS each shard is a different partition and the shards' requests run in paral
 Repeated (``--repetitions``, each shard count in turn within a repetition, each on a fresh
 emulator): the figures are the median over the runs, with the lowest and highest.
 
-    python -m bench.claims [--jobs 150] [--repetitions 3]
+    python -m bench.dispatch [--jobs 150] [--repetitions 3]
 """
 
 from __future__ import annotations
@@ -70,11 +70,11 @@ def _measure(
     settings = provision(
         local_settings(
             endpoint,
-            prefix=f"claims{shards}t{threads}r{repetition}",
+            prefix=f"dispatch{shards}t{threads}r{repetition}",
             overrides={
                 "shard_count": shards,
                 "lookahead_seconds": LOOKAHEAD_SECONDS,
-                "claim_concurrency": threads,
+                "dispatch_concurrency": threads,
             },
         )
     )
@@ -102,19 +102,19 @@ def _measure(
         began, cpu_began = time.perf_counter(), time.process_time()
         report = dispatcher.sweep_shard(0, now) if shards == 1 else dispatcher.sweep(now)
         seconds, cpu_seconds = time.perf_counter() - began, time.process_time() - cpu_began
-    claimed = report.dispatch.claimed
+    dispatched = report.dispatch.dispatched
     return {
         "repetition": repetition,
         "shards": shards,
-        "claim_threads": threads,
+        "dispatch_threads": threads,
         "jobs": jobs,
-        "claimed": claimed,
+        "dispatched": dispatched,
         "sent": report.dispatch.sent,
         "sweep_seconds": round(seconds, 2),
-        "claims_per_second": round(claimed / seconds, 1),
-        "claims_per_second_per_shard": round(claimed / seconds / shards, 1),
+        "dispatches_per_second": round(dispatched / seconds, 1),
+        "dispatches_per_second_per_shard": round(dispatched / seconds / shards, 1),
         # The dispatcher's own CPU (this process; the emulator is another): what bounds one Lambda.
-        "dispatcher_cpu_ms_per_claim": round(cpu_seconds * 1000 / max(1, claimed), 2),
+        "dispatcher_cpu_ms_per_dispatch": round(cpu_seconds * 1000 / max(1, dispatched), 2),
         "requests_during_sweep": {
             op: {"count": len(v), "median_ms": round(statistics.median(v) * 1000, 1)}
             for op, v in sorted(latencies.items())
@@ -124,11 +124,16 @@ def _measure(
     }
 
 
-SPREAD = ("claims_per_second", "claims_per_second_per_shard", "dispatcher_cpu_ms_per_claim", "sweep_seconds")
+SPREAD = (
+    "dispatches_per_second",
+    "dispatches_per_second_per_shard",
+    "dispatcher_cpu_ms_per_dispatch",
+    "sweep_seconds",
+)
 
 
-# (shards, concurrent claims per shard's sweep): one claim at a time, the default four at a time,
-# and four shards swept in parallel with four claims each.
+# (shards, concurrent dispatches per shard's sweep): one at a time, the default four at a time,
+# and four shards swept in parallel with four each.
 CONFIGURATIONS: tuple[tuple[int, int], ...] = ((1, 1), (1, 4), (4, 4))
 
 
@@ -143,20 +148,20 @@ def run(
     for k in range(repetitions):
         for shards, threads in configurations:
             log(
-                f"claims: run {k + 1} of {repetitions}, {jobs} jobs due in one minute, {shards} shard(s),"
-                f" {threads} claim(s) at a time"
+                f"dispatch: run {k + 1} of {repetitions}, {jobs} jobs due in one minute, {shards} shard(s),"
+                f" {threads} at a time"
             )
             # A fresh emulator each time: the messages a sweep sends stay in its queue, and moto's
             # SendMessageBatch slows as they pile up (31 ms, then 78 and 95 in the same emulator).
-            with emulator(Path(tempfile.mkdtemp(prefix="punctual-bench-claims-"))) as endpoint:
+            with emulator(Path(tempfile.mkdtemp(prefix="punctual-bench-dispatch-"))) as endpoint:
                 runs.append(_measure(endpoint, shards, threads, jobs, rng, k))
     by_shards = []
     for shards, threads in configurations:
-        mine = [r for r in runs if r["shards"] == shards and r["claim_threads"] == threads]
+        mine = [r for r in runs if r["shards"] == shards and r["dispatch_threads"] == threads]
         by_shards.append(
             {
                 "shards": shards,
-                "claim_threads": threads,
+                "dispatch_threads": threads,
                 **{key: spread((r[key] for r in mine), 2) for key in SPREAD},
                 "creates_per_second": spread(r["creates_per_second"] for r in mine),
                 "requests_during_sweep": median_tree([r["requests_during_sweep"] for r in mine], 1),
@@ -164,8 +169,8 @@ def run(
             }
         )
     return {
-        "name": "claims",
-        "what": "dispatcher sweep of one minute bucket against the local emulator: claims per second;"
+        "name": "dispatch",
+        "what": "dispatcher sweep of one minute bucket against the local emulator: dispatches per second;"
         " the median over the runs, with the lowest and highest",
         "lower_bound": "the emulator serialises all DynamoDB requests and shares 2 cores with the dispatcher",
         "lookahead_seconds": LOOKAHEAD_SECONDS,
@@ -186,16 +191,16 @@ def _range(figure: dict[str, Any]) -> str:
 
 def report(result: dict[str, Any]) -> str:
     lines = [
-        f"== dispatcher claims against the emulator (lower bound); median of {result['repetitions']} runs"
+        f"== dispatches against the emulator (lower bound); median of {result['repetitions']} runs"
         " (lowest-highest) =="
     ]
     for r in result["shards"]:
         lines.append(
-            f"{r['shards']} shard(s) x {r.get('claim_threads', 1)} claim(s) at a time,"
-            f" {result['jobs']} claims: {_range(r['claims_per_second'])}/s"
-            f" ({_range(r['claims_per_second_per_shard'])}/s per shard);"
+            f"{r['shards']} shard(s) x {r.get('dispatch_threads', 1)} at a time,"
+            f" {result['jobs']} dispatches: {_range(r['dispatches_per_second'])}/s"
+            f" ({_range(r['dispatches_per_second_per_shard'])}/s per shard);"
             f" sweep {_range(r['sweep_seconds'])} s; creates {r['creates_per_second'].get('median')}/s;"
-            f" dispatcher CPU {_range(r['dispatcher_cpu_ms_per_claim'])} ms/claim"
+            f" dispatcher CPU {_range(r['dispatcher_cpu_ms_per_dispatch'])} ms/dispatch"
         )
         lines.append(
             "    median per run: "
@@ -215,10 +220,10 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     result = run(args.jobs, repetitions=args.repetitions)
-    write_json("claims", result)
+    write_json("dispatch", result)
     from bench import plots
 
-    plots.write("claims", result)
+    plots.write("dispatch", result)
     print(json.dumps(result, indent=2) if args.json else report(result))
 
 
