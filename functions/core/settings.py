@@ -4,7 +4,7 @@ Every role (api, dispatcher, worker, local runtime) builds its configuration her
 the names of the variables are documented in one place and logic never reads ``os.environ``.
 
 A plain dataclass rather than a pydantic model: the dispatcher and the worker use pydantic nowhere
-else, and importing it was a fifth of their cold start (see docs/benchmarks.md).
+else, and importing it was a fifth of their cold start.
 """
 
 from __future__ import annotations
