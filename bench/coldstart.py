@@ -5,7 +5,7 @@ interpreter of the runtime's Python (3.13), isolated (``-I -S``), with nothing o
 staged code, the layer's packages and the runtime's SDK (here their *twin*: the same pins built for
 this machine, ``infra/assets.py``), importing from the shipped bytecode, which it cannot rewrite
 (read-only ``/var/task``). Each import runs in a new process, repeated and interleaved with the
-others, and the median is reported next to ``import boto3`` in the same setting (the SPEC: each
+others, and the median is reported next to ``import boto3`` in the same setting (the target: each
 handler imports in at most 1.5x the time of ``import boto3``).
 
 For comparison, ``no_bytecode``: the same without the shipped pycs, which is what a cold start did
@@ -34,8 +34,8 @@ from infra.assets import LAMBDA_PYTHON_VERSION, build_twin, runtime_python, stag
 
 MODULES = ("boto3", "functions.api.handler", "functions.dispatcher.handler", "functions.worker.handler")
 # What a cold api pays, on top of its import, for its first request with a body (a create): pydantic
-# and the request models load then, and the body is checked (no AWS call). Not a target of the SPEC,
-# which is about the import; measured so the price the import no longer pays is seen where it went.
+# and the request models load then, and the body is checked (no AWS call). Not a target: the
+# target is about the import; measured so the price the import no longer pays is seen where it went.
 FIRST_BODY = "functions.api.handler + first body"
 CREATE_BODY = {
     "schedule": {"cron": "0 13 * * 1-5", "timezone": "Europe/Berlin"},
@@ -153,7 +153,7 @@ def run(repeat: int = 15) -> dict[str, Any]:
             figures["ratio_to_boto3_no_bytecode"] = round(
                 figures["no_bytecode_import_ms"]["median"] / base_bare, 2
             )
-            if module in MODULES:  # the SPEC's target is the handlers' import
+            if module in MODULES:  # the target is the handlers' import
                 figures["meets_target"] = figures["ratio_to_boto3_as_deployed"] <= TARGET_RATIO
         slowest = max(MODULES[1:], key=lambda m: results[m]["as_deployed_import_ms"]["median"])
         profiles = {module: _importtime(python, deployed, module) for module in MODULES[1:]}

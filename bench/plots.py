@@ -4,7 +4,7 @@ matplotlib is the optional ``bench`` extra (``pip install -e '.[bench]'``; ``mak
 Without it the benchmarks still run and write every figure; only the plots are skipped.
 
 - ``<precision|precision_faults>_lateness.png``: lateness at arrival of every run's deliveries, on
-  logarithmic bins, stacked by kind of job, with the SPEC's targets and the measured p99;
+  logarithmic bins, stacked by kind of job, with the targets (docs/benchmarks.md) and the measured p99;
 - ``<precision|precision_faults>_timeline.png``: lateness against due time, one panel per run,
   coloured by kind of job, with the kills of the faults runs;
 - ``coldstart.png``: import time of each handler next to boto3's, as deployed and without bytecode;
@@ -49,7 +49,7 @@ LABELS = {
     "burst": "burst: due at the same millisecond",
     "whole_seconds": "whole seconds: 3 or 4 due at each second of a minute",
 }
-# The SPEC's targets for lateness, in ms: (value, label).
+# The targets for lateness (docs/benchmarks.md), in ms: (value, label).
 TARGETS = {
     "precision": [(20.0, "SPEC p99 ≤ 20 ms"), (100.0, "SPEC max < 100 ms")],
     "precision_faults": [(5000.0, "SPEC p99 ≤ 5 s under faults")],

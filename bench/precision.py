@@ -4,8 +4,8 @@ Hundreds of one-off jobs spread over a few minutes (due inside and beyond the di
 when they are created), a burst of jobs due at the very same millisecond, one-offs due on whole
 seconds (three, then four, at each of a minute's consecutive seconds: the shape of schedules written
 by hand; ``--whole-seconds-span``), and a few seconds-level crons, all calling a webhook receiver in
-this process. The burst and the whole seconds are reported apart from the spread jobs the SPEC's
-figures are about. Lateness is measured where it matters, at
+this process. The burst and the whole seconds are reported apart from the spread jobs the precision
+targets are about (docs/benchmarks.md). Lateness is measured where it matters, at
 *arrival*: the moment the receiver has read the request, minus the ``Punctual-Scheduled-For`` header.
 The ``lateness_ms`` each run records (start of the attempt minus scheduled time) is reported too.
 
@@ -446,7 +446,7 @@ def _analyse(
             if arrived is not None and run.get("started_at"):
                 start_to_arrival.append((arrived - _ts(run["started_at"])) * 1000)
     everything = [x for values in lateness.values() for x in values]
-    # The SPEC's figure is for jobs spread over minutes; the burst and the whole seconds are
+    # The precision targets are for jobs spread over minutes; the burst and the whole seconds are
     # separate stresses, reported apart.
     spread = lateness["inside"] + lateness["beyond"] + lateness["cron"]
     stats = summary(spread)

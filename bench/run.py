@@ -7,7 +7,7 @@
 Every benchmark is repeated and reports the median over its runs, with the lowest and highest
 (coldstart: the median of 15 fresh interpreters per module). Writes ``bench/results/<name>.json``
 for each benchmark (with every run's own figures), ``latest.json`` with all of them, ``summary.md``
-(the figures next to the SPEC's targets) and PNG plots (with matplotlib, the ``bench`` extra).
+(the figures next to their targets, docs/benchmarks.md) and PNG plots (with matplotlib, the ``bench`` extra).
 Run them on a quiet machine: other processes on the same cores show up as lateness.
 """
 

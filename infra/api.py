@@ -25,7 +25,7 @@ from constructs import Construct
 
 from infra.config import DeploymentConfig
 
-# Served without authentication (SPEC): liveness, the OpenAPI document and Swagger UI (its page, and
+# Served without authentication: liveness, the OpenAPI document and Swagger UI (its page, and
 # its script and style under /docs/).
 PUBLIC_PATHS: Final = ("/v1/health", "/openapi.json", "/docs", "/docs/{asset}")
 # Everything else under /v1 goes to the api function behind the chosen authentication.

@@ -58,8 +58,8 @@ class DeploymentConfig(BaseModel):
     # encrypts with the key as the worker, which may use only the keys named here.
     target_kms_key_arns: tuple[str, ...] = ()
     # Fan-out of each tick's sweep (asynchronous invocations of the dispatcher, each over a group of
-    # shards) and the triggers each shard's sweep dispatches at once; docs/benchmarks.md sizes them
-    # for a million jobs a minute.
+    # shards) and the triggers each shard's sweep dispatches at once; docs/scale.md sizes them for a
+    # million jobs a minute.
     sweep_invocations: int = Field(default=1, ge=1, le=1000)
     dispatch_concurrency: int = Field(default=4, ge=1, le=64)
     # How long before its second a work message reaches the worker (docs/deploy.md, "Tuning the head

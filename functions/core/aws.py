@@ -35,7 +35,7 @@ def _config(attempts: int, *, validate: bool = True) -> Config:
 
 # DynamoDB's requests are built by the store adapter alone (no target writes to a table), from typed
 # objects, and the contract suite runs each of them against moto; botocore's own check of every
-# parameter was an eighth of the dispatcher's CPU per dispatch (docs/benchmarks.md). DynamoDB still
+# parameter was an eighth of the dispatcher's CPU per dispatch (CHANGELOG.md, issue 27). DynamoDB still
 # refuses a malformed request, with a ValidationException.
 _UNVALIDATED = frozenset({"dynamodb"})
 

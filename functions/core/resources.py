@@ -49,7 +49,7 @@ API_TABLE_ATTEMPTS: Final = 2
 
 
 # The worker function's memory: the smallest at which ten runs due at one second all start on time
-# (`make bench`, memory: docs/benchmarks.md, "Arrival"). Lambda's CPU is in proportion to memory.
+# (`make bench`, memory: docs/benchmarks.md, "The worker's memory"). Lambda's CPU is in proportion to memory.
 WORKER_MEMORY_MB: Final = 768
 # The dispatcher's: one full vCPU. A sweep is CPU-bound at load (each request's SDK work), and at
 # 1,024 MB one invocation could not dispatch 10,000 jobs within their minute (the simulator: runs

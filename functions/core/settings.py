@@ -4,7 +4,7 @@ Every role (api, dispatcher, worker, local runtime) builds its configuration her
 the names of the variables are documented in one place and logic never reads ``os.environ``.
 
 A plain dataclass rather than a pydantic model: the dispatcher and the worker use pydantic nowhere
-else, and importing it was a fifth of their cold start (see docs/benchmarks.md).
+else, and importing it was a fifth of their cold start.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class Settings:
     initial_catchup_seconds: int = _bounded(3600, 60)
     # Dispatcher: how many sweeps a tick fans out to, each over its own range of shards (on AWS an
     # asynchronous invocation of the dispatcher each; locally threads), and how many triggers each
-    # shard's sweep dispatches at once. docs/benchmarks.md has the arithmetic for a million jobs a minute.
+    # shard's sweep dispatches at once. docs/scale.md has what a million jobs a minute takes.
     sweep_invocations: int = _bounded(1, 1, 1000)
     dispatch_concurrency: int = _bounded(4, 1, 64)
     # Worker: lease on a RUNNING run and on its SQS message, renewed by a heartbeat every third of it.

@@ -5,7 +5,7 @@ resolve and vet the target's address and open the TCP (and TLS) connection; at t
 delivery takes the parked connection and sends its request at once. Opening connections at the
 second cost a burst of runs due together most of its lateness: 20 POSTs sent at one instant reached a
 local receiver 8 to 11 ms late (p50), 13 to 22 ms for the last, and 2.6 / 5 to 9 ms on connections
-opened beforehand (docs/benchmarks.md). On AWS a remote target adds a round trip (and TLS's) more.
+opened beforehand (CHANGELOG.md, issue 26). On AWS a remote target adds a round trip (and TLS's) more.
 
 A parked connection serves one request (it is never shared between runs) and is closed if nobody
 takes it within ``PARK_SECONDS`` (a run cancelled meanwhile). Warming is best effort: any failure
