@@ -147,7 +147,7 @@ def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | 
         " lowest and highest run in parentheses; pooled = all runs' deliveries in one distribution."
         " Full figures: `latest.json`; method and discussion: `docs/benchmarks.md`.",
         "",
-        "| what | SPEC target | measured: median (lowest-highest) | |",
+        "| what | target | measured: median (lowest-highest) | |",
         "| --- | --- | --- | --- |",
     ]
 

@@ -122,7 +122,7 @@ class Api(Construct):
             "ApiFunction", handler, payload_format_version=apigatewayv2.PayloadFormatVersion.VERSION_2_0
         )
         public_reason = (
-            "SPEC: GET /v1/health (liveness), /openapi.json and /docs (the API's description) are served "
+            "GET /v1/health (liveness), /openapi.json and /docs (the API's description) are served "
             "without authentication; they return no owner data."
         )
         for path in PUBLIC_PATHS:
@@ -181,7 +181,7 @@ class Api(Construct):
         integration = apigateway.LambdaIntegration(handler, proxy=True, allow_test_invoke=False)
 
         public_reason = (
-            "SPEC: GET /v1/health (liveness), /openapi.json and /docs (the API's description) are served "
+            "GET /v1/health (liveness), /openapi.json and /docs (the API's description) are served "
             "without authentication; they return no owner data."
         )
         for path in PUBLIC_PATHS:
@@ -218,7 +218,7 @@ class Api(Construct):
                 NagPackSuppression(
                     id="AwsSolutions-APIG2",
                     reason="The api function validates every request against its typed models and answers "
-                    "400/422 naming the field and the reason (SPEC); a gateway validator would answer with "
+                    "400/422 naming the field and the reason (docs/api.md); a gateway validator would answer with "
                     "a generic message first.",
                 ),
                 NagPackSuppression(

@@ -1,7 +1,7 @@
 """Bad input through the api handler: every refusal is a 4xx naming the field, and creates nothing.
 
 Each case is an API Gateway proxy event through ``functions.api.handler.handler`` (as in
-test_api_routes.py), against a fresh table. The contract (SPEC "HTTP API"): malformed JSON is 400, a
+test_api_routes.py), against a fresh table. The contract (docs/api.md): malformed JSON is 400, a
 body over 64 KiB is 413, a name conflict 409, anything else wrong 422, always with a JSON body
 ``{"error": ..., "field": ..., "reason": ...}``; no input produces a 5xx.
 """
