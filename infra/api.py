@@ -218,8 +218,8 @@ class Api(Construct):
                 NagPackSuppression(
                     id="AwsSolutions-APIG2",
                     reason="The api function validates every request against its typed models and answers "
-                    "400/422 naming the field and the reason (docs/api.md); a gateway validator would answer with "
-                    "a generic message first.",
+                    "400/422 naming the field and the reason (docs/api.md); a gateway validator would answer "
+                    "with a generic message first.",
                 ),
                 NagPackSuppression(
                     id="AwsSolutions-APIG3",

@@ -236,7 +236,8 @@ def test_whole_seconds_are_reported_apart_from_the_spread_jobs() -> None:
     groups = one["arrival_lateness_ms"]
     assert groups["whole_seconds"]["count"] == 3
     assert groups["whole_seconds"]["max"] == pytest.approx(900.0, abs=0.2)
-    assert groups["spread_one_offs_and_crons"]["count"] == 3  # the three groups the cost target names: inside, beyond, cron
+    # The three groups the cost target names: inside, beyond, cron.
+    assert groups["spread_one_offs_and_crons"]["count"] == 3
     assert groups["spread_one_offs_and_crons"]["max"] < 10
     assert groups["all_with_burst"]["count"] == 7
     assert one["spread_due_during_whole_seconds_ms"]["count"] == 1  # /one/2, due at +3.5
