@@ -7,13 +7,20 @@ and region, and pointed at ``aws_endpoint_url`` when one is set (the local moto 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import boto3
 from botocore.config import Config
 
 from functions.core.resources import TABLE_ATTEMPTS
 from functions.core.settings import Settings
+
+if TYPE_CHECKING:  # the stubs are a development dependency: no import at run time
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_sns import SNSClient
+    from mypy_boto3_sqs import SQSClient
 
 _lock = threading.Lock()
 # (service, endpoint, region, attempts, for a target's call)
@@ -50,6 +57,60 @@ _TARGET_LAMBDA_CONFIG = Config(
 )
 
 
+@overload
+def client(
+    service: Literal["dynamodb"],
+    settings: Settings,
+    region: str | None = None,
+    *,
+    attempts: int = TABLE_ATTEMPTS,
+    for_target: bool = False,
+) -> DynamoDBClient: ...
+@overload
+def client(
+    service: Literal["sqs"],
+    settings: Settings,
+    region: str | None = None,
+    *,
+    attempts: int = TABLE_ATTEMPTS,
+    for_target: bool = False,
+) -> SQSClient: ...
+@overload
+def client(
+    service: Literal["lambda"],
+    settings: Settings,
+    region: str | None = None,
+    *,
+    attempts: int = TABLE_ATTEMPTS,
+    for_target: bool = False,
+) -> LambdaClient: ...
+@overload
+def client(
+    service: Literal["sns"],
+    settings: Settings,
+    region: str | None = None,
+    *,
+    attempts: int = TABLE_ATTEMPTS,
+    for_target: bool = False,
+) -> SNSClient: ...
+@overload
+def client(
+    service: Literal["events"],
+    settings: Settings,
+    region: str | None = None,
+    *,
+    attempts: int = TABLE_ATTEMPTS,
+    for_target: bool = False,
+) -> EventBridgeClient: ...
+@overload
+def client(
+    service: str,
+    settings: Settings,
+    region: str | None = None,
+    *,
+    attempts: int = TABLE_ATTEMPTS,
+    for_target: bool = False,
+) -> Any: ...
 def client(
     service: str,
     settings: Settings,

@@ -221,7 +221,8 @@ def test_one_shared_client_per_service_and_region(deployment: Settings) -> None:
     other = aws.client("sqs", deployment, region=OTHER)
     assert other is not home and other.meta.region_name == OTHER
     assert aws.client("sqs", deployment, region=OTHER) is other
-    assert aws.client("sns", deployment, region=OTHER) is not other
+    sns: object = aws.client("sns", deployment, region=OTHER)
+    assert sns is not other
 
     # The executor delivers through that same client, every time
     queue_url = regional("sqs").create_queue(QueueName="shared")["QueueUrl"]
