@@ -338,10 +338,12 @@ def test_a_malformed_region_is_refused_naming_the_field(spec: dict[str, Any], fi
 def test_the_api_refuses_a_malformed_region_with_422(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from functions.api.service import JobService
+    from functions.core.factories import build_job_service
 
     settings = replace(harness.settings, allowed_target_arns=("*",))
-    service = JobService(harness.store, harness.dispatcher, settings, STRICT, clock=harness.clock)
+    service = build_job_service(
+        settings, store=harness.store, dispatcher=harness.dispatcher, policy=STRICT, clock=harness.clock
+    )
     call = make_call(service, monkeypatch)
     for topic_arn, expected in (
         (f"arn:aws:sns:eu-west:{ACCOUNT}:t", 422),
