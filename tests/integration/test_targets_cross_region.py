@@ -215,7 +215,9 @@ def test_a_target_of_another_partition_fails_at_once_without_a_call(deployment: 
     assert calls == []
 
 
-def test_one_shared_client_per_service_and_region(deployment: Settings) -> None:
+def test_a_client_is_shared_per_service_and_region_and_the_executor_delivers_through_it(
+    deployment: Settings,
+) -> None:
     home = aws.client("sqs", deployment)
     assert aws.client("sqs", deployment, region=HOME) is home
     other = aws.client("sqs", deployment, region=OTHER)

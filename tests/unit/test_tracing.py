@@ -148,7 +148,9 @@ def test_a_run_id_without_its_time_still_gets_a_valid_traceparent() -> None:
         ("a:1 b:2", None),
     ],
 )
-def test_the_daemon_address_forms(value: str, expected: tuple[str, int] | None) -> None:
+def test_the_daemon_address_is_its_udp_host_and_port_or_none_if_it_names_no_usable_one(
+    value: str, expected: tuple[str, int] | None
+) -> None:
     assert tracing.udp_address(value) == expected
 
 
