@@ -41,6 +41,7 @@ def alert_body(kind: AlertKind, job: Job, run: Run, detail: str, now: datetime) 
     }
 
 
+# Not Powertools' single_metric: it prints a line of its own and adds the `service` dimension deployed.
 def metric_record(kind: AlertKind, job: Job, now: datetime) -> dict[str, Any]:
     """The fields that make the alert's log line a CloudWatch embedded-metric record: one ``Alerts``
     count with the job and the kind as dimensions (only jobs with alerts ever emit it)."""

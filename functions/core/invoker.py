@@ -22,6 +22,9 @@ class LambdaInvoker:
         self.function_arn = function_arn
 
     def start_sweeps(self, groups: list[list[int]], starts: list[datetime]) -> list[list[int]]:
+        if not groups:  # a pool of no thread is an error (ValueError), a fan-out to no group is not
+            return []
+
         def invoke(group: list[int], start_at: datetime) -> list[int] | None:
             try:
                 self.client.invoke(

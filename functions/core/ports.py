@@ -80,9 +80,11 @@ class JobStore(Protocol):
         replacing_name_of: str | None = None,
     ) -> None:
         """Idempotency record (key, request fingerprint), name, first trigger, then the job, one
-        conditional write each in that order: not all or none, but nothing a reader acts on before
-        the job exists (a record, name or trigger whose job never appeared is taken over, or deleted,
-        after the orphan grace: docs/architecture.md, "The write path"). ``replacing_name_of`` takes
+        conditional write each in that order (a first trigger at the job's home is no write of its
+        own: it is written inside the job's item): not all or none, but nothing a reader acts on
+        before the job exists (a record, name or trigger whose job never appeared is taken over, or
+        deleted, after the orphan grace: docs/architecture.md, "The write path"). A retry of the same
+        create (the same job id) takes over what an earlier one left. ``replacing_name_of`` takes
         the name over from that ended job. Raises ``IdempotencyKeyTaken``, ``NameTaken`` or
         ``JobExists``."""
 

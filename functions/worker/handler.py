@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.core.factories import build_queue, build_store, build_target_executor
+from functions.core.factories import build_queue, build_run_executor
 from functions.core.observability import logger
 from functions.core.ports import Queue
 from functions.core.queue import WorkMessage
@@ -29,13 +29,7 @@ from functions.worker.execute import RunExecutor
 
 @lru_cache(maxsize=1)
 def run_executor() -> RunExecutor:
-    settings = get_settings()
-    return RunExecutor(
-        build_store(settings),
-        VisibilityLedger(build_queue(settings)),
-        build_target_executor(settings),
-        settings,
-    )
+    return build_run_executor(get_settings())
 
 
 def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:

@@ -136,7 +136,9 @@ def test_a_validation_error_is_shown_next_to_its_field(console: Console) -> None
     assert "not JSON" in console.wait_for(By.ID, "err-payload").text
 
 
-def test_pause_with_a_note_then_resume(console: Console, stack: Stack) -> None:
+def test_a_paused_job_shows_its_note_until_resumed_and_the_pause_stays_in_its_history(
+    console: Console, stack: Stack
+) -> None:
     job = stack.create_job(name=unique("browser-pause"), schedule=far_cron())
     console.open(f"#/jobs/{job['job_id']}")
     console.click("pause-job")
@@ -153,7 +155,9 @@ def test_pause_with_a_note_then_resume(console: Console, stack: Stack) -> None:
     assert "paused" in row.text and "warehouse migration" in row.text
 
 
-def test_run_now(console: Console, stack: Stack) -> None:
+def test_run_now_starts_a_manual_run_that_succeeds_and_shows_its_duration(
+    console: Console, stack: Stack
+) -> None:
     job = stack.create_job(name=unique("browser-run"), schedule=far_cron())
     console.open(f"#/jobs/{job['job_id']}")
     console.click("run-now")
@@ -173,7 +177,9 @@ def test_cancel_a_queued_run_after_confirming(console: Console, stack: Stack) ->
     run_row(console, status="CANCELLED", timeout=10)
 
 
-def test_backfill_a_past_window(console: Console, stack: Stack) -> None:
+def test_a_backfilled_past_window_runs_its_occurrence_and_an_empty_window_is_refused_at_its_field(
+    console: Console, stack: Stack
+) -> None:
     job = stack.create_job(name=unique("browser-backfill"), schedule=far_cron())
     console.open(f"#/jobs/{job['job_id']}")
     console.click("backfill-job")
@@ -198,7 +204,9 @@ def test_backfill_a_past_window(console: Console, stack: Stack) -> None:
     console.wait_for(By.ID, "err-from")
 
 
-def test_edit_a_job(console: Console, stack: Stack) -> None:
+def test_an_edited_schedule_is_saved_as_the_next_version_and_shown_in_words(
+    console: Console, stack: Stack
+) -> None:
     job = stack.create_job(name=unique("browser-edit"), schedule=far_cron())
     console.open(f"#/jobs/{job['job_id']}/edit")
     console.fill("f-schedule-cron", "30 4 * * *")
@@ -213,8 +221,9 @@ def test_an_answer_about_the_job_left_behind_never_fills_the_next_jobs_form(
     console: Console, stack: Stack
 ) -> None:
     # An answer about a job still on its way when the user moved on to another job's form used to
-    # land in that form (which then showed, and saved, the other job's name: test_edit_a_job failed
-    # so once). Here the first job's answers are slowed, and the user moves on before one comes.
+    # land in that form (which then showed, and saved, the other job's name:
+    # test_an_edited_schedule_is_saved_as_the_next_version_and_shown_in_words failed so once). Here the
+    # first job's answers are slowed, and the user moves on before one comes.
     left = stack.create_job(name=unique("browser-left"), schedule=far_cron())
     edited = stack.create_job(name=unique("browser-next"), schedule=far_cron())
     console.open("#/jobs")
@@ -266,7 +275,9 @@ def test_cancel_a_job_only_after_confirming(console: Console, stack: Stack) -> N
     console.wait_for_text(By.CSS_SELECTOR, ".title-row .status", "CANCELLED")
 
 
-def test_bulk_pause_and_resume_by_tag(console: Console, stack: Stack) -> None:
+def test_a_bulk_action_by_tag_pauses_every_matching_job_and_then_resumes_them(
+    console: Console, stack: Stack
+) -> None:
     tag = unique("batch")
     jobs = [stack.create_job(schedule=far_cron(), tags={"group": tag}) for _ in range(2)]
     console.open("#/jobs")
@@ -378,7 +389,9 @@ def test_jobs_list_by_keyboard_and_on_a_phone(console: Console, stack: Stack) ->
         assert width[0] <= width[1] + 1, f"{what} is {width[0]} px wide on a {width[1]} px screen"
 
 
-def test_a_recurring_jobs_history_with_its_lateness_and_duration_plot(console: Console, stack: Stack) -> None:
+def test_a_recurring_jobs_history_lists_its_runs_with_their_lateness_and_plots_them(
+    console: Console, stack: Stack
+) -> None:
     # The stack fixture created "every-10s" before the first test: it has run a few times since.
     _, page = stack.call("GET", "/v1/jobs?name=every-10s")
     job = page["items"][0]

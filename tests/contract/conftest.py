@@ -4,8 +4,9 @@ is written here once; when the two disagree, this suite fails on one of them."""
 
 from __future__ import annotations
 
+import itertools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -117,6 +118,54 @@ class World:
 @pytest.fixture
 def world(tables: Tables) -> World:
     return World(tables)
+
+
+class WriteFault(Exception):
+    """A write that never reached the table: the process died before it."""
+
+
+WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
+
+
+class _CutClient:
+    """The DynamoDB client, each write first asking ``check`` (which raises once the cut is reached)."""
+
+    def __init__(self, client: Any, check: Callable[[], None]) -> None:
+        self._client = client
+        self._check = check
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if name not in WRITES:
+            return attribute
+
+        def write(**request: Any) -> Any:
+            self._check()
+            return attribute(**request)
+
+        return write
+
+
+@pytest.fixture
+def cut_after(tables: Tables) -> Callable[[int], None]:
+    """``cut_after(n)``: the table's next ``n`` writes go through, every one after them raises
+    ``WriteFault`` (a process dying between two writes of one call, as seen by the table)."""
+    client = getattr(tables, "client", None)
+
+    def cut(writes: int) -> None:
+        made = itertools.count()
+
+        def check() -> None:
+            if next(made) >= writes:
+                raise WriteFault(f"cut after {writes} writes")
+
+        if isinstance(tables, MemoryStore):
+            tables.before_write = lambda _what: check()
+        else:
+            assert isinstance(tables, DynamoStore)
+            tables.client = _CutClient(client, check)  # type: ignore[assignment]
+
+    return cut
 
 
 def attempt(outcome: str = "SUCCEEDED", error: str | None = None, number: int = 1) -> Attempt:

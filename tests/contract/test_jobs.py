@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
-from functions.core.model import JobStatus, RunStatus
+from functions.core.model import JobStatus, RunStatus, bucket_of, new_job_id
 from functions.core.ports import BadCursorError, IdempotencyKeyTaken, NameTaken, Tables, VersionChanged
-from tests.contract.conftest import NOW, World, attempt
+from functions.core.store.items import embeds
+from tests.contract.conftest import NOW, SHARDS, World, WriteFault, attempt
 
 
 def test_a_created_job_reads_back_as_written_to_the_millisecond(world: World, tables: Tables) -> None:
@@ -49,6 +51,49 @@ def test_an_idempotency_key_is_answered_until_it_expires(world: World, tables: T
     later = NOW + timedelta(hours=25)
     assert tables.get_idempotent_create("alice", "key-1", later) is None
     tables.create_job(world.job(created_at=later, updated_at=later), None, ("key-1", "again"))
+
+
+@pytest.mark.parametrize("writes", [1, 2, 3])
+def test_a_create_cut_short_leaves_the_writes_before_the_cut_but_never_a_job_and_its_retry_completes(
+    world: World, tables: Tables, cut_after: Callable[[int], None], writes: int
+) -> None:
+    """The writes are ordered, the job last (``JobStore.create_job``): a process dying between two
+    leaves what came before it, which a reader finds without a job, and the same create retried
+    takes it over."""
+    job = world.job(name="nightly")
+    trigger = world.trigger(job, NOW + timedelta(minutes=2))  # away from the job's home: its own item
+    assert not embeds(job, trigger)
+    cut_after(writes)  # the idempotency record, then the name, then the trigger, then the job
+    with pytest.raises(WriteFault):
+        tables.create_job(job, trigger, ("key-1", "fingerprint"))
+    assert tables.get_job(job.job_id) is None
+    assert tables.get_idempotent_create("alice", "key-1", NOW) == (job.job_id, "fingerprint")
+    holder = tables.name_holder("alice", "nightly")
+    assert (holder[0] if holder else None) == (job.job_id if writes >= 2 else None)
+    orphans = [t.run_id for t in tables.query_bucket(trigger.bucket, trigger.shard)]
+    assert orphans == ([trigger.run_id] if writes >= 3 else [])
+    cut_after(99)
+    tables.create_job(job, trigger, ("key-1", "fingerprint"))  # the client's retry, the same job id
+    assert tables.get_job(job.job_id) is not None
+    assert tables.name_holder("alice", "nightly") is not None
+
+
+def test_a_create_cut_short_before_its_job_leaves_no_trigger_that_the_job_item_was_to_hold(
+    world: World, tables: Tables, cut_after: Callable[[int], None]
+) -> None:
+    """A first occurrence at the job's home is written inside the job's item: with the job write
+    lost, a reader of the bucket finds no trigger (only the name)."""
+    at = NOW + timedelta(minutes=5)  # world.job's one-off time
+    job = world.job(name="nightly", cron=False, job_id=new_job_id(bucket_of(at), SHARDS))
+    trigger = world.trigger(job, at)
+    assert embeds(job, trigger)
+    cut_after(1)  # the name only
+    with pytest.raises(WriteFault):
+        tables.create_job(job, trigger)
+    assert tables.get_job(job.job_id) is None
+    assert tables.query_bucket(trigger.bucket, trigger.shard) == []
+    holder = tables.name_holder("alice", "nightly")
+    assert holder is not None and holder[0] == job.job_id
 
 
 def test_writing_the_same_create_again_is_harmless(world: World, tables: Tables) -> None:

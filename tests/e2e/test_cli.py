@@ -220,7 +220,7 @@ def test_create_recurring_forms_show_the_next_five_fire_times(
         cli.ok("jobs", "cancel", job["job_id"])
 
 
-def test_create_table_and_json_modes(cli: Cli, receiver: Receiver) -> None:
+def test_a_created_job_is_shown_as_a_table_and_reads_back_as_json(cli: Cli, receiver: Receiver) -> None:
     table = cli.ok("jobs", "create", "--rate", "30 minutes", "--url", receiver.url + "/t")
     job_id = field(table.out, "job id")
     assert "ACTIVE" in table.out and job_id in table.out
@@ -323,7 +323,9 @@ def test_get_shows_the_job_and_its_upcoming_fire_times(cli: Cli, receiver: Recei
 # --------------------------------------------------------------------- pause, resume, run, cancel
 
 
-def test_pause_resume_run_and_cancel(cli: Cli, receiver: Receiver) -> None:
+def test_a_job_pauses_resumes_runs_and_cancels_and_once_cancelled_refuses_both_with_exit_4(
+    cli: Cli, receiver: Receiver
+) -> None:
     job_id = cli.ok(
         "jobs", "create", "--cron", "0 6 * * *", "--url", receiver.url + "/manual", "--json"
     ).json["job_id"]
@@ -429,7 +431,7 @@ def test_runs_cancel_a_queued_run_then_again_is_a_conflict(cli: Cli, receiver: R
 # ------------------------------------------------------------------------ stats, watch, config
 
 
-def test_stats(cli: Cli, fired: Fired) -> None:
+def test_stats_show_jobs_runs_queue_dlq_and_dispatcher_lag_as_text_and_json(cli: Cli, fired: Fired) -> None:
     out = cli.ok("stats").out
     assert re.search(r"^jobs\s+([A-Z]+ \d+(, )?)+$", out, re.MULTILINE), out
     assert re.search(r"^runs\s+([A-Z]+ \d+(, )?)+$", out, re.MULTILINE), out
@@ -441,7 +443,9 @@ def test_stats(cli: Cli, fired: Fired) -> None:
     assert {"queued", "delayed", "in_flight", "dlq"} <= set(data["queue"])
 
 
-def test_watch_once(cli: Cli, fired: Fired) -> None:
+def test_one_watch_shows_the_job_its_upcoming_and_recent_runs_as_text_and_json(
+    cli: Cli, fired: Fired
+) -> None:
     result = cli("jobs", "watch", fired.job_id, "--iterations", "1", timeout=20)
     assert result.code == 0, result.err
     assert result.out.startswith(fired.job_id)
@@ -453,7 +457,7 @@ def test_watch_once(cli: Cli, fired: Fired) -> None:
     assert isinstance(as_json.json["runs"], list)
 
 
-def test_config_show(cli: Cli, local_stack: Api) -> None:
+def test_config_show_prints_the_endpoint_and_auth_in_use(cli: Cli, local_stack: Api) -> None:
     out = cli.ok("config", "show").out
     assert field(out, "endpoint") == local_stack.base_url
     assert field(out, "auth") == "bearer"
@@ -813,7 +817,9 @@ def test_schedule_preview_lists_fire_times_and_what_an_outage_would_run(cli: Cli
     assert bad.code == 1 and "schedule.timezone" in one_error_line(bad)
 
 
-def test_pause_with_a_note_and_until_and_pause_on_failures(cli: Cli, receiver: Receiver) -> None:
+def test_a_pause_keeps_its_note_and_until_refuses_a_past_until_and_create_keeps_pause_on_failures(
+    cli: Cli, receiver: Receiver
+) -> None:
     created = cli.ok(
         "jobs",
         "create",
@@ -835,7 +841,9 @@ def test_pause_with_a_note_and_until_and_pause_on_failures(cli: Cli, receiver: R
     cli.ok("jobs", "cancel", created["job_id"])
 
 
-def test_bulk_pause_and_cancel_by_tag(cli: Cli, receiver: Receiver) -> None:
+def test_a_bulk_pause_by_tag_pauses_every_match_and_a_bulk_cancel_needs_yes(
+    cli: Cli, receiver: Receiver
+) -> None:
     team = f"cli-bulk-{uuid.uuid4().hex[:8]}"
     for _ in range(2):
         cli.ok("jobs", "create", "--rate", "1 hour", "--url", receiver.url + "/b", "--tag", f"team={team}")

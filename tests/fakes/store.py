@@ -134,6 +134,8 @@ class MemoryStore:
         self.taken_by: dict[int, str] = {}  # the token of the last sweep to take each shard
         self.swept_by: dict[int, str] = {}  # the token of the sweep that left its frontier
         self.runs: dict[str, dict[str, Run]] = {}
+        # Called before each write of ``create_job`` with what it writes (a test's crash point).
+        self.before_write: Callable[[str], None] = lambda _what: None
 
     # -------------------------------------------------------------------------------------- jobs
 
@@ -145,9 +147,12 @@ class MemoryStore:
         *,
         replacing_name_of: str | None = None,
     ) -> None:
-        # The same steps as the table's, one conditional write each (a crash is not simulated here).
-        with self.lock:
-            if idempotency is not None:
+        # The table's steps, one conditional write each, in its order, the job last: each under the
+        # lock on its own, as a reader of the table may come between two (and a crash, through
+        # ``before_write``). A first trigger at the job's home is written with the job, in its item.
+        if idempotency is not None:
+            self.before_write("idempotency")
+            with self.lock:
                 key, fingerprint = idempotency
                 record = self.idempotency.get((job.owner, key))
                 taken = record is not None and not record[2] < int(job.created_at.timestamp())
@@ -155,22 +160,37 @@ class MemoryStore:
                     raise IdempotencyKeyTaken()
                 expires = int((job.created_at + IDEMPOTENCY_TTL).timestamp())
                 self.idempotency[(job.owner, key)] = (job.job_id, fingerprint, expires)
-            if job.name:
+        if job.name:
+            self.before_write("name")
+            with self.lock:
                 holder = self.names.get((job.owner, job.name))
-                if holder not in (None, job.job_id, replacing_name_of):
-                    if idempotency is not None:
-                        self.idempotency.pop((job.owner, idempotency[0]), None)
-                    raise NameTaken()
-                self.names[(job.owner, job.name)] = job.job_id
-                self.reserved[(job.owner, job.name)] = _ms(job.updated_at)
-            if first_trigger is not None:
+                taken = holder not in (None, job.job_id, replacing_name_of)
+                if not taken:
+                    self.names[(job.owner, job.name)] = job.job_id
+                    self.reserved[(job.owner, job.name)] = _ms(job.updated_at)
+            if taken:
+                if idempotency is not None:  # nothing was created: the key may serve another request
+                    self.before_write("idempotency")
+                    with self.lock:
+                        record = self.idempotency.get((job.owner, idempotency[0]))
+                        if record is not None and record[0] == job.job_id:
+                            del self.idempotency[(job.owner, idempotency[0])]
+                raise NameTaken()
+        inside = first_trigger if embeds(job, first_trigger) else None
+        if first_trigger is not None and inside is None:
+            self.before_write("trigger")
+            with self.lock:
                 self.triggers[_trigger_key(first_trigger)] = _stored_trigger(first_trigger)
+        self.before_write("job")
+        with self.lock:
             if job.job_id in self.jobs:
                 stored = self.jobs[job.job_id]
                 if stored.owner == job.owner and stored.created_at == _ms(job.created_at):
                     return  # our own earlier write
                 raise JobExists()
             self.jobs[job.job_id] = _stored_job(job)
+            if inside is not None:
+                self.triggers[_trigger_key(inside)] = _stored_trigger(inside)
 
     def get_idempotent_create(self, owner: str, key: str, now: datetime) -> tuple[str, str] | None:
         with self.lock:

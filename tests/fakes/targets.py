@@ -12,6 +12,9 @@ from functions.core.targets.outcome import Delivery, TargetOutcome
 OK = TargetOutcome(True, False, 200, None, '{"ok": true}', 5)
 
 
+CANCELLED = TargetOutcome(False, False, None, "cancelled", "", 0)
+
+
 def failure(status_code: int, *, retriable: bool) -> TargetOutcome:
     return TargetOutcome(False, retriable, status_code, f"HTTP {status_code}", "", 5)
 
@@ -22,6 +25,7 @@ class ScriptedTargets:
     def __init__(self, *outcomes: TargetOutcome) -> None:
         self.outcomes = list(outcomes)
         self.deliveries: list[tuple[Mapping[str, Any], Delivery, float]] = []
+        self.answers: list[TargetOutcome] = []  # what each of ``deliveries`` was answered
         self.prepared: list[Mapping[str, Any]] = []
 
     def prepare(self, spec: Mapping[str, Any], timeout_seconds: float) -> None:
@@ -36,7 +40,10 @@ class ScriptedTargets:
         *,
         wait: Callable[[], None] | None = None,
     ) -> TargetOutcome:
+        if cancel is not None and cancel.is_set():  # as the executor: no call, and no retry of it
+            return CANCELLED
         if wait is not None:
             wait()
         self.deliveries.append((spec, delivery, timeout_seconds))
-        return self.outcomes.pop(0) if self.outcomes else OK
+        self.answers.append(self.outcomes.pop(0) if self.outcomes else OK)
+        return self.answers[-1]

@@ -181,14 +181,14 @@ def log_lines() -> Iterator[list[str]]:
 def dispatcher_log_lines(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The lines the dispatcher's handler writes for two ticks over an empty table, as Powertools
     writes them to the function's log stream (one JSON object a line)."""
-    from functions.core.dispatching import Dispatcher
+    from functions.core.factories import build_dispatcher
     from functions.core.settings import Settings
     from functions.dispatcher import handler as dispatcher_handler
     from tests.fakes.queue import MemoryQueue
     from tests.fakes.store import MemoryStore
 
     settings = Settings(table_name="memory", shard_count=2, queue_url="memory://work", dlq_url="memory://dlq")
-    dispatcher = Dispatcher(MemoryStore(), MemoryQueue(delays=False), settings, clock=clock)
+    dispatcher = build_dispatcher(settings, store=MemoryStore(), queue=MemoryQueue(delays=False), clock=clock)
     monkeypatch.setattr(dispatcher_handler, "get_settings", lambda: settings)
     monkeypatch.setattr(dispatcher_handler, "default_dispatcher", lambda: dispatcher)
     with log_lines() as lines:

@@ -3,9 +3,8 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -13,25 +12,22 @@ import pytest
 from functions.api import handler as api
 from functions.api import models
 from functions.api.errors import ApiError
-from functions.api.models import CreateJobIn
 from functions.api.service import JobService
 from functions.core import aws
-from functions.core.dispatching import Dispatcher
-from functions.core.model import Job, bucket_of, next_bucket, shard_of
-from functions.core.ports import Tables
+from functions.core.factories import build_network_policy, build_store, build_target_executor
+from functions.core.ports import Tables, Targets
 from functions.core.queue import WorkMessage, WorkQueue
 from functions.core.settings import Settings
-from functions.core.ssrf_guard import NetworkPolicy
-from functions.core.store import Store
-from functions.core.targets import TargetExecutor
-from functions.worker.context import ReturnLater
-from functions.worker.execute import RunExecutor
 from punctual.local.gateway import LambdaContext, build_event
 from punctual.local.provision import provision
 from tests.conftest import Clock
 from tests.fakes.queue import MemoryQueue
 from tests.fakes.store import MemoryStore
+from tests.harness import Harness as Wired
+from tests.harness import QueueUnderTest, SimulatedCrash
 from tests.support.receiver import Receiver
+
+__all__ = ["GOOD_JOB", "Call", "Harness", "QueueUnderTest", "RecordingQueue", "SimulatedCrash", "http_target"]
 
 
 class RecordingQueue(WorkQueue):
@@ -63,85 +59,16 @@ class RecordingQueue(WorkQueue):
         return [m["Body"] for m in response.get("Messages") or []]
 
 
-class QueueUnderTest(Protocol):
-    """The queue port, plus what tests read back (the real queue on moto, or the in-memory one)."""
-
-    sent: list[tuple[WorkMessage, int]]
-
-    def send(self, messages: list[tuple[WorkMessage, int]]) -> None: ...
-    def change_visibility(self, receipt_handle: str, seconds: int) -> None: ...
-    def change_visibilities(self, changes: list[tuple[str, int]]) -> list[str]: ...
-    def delete_messages(self, receipt_handles: list[str]) -> None: ...
-    def send_to_dlq(self, body: str, reason: str) -> None: ...
-    def depth(self) -> dict[str, int]: ...
-    def receive(self, max_messages: int = 10, visibility: int = 30) -> list[Any]: ...
-    def delete(self, receipt_handle: str) -> None: ...
-    def dlq_bodies(self) -> list[str]: ...
-
-
-@dataclass
-class Harness:
-    settings: Settings
-    clock: Clock
-    store: Tables  # the DynamoDB store on moto, or MemoryStore (tests/fakes)
-    queue: QueueUnderTest
-    dispatcher: Dispatcher
-    service: JobService
-    executor: RunExecutor
-    owner: str = "alice"
-    crash_at: set[str] = field(default_factory=set)
-
-    def crash_point(self, name: str) -> None:
-        if name in self.crash_at:
-            raise SimulatedCrash(name)
-
-    def create(self, **body: Any) -> dict[str, Any]:
-        return self.service.create_job(self.owner, CreateJobIn.model_validate(body))
-
-    def job(self, job_id: str) -> Job:
-        """The job as its owner sees it (a one-off job's end is derived from its run)."""
-        job = self.store.get_job(job_id)
-        assert job is not None
-        return self.service._settled(job)
-
-    def next_trigger_at(self, job_id: str, hours: int = 3) -> datetime | None:
-        """The chain's frontier: the earliest occurrence of the job with a trigger still to dispatch
-        (the job item no longer tracks it: docs/architecture.md, "The write path")."""
-        shard = shard_of(job_id, self.settings.shard_count)
-        bucket = bucket_of(self.clock() - timedelta(hours=1))
-        pending: list[datetime] = []
-        for _ in range(60 * (hours + 1)):
-            found = [
-                t for t in self.store.query_bucket(bucket, shard) if t.job_id == job_id and not t.is_retry
-            ]
-            pending += [t.scheduled_for for t in self.dispatcher.undispatched(found)]
-            bucket = next_bucket(bucket)
-        return min(pending, default=None)
-
-    def work(self, executor: RunExecutor | None = None) -> int:
-        """Deliver every visible message once, like one poll of the event source mapping."""
-        handled = 0
-        for message in self.queue.receive():
-            try:
-                (executor or self.executor).handle(
-                    WorkMessage.from_json(message["Body"]), message["ReceiptHandle"], message["Body"]
-                )
-            except ReturnLater:
-                continue
-            self.queue.delete(message["ReceiptHandle"])
-            handled += 1
-        return handled
-
-
-class SimulatedCrash(BaseException):
-    """A process dying at a named point (BaseException: nothing may catch it on the way out)."""
+# The integration tests' harness: over the fakes, or over the real store and queue on moto.
+Harness = Wired[Tables, QueueUnderTest, Targets]
 
 
 @pytest.fixture(params=["memory", pytest.param("dynamodb", marks=pytest.mark.moto)])
 def harness(request: pytest.FixtureRequest, clock: Clock) -> Iterator[Harness]:
     """The logic wired to the in-memory fakes (``[memory]``, milliseconds a test: ``make test-fast``)
-    or to the real DynamoDB store and SQS queue on the moto server (``[dynamodb]``). A test that
-    reaches past the ports into boto3 is marked ``moto_only`` and runs on moto only."""
+    or to the real DynamoDB store and SQS queue on the moto server (``[dynamodb]``); the targets are
+    production's executor either way. A test that reaches past the ports into boto3 is marked
+    ``moto_only`` and runs on moto only."""
     base = Settings(
         table_name="memory",
         shard_count=4,
@@ -165,26 +92,11 @@ def harness(request: pytest.FixtureRequest, clock: Clock) -> Iterator[Harness]:
             replace(base, aws_endpoint_url=moto_endpoint, table_name=prefix, queue_url="", dlq_url=""),
             prefix=prefix,
         )
-        store = Store(aws.client("dynamodb", settings), settings.table_name, run_retention=timedelta(days=30))
+        store = build_store(settings)
         queue = RecordingQueue(aws.client("sqs", settings), settings.queue_url, settings.dlq_url)
-    holder: dict[str, Harness] = {}
-
-    def crash(name: str) -> None:
-        holder["h"].crash_point(name)
-
-    dispatcher = Dispatcher(store, queue, settings, clock=clock, crash_point=crash)
-    policy = NetworkPolicy(allow_loopback=True, allow_list=())
-    service = JobService(store, dispatcher, settings, policy, clock=clock)
-    executor = RunExecutor(
-        store,
-        queue,
-        TargetExecutor(lambda name: aws.client(name, settings), policy),
-        settings,
-        clock=clock,
-        crash_point=crash,
+    yield Harness(
+        settings, clock, store, queue, build_target_executor(settings), build_network_policy(settings)
     )
-    holder["h"] = Harness(settings, clock, store, queue, dispatcher, service, executor)
-    yield holder["h"]
 
 
 @pytest.fixture

@@ -101,7 +101,7 @@ def test_an_at_time_in_the_past_is_explained(call) -> None:
     assert "runs at once" in body["notes"][0]
 
 
-def test_nothing_is_created(call) -> None:
+def test_a_preview_creates_no_job(call) -> None:
     call("POST", "/v1/schedules/preview", {"schedule": {"rate": "5 minutes"}})
     assert call("GET", "/v1/jobs")[1]["items"] == []
 

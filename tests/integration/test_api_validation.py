@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from functions.api.service import JobService
+from functions.core.factories import build_job_service
 from functions.core.ssrf_guard import NetworkPolicy
 from tests.integration.conftest import GOOD_JOB as GOOD
 from tests.integration.conftest import Call, Harness, make_call
@@ -32,11 +32,11 @@ def _no_aws_targets(harness: Harness) -> None:
 @pytest.fixture
 def strict_call(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Call:
     """A deployment that does NOT allow loopback targets (as on AWS)."""
-    strict = JobService(
-        harness.store,
-        harness.dispatcher,
+    strict = build_job_service(
         harness.settings,
-        NetworkPolicy(allow_loopback=False),
+        store=harness.store,
+        dispatcher=harness.dispatcher,
+        policy=NetworkPolicy(allow_loopback=False),
         clock=harness.clock,
     )
     return make_call(strict, monkeypatch)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from functions.core import aws
-from functions.core.dispatching import Dispatcher
+from functions.core.factories import build_dispatcher
 from functions.core.model import iso, shard_of
 from functions.core.sweep import shard_groups
 from functions.dispatcher import handler as dispatcher_handler
@@ -82,7 +82,7 @@ class RecordingLambda:
 @pytest.fixture
 def fanned_out(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Harness:
     settings = harness.settings.replace(sweep_invocations=3)
-    dispatcher = Dispatcher(harness.store, harness.queue, settings, clock=harness.clock)
+    dispatcher = build_dispatcher(settings, store=harness.store, queue=harness.queue, clock=harness.clock)
     monkeypatch.setattr(dispatcher_handler, "get_settings", lambda: settings)
     monkeypatch.setattr(dispatcher_handler, "default_dispatcher", lambda: dispatcher)
     return harness
@@ -132,7 +132,7 @@ def test_locally_a_fanned_out_tick_sweeps_every_group_on_threads(fanned_out: Har
 
 def test_concurrent_claims_of_a_large_page_send_each_trigger_exactly_once(harness: Harness) -> None:
     settings = harness.settings.replace(dispatch_concurrency=16)
-    dispatcher = Dispatcher(harness.store, harness.queue, settings, clock=harness.clock)
+    dispatcher = build_dispatcher(settings, store=harness.store, queue=harness.queue, clock=harness.clock)
     by_shard = jobs_due_in_every_shard(harness, per_shard=10)
     report = dispatcher.sweep()
     sent = sent_jobs(harness)

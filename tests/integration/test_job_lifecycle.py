@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from functions.api.models import PatchJobIn
+from functions.core.factories import build_run_executor
 from functions.core.model import JobStatus, Reason, RunKind, RunStatus, iso
-from functions.worker.execute import RunExecutor
 from tests.integration.conftest import Harness
 from tests.support.receiver import Receiver
 
@@ -214,11 +214,11 @@ def test_cancelling_a_running_http_call_aborts_it_without_retry(harness: Harness
         release.wait(20)
         return 200, b"too late"
 
-    fast_heartbeat = RunExecutor(
-        harness.store,
-        harness.queue,
-        harness.executor.targets,
+    fast_heartbeat = build_run_executor(
         harness.settings.replace(lease_seconds=3),
+        store=harness.store,
+        queue=harness.queue,
+        targets=harness.executor.targets,
         clock=harness.clock,
     )
     with Receiver(slow) as receiver:

@@ -215,7 +215,9 @@ def test_a_target_of_another_partition_fails_at_once_without_a_call(deployment: 
     assert calls == []
 
 
-def test_one_shared_client_per_service_and_region(deployment: Settings) -> None:
+def test_a_client_is_shared_per_service_and_region_and_the_executor_delivers_through_it(
+    deployment: Settings,
+) -> None:
     home = aws.client("sqs", deployment)
     assert aws.client("sqs", deployment, region=HOME) is home
     other = aws.client("sqs", deployment, region=OTHER)
@@ -339,10 +341,12 @@ def test_a_malformed_region_is_refused_naming_the_field(spec: dict[str, Any], fi
 def test_the_api_refuses_a_malformed_region_with_422(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from functions.api.service import JobService
+    from functions.core.factories import build_job_service
 
     settings = replace(harness.settings, allowed_target_arns=("*",))
-    service = JobService(harness.store, harness.dispatcher, settings, STRICT, clock=harness.clock)
+    service = build_job_service(
+        settings, store=harness.store, dispatcher=harness.dispatcher, policy=STRICT, clock=harness.clock
+    )
     call = make_call(service, monkeypatch)
     for topic_arn, expected in (
         (f"arn:aws:sns:eu-west:{ACCOUNT}:t", 422),

@@ -130,7 +130,9 @@ def test_relative_shows_a_time_and_how_far_off_it_is(moment: str | None, expecte
         ({}, "-"),
     ],
 )
-def test_schedule_text(schedule: dict[str, Any], expected: str) -> None:
+def test_a_schedule_reads_as_its_form_and_expression_with_any_zone_but_utc(
+    schedule: dict[str, Any], expected: str
+) -> None:
     assert schedule_text(schedule) == expected
 
 
@@ -151,7 +153,7 @@ def test_schedule_text(schedule: dict[str, Any], expected: str) -> None:
         ({"type": "eventbridge"}, "eventbridge default"),
     ],
 )
-def test_target_text(target: dict[str, Any], expected: str) -> None:
+def test_a_target_reads_as_its_type_and_where_it_delivers(target: dict[str, Any], expected: str) -> None:
     assert target_text(target) == expected
 
 

@@ -214,7 +214,9 @@ def test_list_for_people_is_one_line_a_message(deployment: Deployment) -> None:
     assert result.stderr == f"1 message in {deployment.settings.dlq_url} (options)\n"
 
 
-def test_list_with_a_limit(deployment: Deployment) -> None:
+def test_a_listing_with_a_limit_shows_that_many_and_leaves_every_message_in_the_dlq(
+    deployment: Deployment,
+) -> None:
     for minutes in (10, 20, 30):
         deployment.dead_letter(body(deployment.run(minutes)))
     result = dlq("list", *deployment.options, "--json", "--limit", "2")

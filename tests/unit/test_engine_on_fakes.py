@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,8 +15,7 @@ from pydantic import ValidationError
 from functions.api.backfill import backfill as backfill_job
 from functions.api.errors import Conflict, InvalidInput, NotFound, from_validation
 from functions.api.models import BackfillIn, CreateJobIn, PatchJobIn
-from functions.api.service import JobService
-from functions.core.dispatching import Dispatcher
+from functions.core.factories import build_dispatcher, build_job_service
 from functions.core.model import (
     JobStatus,
     Reason,
@@ -36,53 +35,34 @@ from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.sweep import FANOUT_SPREAD, shard_groups
 from functions.dispatcher import handler as dispatcher_handler
 from functions.worker.context import ReturnLater
-from functions.worker.execute import RunExecutor
 from functions.worker.followups import FollowUps
 from tests.conftest import Clock
 from tests.fakes.invoker import RecordingInvoker
 from tests.fakes.queue import MemoryQueue
 from tests.fakes.store import MemoryStore
 from tests.fakes.targets import OK, ScriptedTargets, failure
+from tests.harness import Harness
 
 HOOK = {"type": "http", "url": "https://example.com/hook"}
 SETTINGS = Settings(table_name="memory", queue_url="memory://work", dlq_url="memory://dlq", shard_count=4)
 
 
-@dataclass
-class Engine:
-    clock: Clock
-    store: MemoryStore
-    queue: MemoryQueue
-    targets: ScriptedTargets
-    dispatcher: Dispatcher
-    service: JobService
-    executor: RunExecutor
-
-    def create(self, **body: Any) -> dict[str, Any]:
-        body.setdefault("target", {"type": "http", "url": "https://example.com/hook"})
-        return self.service.create_job("alice", CreateJobIn.model_validate(body))
-
-    def deliver_all(self) -> None:
-        """Hand every visible message to the executor once, as a poll of the queue would. A message
-        given back is visible again at once: the test clock, not the wall clock, says when it is due
-        (the executor gives it back again until then)."""
-        for message in self.queue.receive():
-            try:
-                self.executor.handle(WorkMessage.from_json(message["Body"]), message["ReceiptHandle"])
-            except ReturnLater:
-                self.queue.change_visibility(message["ReceiptHandle"], 0)
-                continue
-            self.queue.delete(message["ReceiptHandle"])
+# The engine on the fakes: tests/harness.py's services over the in-memory table, queue and targets.
+Engine = Harness[MemoryStore, MemoryQueue, ScriptedTargets]
 
 
 def engine_with(settings: Settings, clock: Clock) -> Engine:
     """The engine on the in-memory fakes, with these settings."""
-    store, queue, targets = MemoryStore(), MemoryQueue(delays=False), ScriptedTargets()
-    dispatcher = Dispatcher(store, queue, settings, clock=clock, crash_point=lambda _name: None)
     policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
-    service = JobService(store, dispatcher, settings, policy, clock=clock)
-    executor = RunExecutor(store, queue, targets, settings, clock=clock, crash_point=lambda _name: None)
-    return Engine(clock, store, queue, targets, dispatcher, service, executor)
+    return Engine(
+        settings,
+        clock,
+        MemoryStore(),
+        MemoryQueue(delays=False),
+        ScriptedTargets(),
+        policy,
+        default_target=HOOK,
+    )
 
 
 @pytest.fixture
@@ -255,7 +235,9 @@ def test_a_sweep_reads_no_runs_of_what_the_last_sweep_of_its_shard_dispatched_in
     assert engine.dispatcher.sweep().dispatch.sent == 3
     checked = record_run_reads(engine)
     engine.clock.advance(30)
-    fresh = Dispatcher(engine.store, engine.queue, SETTINGS, clock=clock, crash_point=lambda _name: None)
+    fresh = build_dispatcher(
+        SETTINGS, store=engine.store, queue=engine.queue, clock=clock, crash_point=lambda _name: None
+    )
     report = fresh.sweep()
     assert report.dispatch.sent == 0 and report.triggers_checked == 0
     assert checked == [], "vouched for by the frontier the last sweep left on the shard"
@@ -277,7 +259,9 @@ def test_without_a_frontier_a_dispatcher_remembers_what_it_dispatched_and_a_fres
     assert report.triggers_checked == 3 and report.dispatch.sent == 0
     assert checked == [], "its own dispatches are not read again"
     engine.store.frontiers.clear()
-    fresh = Dispatcher(engine.store, engine.queue, SETTINGS, clock=clock, crash_point=lambda _name: None)
+    fresh = build_dispatcher(
+        SETTINGS, store=engine.store, queue=engine.queue, clock=clock, crash_point=lambda _name: None
+    )
     assert fresh.sweep().dispatch.sent == 0
     assert len(checked) == 3, "a new process (a cold container) reads the runs instead"
     assert len(engine.queue.sent) == 3
@@ -543,7 +527,9 @@ def tick_during_first_send(engine: Engine, clock: Clock) -> list[int]:
     """Make a tick (another process: a dispatcher of its own) sweep while the first send of the test
     is under way, when the occurrence's trigger is written and its run not yet: the moment an API
     request and a tick both see it undispatched. Returns the tick's sent count (once it ran)."""
-    tick = Dispatcher(engine.store, engine.queue, SETTINGS, clock=clock, crash_point=lambda _name: None)
+    tick = build_dispatcher(
+        SETTINGS, store=engine.store, queue=engine.queue, clock=clock, crash_point=lambda _name: None
+    )
     send = engine.queue.send
     ticked: list[int] = []
 
@@ -585,15 +571,15 @@ def test_a_tick_during_a_create_leaves_the_jobs_occurrences_to_the_create(
 def test_a_trigger_whose_request_died_before_sending_it_is_sent_by_a_sweep_after_the_claim_timeout(
     engine: Engine, clock: Clock
 ) -> None:
-    dying = Dispatcher(
-        engine.store,
-        engine.queue,
+    dying = build_dispatcher(
         SETTINGS,
+        store=engine.store,
+        queue=engine.queue,
         clock=clock,
         crash_point=crash_at("after_plan_before_send"),
     )
     policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
-    service = JobService(engine.store, dying, SETTINGS, policy, clock=clock)
+    service = build_job_service(SETTINGS, store=engine.store, dispatcher=dying, policy=policy, clock=clock)
     with pytest.raises(Crash):
         service.create_job(
             "alice",
@@ -1500,7 +1486,9 @@ def test_a_dispatcher_that_may_not_delete_leaves_a_stale_trigger_for_the_sweep(e
     engine.service.cancel_job("alice", job.job_id)
     trigger = make_trigger(job, engine.clock(), now=engine.clock(), shard_count=4, kind=RunKind.BACKFILL)
     engine.store.put_trigger(trigger)
-    worker_side = Dispatcher(engine.store, engine.queue, SETTINGS, clock=engine.clock, deletes=False)
+    worker_side = build_dispatcher(
+        SETTINGS, store=engine.store, queue=engine.queue, clock=engine.clock, deletes=False
+    )
     report = worker_side.dispatch([trigger], engine.clock())
     assert report.stale == 1 and report.sent == 0
     assert trigger in engine.store.query_bucket(trigger.bucket, trigger.shard)

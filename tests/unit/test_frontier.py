@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from functions.core.dispatching import Dispatcher
+from functions.core.factories import build_dispatcher
 from functions.core.frontier import MARGIN, Frontier, covers_bucket, first_seen, vouched_for
 from functions.core.model import RunKind, Trigger, TriggerState
 from tests.conftest import Clock
@@ -84,7 +84,7 @@ def test_a_trigger_left_waiting_for_its_job_is_sent_by_a_later_sweep(clock: Cloc
     assert report.dispatch.sent == 0 and report.dispatch.waiting is not None
     engine.store.jobs[stored.job_id] = stored  # the create is done
     clock.advance(60)
-    fresh = Dispatcher(engine.store, engine.queue, engine.dispatcher.settings, clock=clock)
+    fresh = build_dispatcher(engine.dispatcher.settings, store=engine.store, queue=engine.queue, clock=clock)
     assert fresh.sweep().dispatch.sent == 1
     assert [message.job_id for message, _delay in engine.queue.sent] == [job["job_id"]]
 
@@ -107,12 +107,12 @@ def test_after_a_sweep_died_midway_the_next_one_reads_the_runs_and_sends_nothing
             if sends == 2:
                 raise Crash(point)
 
-    dying = Dispatcher(engine.store, engine.queue, engine.dispatcher.settings, clock=clock)
+    dying = build_dispatcher(engine.dispatcher.settings, store=engine.store, queue=engine.queue, clock=clock)
     dying.crash_point = dies_at_the_second_send
     with pytest.raises(Crash):
         dying.sweep()
     assert len(engine.queue.sent) == 2, "both sent, the second run not written"
-    fresh = Dispatcher(engine.store, engine.queue, engine.dispatcher.settings, clock=clock)
+    fresh = build_dispatcher(engine.dispatcher.settings, store=engine.store, queue=engine.queue, clock=clock)
     fresh.sweep()
     sent = [message.job_id for message, _delay in engine.queue.sent]
     assert sent.count(first["job_id"]) == 1, "its run exists: not sent again"
@@ -146,8 +146,8 @@ def test_a_slow_create_leaves_a_trigger_it_wrote_pending_to_the_sweep_which_send
     else:
         job_id = engine.create(**body)["job_id"]
     assert engine.queue.sent == [], "written pending: the sweep's to send"
-    fresh = Dispatcher(engine.store, engine.queue, engine.dispatcher.settings, clock=clock)
+    fresh = build_dispatcher(engine.dispatcher.settings, store=engine.store, queue=engine.queue, clock=clock)
     fresh.sweep()
     clock.advance(30)
-    Dispatcher(engine.store, engine.queue, engine.dispatcher.settings, clock=clock).sweep()
+    build_dispatcher(engine.dispatcher.settings, store=engine.store, queue=engine.queue, clock=clock).sweep()
     assert [message.job_id for message, _delay in engine.queue.sent] == [job_id]

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from functions.core.dispatching import Dispatcher
+from functions.core.factories import build_dispatcher
 from functions.core.model import JobStatus, RunStatus
 from tests.conftest import Clock
 from tests.unit.test_engine_on_fakes import SETTINGS, Crash, crash_at, engine_with
@@ -30,8 +30,12 @@ def test_the_last_occurrence_is_sent_by_the_next_sweep_after_a_dispatcher_died_h
         extra["max_runs"] = 1
     created = engine.create(schedule=schedule, **extra)
     clock.advance(100)  # the occurrence is within the look-ahead now
-    dying = Dispatcher(
-        engine.store, engine.queue, SETTINGS, clock=clock, crash_point=crash_at("after_plan_before_send")
+    dying = build_dispatcher(
+        SETTINGS,
+        store=engine.store,
+        queue=engine.queue,
+        clock=clock,
+        crash_point=crash_at("after_plan_before_send"),
     )
     with pytest.raises(Crash):
         dying.sweep()

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from functions.core import pacing, sending
 from functions.core.dispatching import Dispatcher
+from functions.core.factories import build_dispatcher
 from functions.core.queue import WorkMessage
 from functions.core.settings import Settings
 from tests.conftest import Clock
@@ -92,19 +93,19 @@ def _dispatcher(clock: Clock, queue: MemoryQueue, sends_take: float = 0.0) -> Di
     queue.sent_at = []  # type: ignore[attr-defined]
     queue.visible_at = collections.defaultdict(list)  # type: ignore[attr-defined]
     queue.send = slow_send  # type: ignore[method-assign]
-    return Dispatcher(store, queue, settings, clock=clock)
+    return build_dispatcher(settings, store=store, queue=queue, clock=clock)
 
 
 def _create_due(dispatcher: Dispatcher, clock: Clock, fires: list[datetime]) -> None:
     from functions.api.models import CreateJobIn
-    from functions.api.service import JobService
+    from functions.core.factories import build_job_service
     from functions.core.ssrf_guard import NetworkPolicy
 
-    service = JobService(
-        dispatcher.store,
-        dispatcher,
+    service = build_job_service(
         dispatcher.settings,
-        NetworkPolicy(allow_loopback=False, allow_list=("example.com",)),
+        store=dispatcher.store,
+        dispatcher=dispatcher,
+        policy=NetworkPolicy(allow_loopback=False, allow_list=("example.com",)),
         clock=clock,
     )
     for fire in fires:

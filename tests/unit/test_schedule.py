@@ -78,7 +78,7 @@ def test_eventbridge_every_ten_minutes_on_weekdays_resumes_on_monday() -> None:
     )
 
 
-def test_eventbridge_every_five_minutes_in_office_hours() -> None:
+def test_eventbridge_every_five_minutes_in_office_hours_ends_the_day_at_17_55() -> None:
     schedule = cron("cron(0/5 8-17 ? * MON-FRI *)")
     assert schedule.next_after(utc(2026, 1, 1, 17, 50)) == utc(2026, 1, 1, 17, 55)
     assert schedule.next_after(utc(2026, 1, 1, 17, 55)) == utc(2026, 1, 2, 8, 0), (
@@ -181,7 +181,7 @@ def test_unix_star_day_of_month_leaves_day_of_week_alone() -> None:
     assert fires(cron("0 0 * * 5"), NOW, 2) == [utc(2026, 1, 2), utc(2026, 1, 9)]
 
 
-def test_unix_last_friday_and_last_day_extensions() -> None:
+def test_unix_l_means_the_last_friday_or_the_last_day_of_the_month() -> None:
     assert cron("0 0 * * 5L").next_after(NOW) == utc(2026, 1, 30)
     assert cron("0 0 L * *").next_after(NOW) == utc(2026, 1, 31)
 
@@ -640,7 +640,7 @@ def test_to_dict_round_trips_through_from_dict(schedule: Schedule) -> None:
     assert restored.first_fire_time() == schedule.first_fire_time()
 
 
-def test_to_dict_shape() -> None:
+def test_a_schedule_is_stored_as_its_form_zone_bounds_and_anchor() -> None:
     schedule = parse_schedule(
         rate="5 minutes", start_at="2026-02-01T00:00:00Z", timezone="Europe/Berlin", now=NOW
     )

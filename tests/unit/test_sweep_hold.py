@@ -7,8 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from functions.api.models import CreateJobIn
-from functions.api.service import JobService
-from functions.core.dispatching import Dispatcher
+from functions.core.factories import build_dispatcher, build_job_service
 from functions.core.model import Trigger
 from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.sweep import SHARD_HOLD, SweepReport
@@ -40,8 +39,16 @@ def test_a_sweep_longer_than_its_hold_keeps_its_shard_and_the_next_tick_leaves_i
     world = World(datetime(2026, 12, 1, tzinfo=UTC))
     store, queue = MemoryStore(), MemoryQueue(delays=False)
     settings = SETTINGS.replace(shard_count=1)
-    dispatcher = Dispatcher(store, queue, settings, clock=world, crash_point=lambda _name: None)
-    service = JobService(store, dispatcher, settings, NetworkPolicy(allow_list=("example.com",)), clock=world)
+    dispatcher = build_dispatcher(
+        settings, store=store, queue=queue, clock=world, crash_point=lambda _name: None
+    )
+    service = build_job_service(
+        settings,
+        store=store,
+        dispatcher=dispatcher,
+        policy=NetworkPolicy(allow_list=("example.com",)),
+        clock=world,
+    )
     for seconds in (130, 150, 170):  # beyond the look-ahead when created
         body = {"schedule": {"at": world.at(seconds).isoformat()}, "target": HOOK}
         service.create_job("alice", CreateJobIn.model_validate(body))

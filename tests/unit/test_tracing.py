@@ -14,21 +14,17 @@ from typing import Any
 import pytest
 
 from functions.api.models import CreateJobIn
-from functions.api.service import JobService
 from functions.core import tracing
-from functions.core.dispatching import Dispatcher
 from functions.core.model import Attempt, Job, Run, RunStatus, run_id_for
-from functions.core.queue import WorkMessage
 from functions.core.schedule import parse_schedule
 from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.targets.outcome import Delivery, traceparent, traceparent_of, xray_trace_id
-from functions.worker.context import ReturnLater
-from functions.worker.execute import RunExecutor
 from tests.conftest import Clock
 from tests.fakes.queue import MemoryQueue
 from tests.fakes.store import MemoryStore
 from tests.fakes.targets import ScriptedTargets, failure
+from tests.harness import Harness
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 SCHEDULED_FOR = datetime(2026, 11, 22, 13, 0, 5, 250_000, tzinfo=UTC)
@@ -152,7 +148,9 @@ def test_a_run_id_without_its_time_still_gets_a_valid_traceparent() -> None:
         ("a:1 b:2", None),
     ],
 )
-def test_the_daemon_address_forms(value: str, expected: tuple[str, int] | None) -> None:
+def test_the_daemon_address_is_its_udp_host_and_port_or_none_if_it_names_no_usable_one(
+    value: str, expected: tuple[str, int] | None
+) -> None:
     assert tracing.udp_address(value) == expected
 
 
@@ -267,29 +265,20 @@ def test_the_worker_sends_a_segment_per_attempt_of_a_run_that_retries_once(
         shard_count=4,
         run_trace_percent=100,
     )
-    store, queue, targets = (
+    engine = Harness(
+        settings,
+        clock,
         MemoryStore(),
         MemoryQueue(delays=False),
         ScriptedTargets(failure(503, retriable=True)),
+        NetworkPolicy(allow_loopback=False, allow_list=("example.com",)),
     )
-    dispatcher = Dispatcher(store, queue, settings, clock=clock, crash_point=lambda _name: None)
-    policy = NetworkPolicy(allow_loopback=False, allow_list=("example.com",))
-    service = JobService(store, dispatcher, settings, policy, clock=clock)
-    executor = RunExecutor(store, queue, targets, settings, clock=clock, crash_point=lambda _name: None)
     body = {
         "schedule": {"at": (clock() + timedelta(seconds=5)).isoformat()},
         "target": {"type": "http", "url": "https://example.com/hook"},
     }
-    created = service.create_job("alice", CreateJobIn.model_validate(body))
-
-    def deliver_all() -> None:
-        for message in queue.receive():
-            try:
-                executor.handle(WorkMessage.from_json(message["Body"]), message["ReceiptHandle"])
-            except ReturnLater:
-                queue.change_visibility(message["ReceiptHandle"], 0)
-                continue
-            queue.delete(message["ReceiptHandle"])
+    created = engine.service.create_job("alice", CreateJobIn.model_validate(body))
+    store, targets, deliver_all = engine.store, engine.targets, engine.deliver_all
 
     clock.advance(5)
     deliver_all()  # attempt 1: 503, retried
