@@ -11,10 +11,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from functions.api import handler as api
-from functions.api import models
+from functions.api import responses
 from functions.api.errors import ApiError
-from functions.api.models import CreateJobIn
+from functions.api.requests import CreateJobIn
 from functions.api.service import JobService
+from functions.api.views import JobView
 from functions.core import aws
 from functions.core.dispatching import Dispatcher
 from functions.core.model import Job, bucket_of, next_bucket, shard_of
@@ -95,14 +96,14 @@ class Harness:
         if name in self.crash_at:
             raise SimulatedCrash(name)
 
-    def create(self, **body: Any) -> dict[str, Any]:
+    def create(self, **body: Any) -> JobView:
         return self.service.create_job(self.owner, CreateJobIn.model_validate(body))
 
     def job(self, job_id: str) -> Job:
         """The job as its owner sees it (a one-off job's end is derived from its run)."""
         job = self.store.get_job(job_id)
         assert job is not None
-        return self.service._settled(job)
+        return self.service.settled(job)
 
     def next_trigger_at(self, job_id: str, hours: int = 3) -> datetime | None:
         """The chain's frontier: the earliest occurrence of the job with a trigger still to dispatch
@@ -215,7 +216,7 @@ GOOD_JOB: dict[str, Any] = {
 def make_call(service: JobService, monkeypatch: pytest.MonkeyPatch) -> Call:
     """Call ``functions.api.handler.handler`` with API Gateway proxy events, as the gateway does, for
     ``service``; returns ``(status, parsed JSON body)``. Bytes bodies are sent as they are."""
-    monkeypatch.setattr(api, "service", lambda: service)
+    monkeypatch.setattr(api, "deps", lambda: service)
 
     def invoke(
         method: str,
@@ -245,7 +246,7 @@ def assert_answer_is_documented(method: str, path: str, status: int, answer: Any
     name = "ErrorOut" if status >= 400 else route.answer if route is not None else None
     if name is None or answer is None:
         return
-    model = getattr(models, name)
+    model = getattr(responses, name)
     documented = model.model_validate(answer).model_dump(mode="json", by_alias=True)
     if name == "ErrorOut":  # refusals may say more (problems, the conflicting job...)
         documented = {key: value for key, value in documented.items() if key in answer or value is not None}

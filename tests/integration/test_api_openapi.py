@@ -168,22 +168,49 @@ TARGET_FIELDS = {
 }
 
 
-@pytest.mark.parametrize(("schema", "field"), [("CreateJobIn", "target"), ("JobOut", "target")])
-def test_given_the_document_when_read_then_the_target_lists_every_target_types_fields(
-    document: dict[str, Any], schema: str, field: str
-) -> None:
-    target = document["components"]["schemas"][schema]["properties"][field]
+# A stored target, as answers show it: validate_target's form, with its defaults filled in.
+STORED_TARGET_FIELDS = {
+    "http": ({"type", "url", "method", "headers"}, {"timeout_seconds"}),
+    "lambda": ({"type", "function"}, set()),
+    "sqs": ({"type", "queue_url"}, set()),
+    "sns": ({"type", "topic_arn"}, set()),
+    "eventbridge": ({"type", "bus", "source", "detail_type"}, set()),
+}
+
+
+def check_target_union(
+    document: dict[str, Any], target: dict[str, Any], fields: dict[str, tuple[set[str], set[str]]]
+) -> dict[str, str]:
+    """The union's discriminator mapping, each type's model checked against ``fields``."""
     assert target["discriminator"]["propertyName"] == "type"
-    mapping = target["discriminator"]["mapping"]
-    assert set(mapping) == set(TARGET_FIELDS)
+    mapping: dict[str, str] = target["discriminator"]["mapping"]
+    assert set(mapping) == set(fields)
     assert sorted(option["$ref"] for option in target["oneOf"]) == sorted(mapping.values())
-    for kind, (required, optional) in TARGET_FIELDS.items():
+    for kind, (required, optional) in fields.items():
         model = resolve(document, {"$ref": mapping[kind]})
         assert model["properties"]["type"]["const"] == kind
         assert set(model["properties"]) == required | optional, kind
         assert set(model["required"]) == required, kind
         assert model["additionalProperties"] is False, kind  # unknown fields are refused
         assert all(model["properties"][name].get("description") for name in required - {"type"}), kind
+    return mapping
+
+
+def test_given_the_document_when_read_then_a_job_answers_its_target_as_stored(
+    document: dict[str, Any],
+) -> None:
+    target = document["components"]["schemas"]["JobOut"]["properties"]["target"]
+    mapping = check_target_union(document, target, STORED_TARGET_FIELDS)
+    assert all(ref.endswith("TargetOut") for ref in mapping.values()), (
+        "answers are typed by the answer models"
+    )
+
+
+def test_given_the_document_when_read_then_the_target_lists_every_target_types_fields(
+    document: dict[str, Any],
+) -> None:
+    target = document["components"]["schemas"]["CreateJobIn"]["properties"]["target"]
+    mapping = check_target_union(document, target, TARGET_FIELDS)
     http = resolve(document, {"$ref": mapping["http"]})["properties"]
     assert http["method"]["default"] == "POST"
     assert http["method"]["anyOf"][0]["enum"] == ["GET", "POST", "PUT", "PATCH", "DELETE"]

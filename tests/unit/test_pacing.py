@@ -96,7 +96,7 @@ def _dispatcher(clock: Clock, queue: MemoryQueue, sends_take: float = 0.0) -> Di
 
 
 def _create_due(dispatcher: Dispatcher, clock: Clock, fires: list[datetime]) -> None:
-    from functions.api.models import CreateJobIn
+    from functions.api.requests import CreateJobIn
     from functions.api.service import JobService
     from functions.core.ssrf_guard import NetworkPolicy
 

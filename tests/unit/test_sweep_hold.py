@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from functions.api.models import CreateJobIn
+from functions.api.requests import CreateJobIn
 from functions.api.service import JobService
 from functions.core.dispatching import Dispatcher
 from functions.core.model import Trigger

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from functions.api.models import CreateJobIn
+from functions.api.requests import CreateJobIn
 from functions.api.service import JobService
 from functions.core import tracing
 from functions.core.dispatching import Dispatcher
