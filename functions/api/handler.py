@@ -24,16 +24,6 @@ from functions.api.auth import owner_of, owner_of_arn
 from functions.api.deps import Deps
 from functions.api.errors import NotFound, target_location
 from functions.api.routing import Answer, Body, Param, Request, Router
-from functions.api.views import (
-    BulkView,
-    CreatedJobsView,
-    JobPageView,
-    JobView,
-    PreviewView,
-    RunPageView,
-    RunView,
-    StatsView,
-)
 from functions.core.factories import build_network_policy, build_store, default_dispatcher
 from functions.core.model import JobStatus, Reason, RunStatus
 from functions.core.observability import logger
@@ -49,6 +39,16 @@ if TYPE_CHECKING:
         PatchJobIn,
         PauseIn,
         PreviewIn,
+    )
+    from functions.api.views import (
+        BulkView,
+        CreatedJobsView,
+        JobPageView,
+        JobView,
+        PreviewView,
+        RunPageView,
+        RunView,
+        StatsView,
     )
 
 app = Router()

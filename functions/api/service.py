@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from functions.api import cancel, changes, create, pausing, reads, run_now
 from functions.api.deps import Deps
-from functions.api.jobs import owned_job, settled
+from functions.api.jobs import settled
 from functions.api.views import (
     CreatedJobView,
     JobPageView,
@@ -19,13 +19,10 @@ from functions.api.views import (
     RunPageView,
     RunView,
     StatsView,
-    job_view,
 )
-from functions.core.model import Job, JobStatus, Reason, Run, RunStatus
+from functions.core.model import Job, JobStatus, Reason, RunStatus
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from functions.api.requests import CreateJobIn, PatchJobIn
 
 
@@ -94,13 +91,6 @@ class JobService(Deps):
     def cancel_run(self, owner: str, job_id: str, run_id: str) -> RunView:
         return cancel.cancel_run(self, owner, job_id, run_id)
 
-    def owned_job(self, owner: str, job_id: str) -> Job:
-        """The caller's job as it stands (404 for another owner's, as for a missing one)."""
-        return owned_job(self, owner, job_id)
-
     def settled(self, job: Job) -> Job:
         """The job with its derived status (a one-off job's end is derived from its run)."""
         return settled(self, job)
-
-    def job_view(self, job: Job, now: datetime, runs: list[Run] | None = None) -> JobView:
-        return job_view(self, job, now, runs)
