@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import emulator, log, machine, median_tree, spread, write_json
-from functions.api.models import CreateJobIn
+from functions.api.requests import CreateJobIn
 from functions.api.service import JobService
 from functions.core.factories import build_dispatcher, build_network_policy, build_store
 from functions.core.model import bucket_of, bucket_start, iso

@@ -58,7 +58,7 @@ ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Receiver).serve_forever()
 def _measure(endpoint: str, receiver: int, runs: int, repetition: int) -> dict[str, Any]:
     settings = provision(local_settings(endpoint, prefix=f"workercpu{repetition}"))
     os.environ.update(settings.to_env())  # the worker's handler builds its adapters from these
-    from functions.api.models import CreateJobIn
+    from functions.api.requests import CreateJobIn
     from functions.api.service import JobService
     from functions.core import aws
     from functions.core.factories import build_dispatcher, build_network_policy, build_store

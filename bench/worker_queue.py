@@ -116,7 +116,7 @@ def _poll(
 
 def redelivery_run(jobs: int, slow_seconds: float) -> dict[str, Any]:
     """One run of the mixed-duration scenario on a fresh emulator."""
-    from functions.api.models import CreateJobIn
+    from functions.api.requests import CreateJobIn
     from functions.api.service import JobService
     from functions.core.dispatching import Dispatcher
     from functions.core.ssrf_guard import NetworkPolicy

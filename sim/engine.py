@@ -28,8 +28,9 @@ from datetime import datetime
 from typing import Any
 
 from functions.api.bulk import bulk_action
-from functions.api.models import BulkIn, CreateJobIn
+from functions.api.requests import BulkIn, CreateJobIn
 from functions.api.service import JobService
+from functions.api.views import BulkView
 from functions.core.aws_errors import throttling
 from functions.core.dispatching import Dispatcher
 from functions.core.queue import WorkMessage
@@ -264,10 +265,10 @@ class Simulation:
             cursor = None
             while True:
                 sent = self.world.now
-                answers: list[dict[str, Any]] = []
+                answers: list[BulkView] = []
                 request = BulkIn.model_validate({**body, **({"cursor": cursor} if cursor else {})})
 
-                def call(answers: list[dict[str, Any]] = answers, request: BulkIn = request) -> None:
+                def call(answers: list[BulkView] = answers, request: BulkIn = request) -> None:
                     answers.append(bulk_action(self.service, owner, request))
 
                 if not self._api(call):

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 
-from functions.api.models import CreateJobIn
+from functions.api.requests import CreateJobIn
 from functions.api.service import JobService
+from functions.api.views import JobView
 from functions.core.dispatching import Dispatcher
 from functions.core.factories import build_dispatcher, build_job_service, build_run_executor
 from functions.core.model import Job, bucket_of, next_bucket, shard_of
@@ -104,7 +105,7 @@ class Harness(Generic[StoreT, QueueT, TargetsT]):
         if name in self.crash_at:
             raise SimulatedCrash(name)
 
-    def create(self, **body: Any) -> dict[str, Any]:
+    def create(self, **body: Any) -> JobView:
         if self.default_target is not None:
             body.setdefault("target", dict(self.default_target))
         return self.service.create_job(self.owner, CreateJobIn.model_validate(body))
@@ -113,7 +114,7 @@ class Harness(Generic[StoreT, QueueT, TargetsT]):
         """The job as its owner sees it (a one-off job's end is derived from its run)."""
         job = self.store.get_job(job_id)
         assert job is not None
-        return self.service._settled(job)
+        return self.service.settled(job)
 
     def next_trigger_at(self, job_id: str, hours: int = 3) -> datetime | None:
         """The chain's frontier: the earliest occurrence of the job with a trigger still to dispatch

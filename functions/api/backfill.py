@@ -10,24 +10,29 @@ would find one under way), so it is refused, as are ``buffer_one`` and ``cancel_
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
-from typing import Any, Final
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Final
 
 from functions.api.errors import Conflict, InvalidInput
-from functions.api.models import BackfillIn
-from functions.api.service import JobService, instant_of
-from functions.core.model import JobStatus, RunKind, iso, make_trigger
+from functions.api.jobs import owned_job
+from functions.api.schedules import instant_of
+from functions.api.views import BackfillView
+from functions.core.model import JobStatus, OverlapPolicy, RunKind, Trigger, iso, make_trigger
+
+if TYPE_CHECKING:
+    from functions.api.deps import Deps
+    from functions.api.requests import BackfillIn
 
 # The most occurrences one request backfills.
 MAX_BACKFILL: Final = 1000
 
 
-def backfill(jobs: JobService, owner: str, job_id: str, request: BackfillIn) -> dict[str, Any]:
-    now = jobs.clock()
-    job = jobs.owned_job(owner, job_id)
+def backfill(deps: Deps, owner: str, job_id: str, request: BackfillIn) -> BackfillView:
+    now = deps.clock()
+    job = owned_job(deps, owner, job_id)
     if job.status is JobStatus.CANCELLED:
         raise Conflict("a cancelled job cannot be backfilled", "status")
-    if request.overlap not in ("buffer_all", "allow"):
+    if request.overlap not in (OverlapPolicy.BUFFER_ALL, OverlapPolicy.ALLOW):
         raise InvalidInput(
             f"{request.overlap} is not for backfills: skip would run almost nothing (each run would find "
             "the one before it under way); use buffer_all (one after another, the default) or allow "
@@ -53,25 +58,25 @@ def backfill(jobs: JobService, owner: str, job_id: str, request: BackfillIn) -> 
         raise InvalidInput(
             f"more than {MAX_BACKFILL:,} occurrences between from and to; backfill in parts", "to"
         )
-    shards = jobs.settings.shard_count
+    shards = deps.settings.shard_count
 
-    def trigger_for(moment: Any) -> Any:
+    def trigger_for(moment: datetime) -> Trigger:
         return make_trigger(
             job, moment, now=now, shard_count=shards, kind=RunKind.BACKFILL, fire_at=now, held=True
         )
 
-    if request.overlap == "allow":
+    if request.overlap is OverlapPolicy.ALLOW:
         triggers = [trigger_for(moment) for moment in occurrences]
     else:  # buffer_all: the first now, each of the others when the one before it ends
         triggers = [replace(trigger_for(occurrences[0]), backfill_until=occurrences[-1])]
     for trigger in triggers:
-        jobs.store.put_trigger(trigger)
-    jobs.dispatcher.dispatch(triggers, now)
+        deps.store.put_trigger(trigger)
+    deps.dispatcher.dispatch(triggers, now)
     return {
         "job_id": job.job_id,
         "from": iso(start),
         "to": iso(end),
-        "overlap": request.overlap,
+        "overlap": request.overlap.value,
         "count": len(occurrences),
         "occurrences": [iso(moment) for moment in occurrences],
     }

@@ -1,7 +1,7 @@
 """``POST /v1/jobs/bulk``: pause (with a note and an ``until``), resume or cancel every job of the caller
 whose tags match, each answered on its own, as ``POST /v1/jobs/batch`` answers each job it creates.
 
-Each job goes through the same service call as its single-job route (the same checks, the same
+Each job goes through the same function as its single-job route (the same checks, the same
 writes, the same answer or refusal), so a bulk action is exactly N single actions. A request reads the
 owner index newest first until ``MAX_BULK`` jobs match (as ``GET /v1/jobs`` pages) and answers a
 cursor to go on from: an owner with 100,000 jobs is acted on a page at a time, never read whole
@@ -11,13 +11,18 @@ cursor to go on from: an owner with 100,000 jobs is acted on a page at a time, n
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
+from functions.api.cancel import cancel_job
 from functions.api.errors import ApiError, InvalidInput
-from functions.api.models import BulkIn
-from functions.api.service import JobService
+from functions.api.pausing import pause_job, resume_job
+from functions.api.views import BulkItemView, BulkView, JobView
 from functions.core.model import Job, JobStatus
 from functions.core.ports import BadCursorError
+
+if TYPE_CHECKING:
+    from functions.api.deps import Deps
+    from functions.api.requests import BulkIn
 
 # The most jobs one request acts on; the answer's ``next_cursor`` goes on from there (a call without
 # it works too: jobs already paused, resumed or cancelled no longer match).
@@ -33,7 +38,7 @@ _ACTS_ON: Final = {
 }
 
 
-def bulk_action(jobs: JobService, owner: str, request: BulkIn) -> dict[str, Any]:
+def bulk_action(deps: Deps, owner: str, request: BulkIn) -> BulkView:
     if not request.tags:
         raise InvalidInput(
             "name at least one tag; a bulk action applies to the jobs that carry them all", "tags"
@@ -41,7 +46,7 @@ def bulk_action(jobs: JobService, owner: str, request: BulkIn) -> dict[str, Any]
     if request.action != "pause" and (request.note is not None or request.until is not None):
         field = "note" if request.note is not None else "until"
         raise InvalidInput(f"only a pause takes a {field}", field)
-    now = jobs.clock()
+    now = deps.clock()
     wanted = _ACTS_ON[request.action]
 
     def matches(job: Job) -> bool:
@@ -52,24 +57,24 @@ def bulk_action(jobs: JobService, owner: str, request: BulkIn) -> dict[str, Any]
         )
 
     try:
-        chosen, next_cursor = jobs.store.list_jobs(
+        chosen, next_cursor = deps.store.list_jobs(
             owner, limit=MAX_BULK, cursor=request.cursor, statuses=_LIVE, name=None, keep=matches
         )
     except BadCursorError as error:
         raise InvalidInput(str(error), "cursor") from error
-    act: Callable[[Job], dict[str, Any]] = {
-        "pause": lambda job: jobs.pause_job(owner, job.job_id, request.note, request.until),
-        "resume": lambda job: jobs.resume_job(owner, job.job_id),
-        "cancel": lambda job: jobs.cancel_job(owner, job.job_id),
+    act: Callable[[Job], JobView] = {
+        "pause": lambda job: pause_job(deps, owner, job.job_id, request.note, request.until),
+        "resume": lambda job: resume_job(deps, owner, job.job_id),
+        "cancel": lambda job: cancel_job(deps, owner, job.job_id),
     }[request.action]
 
-    def one(job: Job) -> dict[str, Any]:
+    def one(job: Job) -> BulkItemView:
         try:
             return {"job_id": job.job_id, "status": 200, "job": act(job), "error": None}
         except ApiError as error:
             return {"job_id": job.job_id, "status": error.status_code, "job": None, "error": error.body()}
 
-    items = jobs.clock.parallel(one, chosen, 8, "bulk")
+    items = deps.clock.parallel(one, chosen, 8, "bulk")
     return {
         "action": request.action,
         "matched": len(chosen),

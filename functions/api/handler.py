@@ -7,7 +7,9 @@ resolves them to the routes declared here, each with its parameters, body model 
 
 Who is calling is ``auth.py``; the body checks made before routing are ``guards.py``; how every
 refusal becomes an HTTP answer is ``errors.py``; the OpenAPI document and Swagger UI are
-``openapi.py``; what each route does is ``service.py``.
+``openapi.py``. What each route does is a function of its route module (``create.py``, ``changes.py``,
+``pausing.py``, ``cancel.py``, ``run_now.py``, ``reads.py``; ``bulk.py``, ``backfill.py`` and
+``previews.py`` imported on demand), given the process's ``Deps``; what it answers is ``views.py``.
 """
 
 from __future__ import annotations
@@ -17,18 +19,18 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.api import cancel, changes, create, pausing, reads, run_now
 from functions.api.auth import owner_of, owner_of_arn
+from functions.api.deps import Deps
 from functions.api.errors import NotFound, target_location
 from functions.api.routing import Answer, Body, Param, Request, Router
-from functions.api.service import JobService
-from functions.core.factories import build_network_policy, build_store, default_dispatcher
+from functions.core.factories import build_job_service
 from functions.core.model import JobStatus, Reason, RunStatus
 from functions.core.observability import logger
-from functions.core.resources import API_TABLE_ATTEMPTS
 from functions.core.settings import get_settings
 
 if TYPE_CHECKING:
-    from functions.api.models import (
+    from functions.api.requests import (
         BackfillIn,
         BulkIn,
         CreateJobIn,
@@ -37,6 +39,16 @@ if TYPE_CHECKING:
         PauseIn,
         PreviewIn,
     )
+    from functions.api.views import (
+        BulkView,
+        CreatedJobsView,
+        JobPageView,
+        JobView,
+        PreviewView,
+        RunPageView,
+        RunView,
+        StatsView,
+    )
 
 app = Router()
 
@@ -44,14 +56,8 @@ __all__ = ["app", "handler", "owner_of_arn", "target_location"]
 
 
 @lru_cache(maxsize=1)
-def service() -> JobService:
-    settings = get_settings()
-    return JobService(
-        build_store(settings, API_TABLE_ATTEMPTS),
-        default_dispatcher(),
-        settings,
-        build_network_policy(settings),
-    )
+def deps() -> Deps:
+    return build_job_service(get_settings())
 
 
 def owner(request: Request) -> str:
@@ -110,7 +116,7 @@ def swagger_ui_asset(request: Request, asset: str) -> Answer:
 )
 def create_job(request: Request, job: CreateJobIn, idempotency_key: str | None) -> Answer:
     """Create a job; a retried create with the same Idempotency-Key returns the first result."""
-    return Answer(201, service().create_job(owner(request), job, idempotency_key))
+    return Answer(201, create.create_job(deps(), owner(request), job, idempotency_key))
 
 
 @app.route(
@@ -121,20 +127,20 @@ def create_job(request: Request, job: CreateJobIn, idempotency_key: str | None) 
     answer="CreatedJobsOut",
     tags=("jobs",),
 )
-def create_jobs(request: Request, batch: CreateJobsIn, idempotency_key: str | None) -> dict[str, Any]:
+def create_jobs(request: Request, batch: CreateJobsIn, idempotency_key: str | None) -> CreatedJobsView:
     """Create up to 100 jobs, each validated and answered on its own (index, and the job or the
     error POST /v1/jobs would have answered); with an Idempotency-Key a retried batch answers each
     job as the first time."""
-    return {"items": service().create_jobs(owner(request), batch.jobs, idempotency_key)}
+    return {"items": create.create_jobs(deps(), owner(request), batch.jobs, idempotency_key)}
 
 
 @app.route("POST", "/v1/jobs/bulk", body=Body("BulkIn"), answer="BulkOut", tags=("jobs",))
-def bulk_action(request: Request, body: BulkIn) -> dict[str, Any]:
+def bulk_action(request: Request, body: BulkIn) -> BulkView:
     """Pause (with a note and until), resume or cancel every job of yours that carries all the given
     tags, each answered on its own (job_id, and the job or the error its single-job route would give)."""
     from functions.api.bulk import bulk_action as act
 
-    return act(service(), owner(request), body)
+    return act(deps(), owner(request), body)
 
 
 @app.route(
@@ -157,28 +163,28 @@ def list_jobs(
     status: JobStatus | None,
     name: str | None,
     name_prefix: str | None,
-) -> dict[str, Any]:
+) -> JobPageView:
     """The caller's jobs, newest first; ``name`` matches a name exactly, ``name_prefix`` its start."""
-    return service().list_jobs(
-        owner(request), limit=limit, cursor=cursor, status=status, name=name, name_prefix=name_prefix
+    return reads.list_jobs(
+        deps(), owner(request), limit=limit, cursor=cursor, status=status, name=name, name_prefix=name_prefix
     )
 
 
 @app.route("GET", "/v1/jobs/<job_id>", answer="JobOut", tags=("jobs",))
-def get_job(request: Request, job_id: str) -> dict[str, Any]:
-    return service().get_job(owner(request), job_id)
+def get_job(request: Request, job_id: str) -> JobView:
+    return reads.get_job(deps(), owner(request), job_id)
 
 
-@app.route("PATCH", "/v1/jobs/<job_id>", body=Body("PatchJobIn", "changes"), answer="JobOut", tags=("jobs",))
-def patch_job(request: Request, job_id: str, changes: PatchJobIn) -> dict[str, Any]:
+@app.route("PATCH", "/v1/jobs/<job_id>", body=Body("PatchJobIn", "patch"), answer="JobOut", tags=("jobs",))
+def patch_job(request: Request, job_id: str, patch: PatchJobIn) -> JobView:
     """Change schedule, target, payload, retry, timeout, tags or name; future triggers follow."""
-    return service().patch_job(owner(request), job_id, changes)
+    return changes.patch_job(deps(), owner(request), job_id, patch)
 
 
 @app.route("DELETE", "/v1/jobs/<job_id>", answer="JobOut", tags=("jobs",))
-def cancel_job(request: Request, job_id: str) -> dict[str, Any]:
+def cancel_job(request: Request, job_id: str) -> JobView:
     """Cancel: no further runs; the history is kept."""
-    return service().cancel_job(owner(request), job_id)
+    return cancel.cancel_job(deps(), owner(request), job_id)
 
 
 @app.route(
@@ -188,22 +194,22 @@ def cancel_job(request: Request, job_id: str) -> dict[str, Any]:
     answer="JobOut",
     tags=("jobs",),
 )
-def pause_job(request: Request, job_id: str, pause: PauseIn | None) -> dict[str, Any]:
+def pause_job(request: Request, job_id: str, pause: PauseIn | None) -> JobView:
     """Pause, optionally with a note and an ``until`` at which it resumes by itself."""
     note, until = (pause.note, pause.until) if pause is not None else (None, None)
-    return service().pause_job(owner(request), job_id, note, until)
+    return pausing.pause_job(deps(), owner(request), job_id, note, until)
 
 
 @app.route("POST", "/v1/jobs/<job_id>/resume", answer="JobOut", tags=("jobs",))
-def resume_job(request: Request, job_id: str) -> dict[str, Any]:
+def resume_job(request: Request, job_id: str) -> JobView:
     """Resume at the next occurrence; the misfire policy decides about occurrences missed meanwhile."""
-    return service().resume_job(owner(request), job_id)
+    return pausing.resume_job(deps(), owner(request), job_id)
 
 
 @app.route("POST", "/v1/jobs/<job_id>/run", status=202, answer="RunOut", tags=("runs",))
 def run_job_now(request: Request, job_id: str) -> Answer:
     """Run the job once, now (also while paused)."""
-    return Answer(202, service().run_now(owner(request), job_id))
+    return Answer(202, run_now.run_now(deps(), owner(request), job_id))
 
 
 @app.route(
@@ -219,7 +225,7 @@ def backfill_job(request: Request, job_id: str, body: BackfillIn) -> Answer:
     another (overlap buffer_all, the default) or all at once (allow)."""
     from functions.api.backfill import backfill
 
-    return Answer(202, backfill(service(), owner(request), job_id, body))
+    return Answer(202, backfill(deps(), owner(request), job_id, body))
 
 
 @app.route(
@@ -241,23 +247,23 @@ def list_runs(
     cursor: str | None,
     status: RunStatus | None,
     reason: Reason | None,
-) -> dict[str, Any]:
+) -> RunPageView:
     """Execution history, newest first, with a row for every occurrence that did not run (skipped by
     overlap or misfire, not run while paused, cancelled) and its reason."""
-    return service().list_runs(
-        owner(request), job_id, limit=limit, cursor=cursor, status=status, reason=reason
+    return reads.list_runs(
+        deps(), owner(request), job_id, limit=limit, cursor=cursor, status=status, reason=reason
     )
 
 
 @app.route("GET", "/v1/jobs/<job_id>/runs/<run_id>", answer="RunOut", tags=("runs",))
-def get_run(request: Request, job_id: str, run_id: str) -> dict[str, Any]:
-    return service().get_run(owner(request), job_id, run_id)
+def get_run(request: Request, job_id: str, run_id: str) -> RunView:
+    return reads.get_run(deps(), owner(request), job_id, run_id)
 
 
 @app.route("POST", "/v1/jobs/<job_id>/runs/<run_id>/cancel", answer="RunOut", tags=("runs",))
-def cancel_run(request: Request, job_id: str, run_id: str) -> dict[str, Any]:
+def cancel_run(request: Request, job_id: str, run_id: str) -> RunView:
     """Cancel a run that has not finished: it never starts, or its HTTP call is aborted; no retries."""
-    return service().cancel_run(owner(request), job_id, run_id)
+    return cancel.cancel_run(deps(), owner(request), job_id, run_id)
 
 
 @app.route(
@@ -267,20 +273,20 @@ def cancel_run(request: Request, job_id: str, run_id: str) -> dict[str, Any]:
     answer="PreviewOut",
     tags=("schedules",),
 )
-def preview_schedule(request: Request, preview: PreviewIn) -> dict[str, Any]:
+def preview_schedule(request: Request, preview: PreviewIn) -> PreviewView:
     """The next fire times of a schedule (UTC and its zone, DST gaps and repeats marked) and, given an
     outage, what its misfire policy would run afterwards. Nothing is created."""
     from functions.api.previews import preview_schedule as preview_of
 
     owner(request)  # the caller must be authenticated, as on every /v1 route
-    jobs = service()
-    return preview_of(preview, jobs.settings, jobs.clock())
+    context = deps()
+    return preview_of(preview, context.settings, context.clock())
 
 
 @app.route("GET", "/v1/stats", answer="StatsOut", tags=("system",))
-def stats(request: Request) -> dict[str, Any]:
+def stats(request: Request) -> StatsView:
     """The caller's job and run counts, plus queue depth, in-flight messages, DLQ depth and lag."""
-    return service().stats(owner(request))
+    return reads.stats(deps(), owner(request))
 
 
 @logger.inject_lambda_context

@@ -22,7 +22,7 @@ from typing import Any, Final
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from functions.api import models
+from functions.api import responses
 from functions.api.routing import Param, Request, Route, Router
 
 __all__ = ["SWAGGER_ASSETS", "add_links", "base_path", "openapi_document", "swagger_asset", "swagger_page"]
@@ -114,12 +114,14 @@ def openapi_document(router: Router, request: Request, api_auth: str) -> dict[st
     as validated and answers as serialized."""
     name, scheme, how = SECURITY_SCHEMES[api_auth]
     routes = [route for route in router.routes if route.in_schema]
-    used: dict[tuple[str, JsonSchemaMode], type[BaseModel]] = {("ErrorOut", "serialization"): models.ErrorOut}
+    used: dict[tuple[str, JsonSchemaMode], type[BaseModel]] = {
+        ("ErrorOut", "serialization"): responses.ErrorOut
+    }
     for route in routes:
         if route.body is not None:
             used[(route.body.model, "validation")] = route.body.model_class()
         if route.answer is not None:
-            used[(route.answer, "serialization")] = getattr(models, route.answer)
+            used[(route.answer, "serialization")] = getattr(responses, route.answer)
     _, definitions = models_json_schema(
         [(model, mode) for (_, mode), model in used.items()], ref_template=REF
     )

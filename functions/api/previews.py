@@ -7,21 +7,24 @@ same fields); the answer comes from ``functions/core/preview.py``.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from functions.api.errors import InvalidInput
-from functions.api.models import PreviewIn
-from functions.api.service import instant_of, schedule_of
-from functions.core.model import MisfirePolicy, iso
+from functions.api.schedules import instant_of, schedule_of
+from functions.api.views import FireTimeView, OutageView, PreviewView, schedule_times_view
+from functions.core.model import iso
 from functions.core.preview import MAX_PREVIEW, Fate, OutageTooLong, fire_times, replay_outage
 from functions.core.schedule import Schedule
-from functions.core.settings import Settings
+
+if TYPE_CHECKING:
+    from functions.api.requests import PreviewIn
+    from functions.core.settings import Settings
 
 # How many of an outage's missed occurrences the answer lists (all are counted).
 LISTED_MISSED = 100
 
 
-def preview_schedule(request: PreviewIn, settings: Settings, now: datetime) -> dict[str, Any]:
+def preview_schedule(request: PreviewIn, settings: Settings, now: datetime) -> PreviewView:
     spec = request.schedule
     schedule = schedule_of(spec, now, settings)
     after = instant_of(request.after, schedule.timezone, "after") if request.after else now
@@ -41,8 +44,8 @@ def preview_schedule(request: PreviewIn, settings: Settings, now: datetime) -> d
         notes.append(
             "a one-off job always runs after an outage, however late; misfire applies to cron and rate"
         )
-    misfire = MisfirePolicy(spec.misfire)
-    outage = None
+    misfire = spec.misfire
+    outage: OutageView | None = None
     if window is not None:
         threshold = timedelta(seconds=settings.misfire_threshold_seconds)
         try:
@@ -69,16 +72,16 @@ def preview_schedule(request: PreviewIn, settings: Settings, now: datetime) -> d
             "resumes_with": iso(replay.resumes_with),
         }
     return {
-        "schedule": _public(schedule),
+        "schedule": schedule_times_view(schedule),
         "timezone": schedule.timezone,
         "fire_times": [
-            {
-                "at": iso(time.at),
-                "local": _local(schedule, time.at),
-                "dst": None
+            FireTimeView(
+                at=iso(time.at),
+                local=_local(schedule, time.at),
+                dst=None
                 if time.dst is None
                 else {"kind": time.dst.kind, "local": time.dst.local.isoformat(timespec="seconds")},
-            }
+            )
             for time in times
         ],
         "outage": outage,
@@ -93,10 +96,3 @@ def _local(schedule: Schedule, moment: datetime) -> str:
 
 def _ms(delta: timedelta) -> int:
     return round(delta.total_seconds() * 1000)
-
-
-def _public(schedule: Schedule) -> dict[str, str]:
-    """The schedule as the job view shows it (without its internal anchor)."""
-    data = schedule.to_dict()
-    data.pop("anchor", None)
-    return data

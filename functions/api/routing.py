@@ -7,11 +7,11 @@ resolver imports neither:
 
 - **routes** are declared with their path (``/v1/jobs/<job_id>``), query and header parameters
   (:class:`Param`, checked here: integers with bounds, strings with lengths, enum members) and their
-  body (:class:`Body`, a pydantic model of ``functions.api.models`` named by string and imported by
+  body (:class:`Body`, a pydantic model of ``functions.api.requests`` named by string and imported by
   the first request that has a body to check, so a cold ``GET`` never loads pydantic);
 - **bodies** are checked once, before routing (``guards.check_body``: size, media type, strict
   JSON, one object), and the parsed object goes to the route's model;
-- **answers** are the route's JSON as the service built it; the response models document it (the
+- **answers** are the route's JSON as built (``views.py``); the response models document it (the
   tests check every answer against its model, ``tests/integration/conftest.py``);
 - **refusals** are ``ApiError``s (``errors.py``), answered as every refusal is; an unexpected error is
   logged and answered 500 without details;
@@ -42,7 +42,7 @@ from functions.api.guards import check_body
 from functions.core.aws_errors import throttling
 from functions.core.observability import logger
 
-MODELS = "functions.api.models"
+MODELS = "functions.api.requests"
 _PATH_PARAMETER = re.compile(r"<(\w+)>")
 
 
@@ -97,7 +97,7 @@ def _characters(count: int) -> str:
 
 @dataclass(frozen=True)
 class Body:
-    """A route's JSON body: the model (by name, in ``functions.api.models``) and the argument it fills.
+    """A route's JSON body: the model (by name, in ``functions.api.requests``) and the argument it fills.
     An optional body may be left out (the argument is then None)."""
 
     model: str

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -93,6 +94,12 @@ def main() -> None:
     Talks to the local stack by default (http://127.0.0.1:8000, token local-dev-token); set
     PUNCTUAL_ENDPOINT or run `punctual config from-stack` for a deployed one.
     """
+
+
+def choice(enum: type[StrEnum], *only: StrEnum) -> click.Choice[str]:
+    """An option taking an enum's values (the domain's, ``functions.core.model``: one source for the
+    API and the CLI), or only some of them."""
+    return click.Choice([member.value for member in (only or tuple(enum))])
 
 
 def key_values(pairs: tuple[str, ...], separator: str, option: str) -> dict[str, str]:

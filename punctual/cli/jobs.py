@@ -9,10 +9,12 @@ from typing import Any
 
 import click
 
+from functions.core.model import JobStatus, MisfirePolicy, OnComplete, OverlapPolicy
 from punctual.cli.common import (
     EXIT_REFUSED,
     Context,
     api_command,
+    choice,
     collect,
     key_values,
     main,
@@ -37,11 +39,11 @@ def jobs() -> None:
 @click.option("--timezone", "tz", help="IANA time zone for cron and naive times (default UTC).")
 @click.option("--start-at")
 @click.option("--end-at")
-@click.option("--misfire", type=click.Choice(["run_once", "skip", "run_all"]))
+@click.option("--misfire", type=choice(MisfirePolicy))
 @click.option("--catchup-seconds", type=int)
 @click.option(
     "--overlap",
-    type=click.Choice(["allow", "skip", "buffer_one", "buffer_all", "cancel_other"]),
+    type=choice(OverlapPolicy),
     help="An occurrence due while an earlier run is under way (docs/api.md).",
 )
 @click.option("--url", help="HTTP target URL.")
@@ -71,7 +73,7 @@ def jobs() -> None:
 )
 @click.option(
     "--on-complete",
-    type=click.Choice(["keep", "delete"]),
+    type=choice(OnComplete),
     help="Once the job ends: keep it (default), or delete it with its history --delete-after-days later.",
 )
 @click.option(
@@ -217,7 +219,7 @@ def _alerts_of(options: dict[str, Any]) -> dict[str, Any] | None:
 
 
 @jobs.command("list")
-@click.option("--status", type=click.Choice(["ACTIVE", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"]))
+@click.option("--status", type=choice(JobStatus))
 @click.option("--name", help="Only the job of this exact name.")
 @click.option("--name-prefix", help="Only jobs whose name starts with this.")
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)

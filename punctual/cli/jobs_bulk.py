@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from punctual.cli.common import EXIT_REFUSED, EXIT_USAGE, Context, api_command, key_values, parse_when
+from functions.core.model import OverlapPolicy
+from punctual.cli.common import EXIT_REFUSED, EXIT_USAGE, Context, api_command, choice, key_values, parse_when
 from punctual.cli.jobs import jobs
 from punctual.output import emit_json, table
 
@@ -69,8 +70,8 @@ def jobs_bulk(
 @click.option("--to", "to", required=True, help="ISO date-time, not in the future.")
 @click.option(
     "--overlap",
-    type=click.Choice(["buffer_all", "allow"]),
-    default="buffer_all",
+    type=choice(OverlapPolicy, OverlapPolicy.BUFFER_ALL, OverlapPolicy.ALLOW),
+    default=OverlapPolicy.BUFFER_ALL.value,
     show_default=True,
     help="buffer_all: one after another, oldest first; allow: all at once.",
 )

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 
 import click
 
-from punctual.cli.common import Context, api_command, collect
+from functions.core.model import Reason, RunStatus
+from punctual.cli.common import Context, api_command, choice, collect
 from punctual.cli.jobs import jobs
 from punctual.cli.runs import RUN_HEADERS, run_rows
 from punctual.output import emit_json, relative, schedule_text, table
@@ -19,23 +20,11 @@ from punctual.output import emit_json, relative, schedule_text, table
 @click.argument("job_id")
 @click.option(
     "--status",
-    type=click.Choice(
-        ["SCHEDULED", "QUEUED", "RUNNING", "SUCCEEDED", "RETRYING", "FAILED", "CANCELLED", "SKIPPED"]
-    ),
+    type=choice(RunStatus),
 )
 @click.option(
     "--reason",
-    type=click.Choice(
-        [
-            "paused",
-            "superseded",
-            "overlap",
-            "misfire_skipped",
-            "misfire_collapsed",
-            "job_cancelled",
-            "cancelled",
-        ]
-    ),
+    type=choice(Reason),
     help="Only the occurrences that did not run, for this reason.",
 )
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)

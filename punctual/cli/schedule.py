@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
-from punctual.cli.common import EXIT_USAGE, Context, api_command, main
+from functions.core.model import MisfirePolicy
+from punctual.cli.common import EXIT_USAGE, Context, api_command, choice, main
 from punctual.output import emit_json, fields, schedule_text, table
 
 _RATE = re.compile(r"^(rate\(.*\)|\d+\s*[A-Za-z]+)$", re.IGNORECASE | re.DOTALL)
@@ -76,7 +77,7 @@ def schedule() -> None:
     "window, in --timezone) or ISO date-times.",
 )
 @click.option(
-    "--misfire", type=click.Choice(["run_once", "skip", "run_all"]), default="run_once", show_default=True
+    "--misfire", type=choice(MisfirePolicy), default=MisfirePolicy.RUN_ONCE.value, show_default=True
 )
 @click.option("--catchup-seconds", type=int)
 @api_command

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from functions.api import handler as api
-from functions.api import models
+from functions.api import responses
 from functions.api.errors import ApiError
 from functions.api.service import JobService
 from functions.core import aws
@@ -127,7 +127,7 @@ GOOD_JOB: dict[str, Any] = {
 def make_call(service: JobService, monkeypatch: pytest.MonkeyPatch) -> Call:
     """Call ``functions.api.handler.handler`` with API Gateway proxy events, as the gateway does, for
     ``service``; returns ``(status, parsed JSON body)``. Bytes bodies are sent as they are."""
-    monkeypatch.setattr(api, "service", lambda: service)
+    monkeypatch.setattr(api, "deps", lambda: service)
 
     def invoke(
         method: str,
@@ -157,7 +157,7 @@ def assert_answer_is_documented(method: str, path: str, status: int, answer: Any
     name = "ErrorOut" if status >= 400 else route.answer if route is not None else None
     if name is None or answer is None:
         return
-    model = getattr(models, name)
+    model = getattr(responses, name)
     documented = model.model_validate(answer).model_dump(mode="json", by_alias=True)
     if name == "ErrorOut":  # refusals may say more (problems, the conflicting job...)
         documented = {key: value for key, value in documented.items() if key in answer or value is not None}

@@ -168,22 +168,49 @@ TARGET_FIELDS = {
 }
 
 
-@pytest.mark.parametrize(("schema", "field"), [("CreateJobIn", "target"), ("JobOut", "target")])
-def test_given_the_document_when_read_then_the_target_lists_every_target_types_fields(
-    document: dict[str, Any], schema: str, field: str
-) -> None:
-    target = document["components"]["schemas"][schema]["properties"][field]
+# A stored target, as answers show it: validate_target's form, with its defaults filled in.
+STORED_TARGET_FIELDS = {
+    "http": ({"type", "url", "method", "headers"}, {"timeout_seconds"}),
+    "lambda": ({"type", "function"}, set()),
+    "sqs": ({"type", "queue_url"}, set()),
+    "sns": ({"type", "topic_arn"}, set()),
+    "eventbridge": ({"type", "bus", "source", "detail_type"}, set()),
+}
+
+
+def check_target_union(
+    document: dict[str, Any], target: dict[str, Any], fields: dict[str, tuple[set[str], set[str]]]
+) -> dict[str, str]:
+    """The union's discriminator mapping, each type's model checked against ``fields``."""
     assert target["discriminator"]["propertyName"] == "type"
-    mapping = target["discriminator"]["mapping"]
-    assert set(mapping) == set(TARGET_FIELDS)
+    mapping: dict[str, str] = target["discriminator"]["mapping"]
+    assert set(mapping) == set(fields)
     assert sorted(option["$ref"] for option in target["oneOf"]) == sorted(mapping.values())
-    for kind, (required, optional) in TARGET_FIELDS.items():
+    for kind, (required, optional) in fields.items():
         model = resolve(document, {"$ref": mapping[kind]})
         assert model["properties"]["type"]["const"] == kind
         assert set(model["properties"]) == required | optional, kind
         assert set(model["required"]) == required, kind
         assert model["additionalProperties"] is False, kind  # unknown fields are refused
         assert all(model["properties"][name].get("description") for name in required - {"type"}), kind
+    return mapping
+
+
+def test_given_the_document_when_read_then_a_job_answers_its_target_as_stored(
+    document: dict[str, Any],
+) -> None:
+    target = document["components"]["schemas"]["JobOut"]["properties"]["target"]
+    mapping = check_target_union(document, target, STORED_TARGET_FIELDS)
+    assert all(ref.endswith("TargetOut") for ref in mapping.values()), (
+        "answers are typed by the answer models"
+    )
+
+
+def test_given_the_document_when_read_then_the_target_lists_every_target_types_fields(
+    document: dict[str, Any],
+) -> None:
+    target = document["components"]["schemas"]["CreateJobIn"]["properties"]["target"]
+    mapping = check_target_union(document, target, TARGET_FIELDS)
     http = resolve(document, {"$ref": mapping["http"]})["properties"]
     assert http["method"]["default"] == "POST"
     assert http["method"]["anyOf"][0]["enum"] == ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -206,3 +233,103 @@ def test_given_the_document_when_read_then_a_patch_may_replace_the_target_with_a
     target = document["components"]["schemas"]["PatchJobIn"]["properties"]["target"]
     union = next(option for option in target["anyOf"] if "oneOf" in option)
     assert set(union["discriminator"]["mapping"]) == set(TARGET_FIELDS)
+
+
+def nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """The non-null branch of ``X | None`` (``anyOf: [X, null]``), or the schema itself."""
+    options: list[dict[str, Any]] = [o for o in schema.get("anyOf", [schema]) if o.get("type") != "null"]
+    assert len(options) == 1, schema
+    return options[0]
+
+
+# The answers' times: (schema, field), each an ISO 8601 instant in UTC.
+TIMES = [
+    ("JobOut", "created_at"),
+    ("JobOut", "updated_at"),
+    ("JobOut", "next_run_at"),
+    ("JobOut", "deletes_at"),
+    ("PauseOut", "at"),
+    ("PauseOut", "until"),
+    ("RunOut", "scheduled_for"),
+    ("RunOut", "queued_at"),
+    ("RunOut", "started_at"),
+    ("RunOut", "finished_at"),
+    ("RunOut", "covers_until"),
+    ("RunOut", "next_attempt_at"),
+    ("RunSummaryOut", "scheduled_for"),
+    ("RunSummaryOut", "finished_at"),
+    ("AttemptOut", "started_at"),
+    ("AttemptOut", "finished_at"),
+    ("ScheduleOut", "at"),
+    ("ScheduleOut", "start_at"),
+    ("ScheduleOut", "end_at"),
+    ("BackfillOut", "from"),
+    ("BackfillOut", "to"),
+    ("FireTimeOut", "at"),
+    ("MissedOut", "scheduled_for"),
+    ("OutageOut", "from"),
+    ("OutageOut", "to"),
+    ("OutageOut", "resumes_with"),
+]
+
+
+@pytest.mark.parametrize(("schema", "field"), TIMES)
+def test_given_the_document_when_read_then_an_answers_times_are_date_times(
+    document: dict[str, Any], schema: str, field: str
+) -> None:
+    described = nullable(document["components"]["schemas"][schema]["properties"][field])
+    assert (described.get("type"), described.get("format")) == ("string", "date-time")
+
+
+@pytest.mark.parametrize(("schema", "field"), [("JobOut", "upcoming"), ("BackfillOut", "occurrences")])
+def test_given_the_document_when_read_then_lists_of_times_are_date_times(
+    document: dict[str, Any], schema: str, field: str
+) -> None:
+    items = document["components"]["schemas"][schema]["properties"][field]["items"]
+    assert items == {"type": "string", "format": "date-time"}
+
+
+def test_given_the_document_when_read_then_a_jobs_schedule_is_a_typed_object_like_the_one_sent(
+    document: dict[str, Any],
+) -> None:
+    schemas = document["components"]["schemas"]
+    schedule = schemas["JobOut"]["properties"]["schedule"]
+    assert schedule == {"$ref": "#/components/schemas/ScheduleOut"}
+    answered = resolve(document, schedule)
+    sent = schemas["ScheduleIn"]["properties"]
+    # What a create sends, the answer shows (normalized: times in UTC, a rate as "5 minutes").
+    assert set(answered["properties"]) == set(sent)
+    assert set(answered["required"]) == {"timezone", "misfire", "overlap", "catchup_seconds"}
+    for policy in ("misfire", "overlap"):
+        assert answered["properties"][policy]["$ref"] == sent[policy]["$ref"], "one enum for both"
+    assert resolve(document, sent["misfire"])["enum"] == ["run_once", "skip", "run_all"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "field", "enum"),
+    [
+        ("JobOut", "status", "JobStatus"),
+        ("JobOut", "on_complete", "OnComplete"),
+        ("CreateJobIn", "on_complete", "OnComplete"),
+        ("RunOut", "status", "RunStatus"),
+        ("RunOut", "kind", "RunKind"),
+        ("RunSummaryOut", "status", "RunStatus"),
+        ("BackfillIn", "overlap", "OverlapPolicy"),
+        ("OutageOut", "misfire", "MisfirePolicy"),
+    ],
+)
+def test_given_the_document_when_read_then_choices_are_the_domains_enums(
+    document: dict[str, Any], schema: str, field: str, enum: str
+) -> None:
+    assert document["components"]["schemas"][schema]["properties"][field]["$ref"] == (
+        f"#/components/schemas/{enum}"
+    )
+
+
+def test_given_the_document_when_read_then_a_jobs_retry_alerts_and_dead_letter_are_typed(
+    document: dict[str, Any],
+) -> None:
+    job = document["components"]["schemas"]["JobOut"]["properties"]
+    assert job["retry"] == {"$ref": "#/components/schemas/RetryOut"}
+    assert nullable(job["alerts"]) == {"$ref": "#/components/schemas/AlertsOut"}
+    assert nullable(job["dead_letter"]) == {"$ref": "#/components/schemas/SqsTargetOut"}

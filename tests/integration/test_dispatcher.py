@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from functions.api.models import CreateJobIn, PatchJobIn
+from functions.api.requests import CreateJobIn, PatchJobIn
+from functions.api.views import JobView
 from functions.core.model import JobStatus, Reason, RunStatus, bucket_of, home_of, iso
 from functions.core.pacing import SEND_LEAD
 from functions.core.store.keys import job_key, trigger_pk
@@ -19,7 +20,7 @@ def sent_run_ids(h: Harness) -> list[str]:
     return [message.run_id for message, _delay in h.queue.sent]
 
 
-def at_job(h: Harness, seconds_from_now: float, **extra: object) -> dict[str, object]:
+def at_job(h: Harness, seconds_from_now: float, **extra: object) -> JobView:
     due = h.clock() + timedelta(seconds=seconds_from_now)
     return h.create(
         schedule={"at": iso(due)}, target={"type": "http", "url": "http://127.0.0.1:9/hook"}, **extra

@@ -78,7 +78,7 @@ def request(
 def deployed(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Harness:
     """The handlers wired to the harness, with a deployment's settings (SigV4, owner per role)."""
     settings = harness.settings.replace(api_auth="iam", owner_mode="role")
-    monkeypatch.setattr(api, "service", lambda: harness.service)
+    monkeypatch.setattr(api, "deps", lambda: harness.service)
     monkeypatch.setattr(api, "get_settings", lambda: settings)
     monkeypatch.setattr(worker, "run_executor", lambda: harness.executor)
     monkeypatch.setattr(dispatcher, "default_dispatcher", lambda: harness.dispatcher)

@@ -23,7 +23,7 @@ def test_given_parallel_requests_when_the_gateway_serves_them_then_each_gets_its
 ) -> None:
     # Powertools' resolver keeps the request it serves on the app; requests served at once in one
     # process mixed up their path arguments (a 500 now and then under the benchmark's parallel reads).
-    monkeypatch.setattr(api, "service", lambda: harness.service)
+    monkeypatch.setattr(api, "deps", lambda: harness.service)
     jobs = [
         harness.create(
             schedule={"at": iso(harness.clock())}, target={"type": "http", "url": "http://127.0.0.1:9/x"}

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from functions.api.models import PatchJobIn
+from functions.api.requests import PatchJobIn
 from functions.core.model import RunKind, iso, make_trigger
 from infra.permissions import TABLE_ITEM_ACTIONS
 from tests.integration.conftest import Harness

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from functions.api.views import JobView
 from functions.core.model import JobStatus, Reason, RunStatus, iso
 from functions.core.queue import WorkMessage
 from functions.core.resources import (
@@ -23,7 +24,7 @@ from tests.integration.conftest import Harness, SimulatedCrash
 from tests.support.receiver import Receiver
 
 
-def one_off(h: Harness, receiver: Receiver, path: str, seconds: float = 5, **extra: Any) -> dict[str, Any]:
+def one_off(h: Harness, receiver: Receiver, path: str, seconds: float = 5, **extra: Any) -> JobView:
     due = h.clock() + timedelta(seconds=seconds)
     return h.create(schedule={"at": iso(due)}, target={"type": "http", "url": receiver.url + path}, **extra)
 
@@ -140,9 +141,7 @@ def test_long_backoff_goes_through_the_table(harness: Harness) -> None:
         assert run.status is RunStatus.SUCCEEDED and run.attempt == 2
 
 
-def crashed_after_start(
-    harness: Harness, receiver: Receiver, path: str
-) -> tuple[dict[str, Any], WorkMessage]:
+def crashed_after_start(harness: Harness, receiver: Receiver, path: str) -> tuple[JobView, WorkMessage]:
     """A one-off due now whose worker died right after starting the attempt (lease held, not called)."""
     job = one_off(harness, receiver, path, seconds=0)
     message: WorkMessage = harness.queue.sent[0][0]

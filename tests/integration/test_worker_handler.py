@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from functions.api.views import JobView
 from functions.core.model import RunStatus, iso
 from functions.core.queue import WorkMessage
 from functions.core.resources import (
@@ -238,7 +239,7 @@ def test_the_ledger_forgets_every_records_message_whatever_became_of_it(
 
 def batch_due_in_a_second(
     wired: Harness, receiver: Receiver, count: int
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[JobView], list[dict[str, Any]]]:
     """``count`` one-off jobs due at one second, and their messages received as one batch."""
     due = wired.clock() + timedelta(seconds=1)
     jobs = [

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from functions.api.errors import InvalidInput
-from functions.api.models import PatchJobIn
+from functions.api.requests import PatchJobIn
 from functions.core.model import RunStatus
 from functions.core.queue import WorkMessage
 from functions.core.resources import WORK_QUEUE_MAX_RECEIVE_COUNT

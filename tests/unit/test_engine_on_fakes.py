@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from functions.api.backfill import backfill as backfill_job
 from functions.api.errors import Conflict, InvalidInput, NotFound, from_validation
-from functions.api.models import BackfillIn, CreateJobIn, PatchJobIn
+from functions.api.requests import BackfillIn, CreateJobIn, PatchJobIn
+from functions.api.views import BackfillView
 from functions.core.factories import build_dispatcher, build_job_service
 from functions.core.model import (
     JobStatus,
@@ -83,7 +84,8 @@ def test_a_retriable_failure_is_retried_then_the_one_off_job_completes(engine: E
         "SUCCEEDED",
     ]
     view = engine.service.get_job("alice", job["job_id"])
-    assert view["status"] == "COMPLETED" and view["last_run"]["status"] == "SUCCEEDED"
+    assert view["status"] == "COMPLETED" and view["last_run"] is not None
+    assert view["last_run"]["status"] == "SUCCEEDED"
     assert engine.store.jobs[job["job_id"]].status is JobStatus.ACTIVE, "derived, not written"
     assert [d.attempt for _spec, d, _timeout in engine.targets.deliveries] == [1, 2]
 
@@ -741,6 +743,7 @@ def test_pausing_a_paused_job_again_replaces_its_note_and_keeps_its_start(engine
     first = engine.service.pause_job("alice", created["job_id"], note="first")
     engine.clock.advance(600)
     again = engine.service.pause_job("alice", created["job_id"], note="second")
+    assert again["pause"] is not None and first["pause"] is not None
     assert again["pause"]["note"] == "second" and again["pause"]["at"] == first["pause"]["at"]
     assert engine.service.pause_job("alice", created["job_id"]) == again, "a plain pause changes nothing"
 
@@ -773,16 +776,16 @@ def test_pause_on_failures_pauses_after_that_many_consecutive_failed_runs(engine
         engine.deliver_all()
         status = engine.service.get_job("alice", created["job_id"])["status"]
         assert status == ("PAUSED" if hour == 3 else "ACTIVE"), f"after run {hour + 1}"
-    job = engine.service.get_job("alice", created["job_id"])
-    assert job["pause"]["by"] == "punctual"
-    assert job["pause"]["note"].startswith("paused after 2 consecutive failed runs; the last, ")
-    assert "HTTP 404" in job["pause"]["note"]
+    pause = engine.service.get_job("alice", created["job_id"])["pause"]
+    assert pause is not None and pause["by"] == "punctual" and pause["note"] is not None
+    assert pause["note"].startswith("paused after 2 consecutive failed runs; the last, ")
+    assert "HTTP 404" in pause["note"]
 
 
 # ----------------------------------------------------------------------------------------- backfill
 
 
-def backfill(engine: Engine, job_id: str, **body: Any) -> dict[str, Any]:
+def backfill(engine: Engine, job_id: str, **body: Any) -> BackfillView:
     return backfill_job(engine.service, "alice", job_id, BackfillIn.model_validate(body))
 
 
@@ -1238,6 +1241,7 @@ def test_a_run_that_fails_for_good_alerts_once_signed_and_apart_from_the_run(eng
         signing_secret="a-secret-of-sixteen",
         alerts={"target": ALERTS_HOOK, "failed": True},
     )
+    assert created["alerts"] is not None
     assert created["alerts"]["failed"] is True and created["alerts"]["target"]["url"] == ALERTS_HOOK["url"]
     engine.clock.advance(5)
     message = next(m for m, _ in engine.queue.sent if m.job_id == created["job_id"])
@@ -1384,9 +1388,8 @@ def test_changing_the_schedule_of_a_job_paused_until_keeps_its_resume_and_follow
     changed = engine.service.patch_job(
         "alice", job_id, PatchJobIn.model_validate({"schedule": {"cron": "30 * * * *"}})
     )
-    assert changed["status"] == "PAUSED" and changed["pause"]["until"] == iso(until), (
-        "still paused until then"
-    )
+    assert changed["status"] == "PAUSED" and changed["pause"] is not None
+    assert changed["pause"]["until"] == iso(until), "still paused until then"
     for hour in (13, 14):
         engine.clock.now = engine.clock().replace(hour=hour, minute=30, second=30)
         engine.dispatcher.sweep()

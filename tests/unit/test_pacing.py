@@ -97,7 +97,7 @@ def _dispatcher(clock: Clock, queue: MemoryQueue, sends_take: float = 0.0) -> Di
 
 
 def _create_due(dispatcher: Dispatcher, clock: Clock, fires: list[datetime]) -> None:
-    from functions.api.models import CreateJobIn
+    from functions.api.requests import CreateJobIn
     from functions.core.factories import build_job_service
     from functions.core.ssrf_guard import NetworkPolicy
 

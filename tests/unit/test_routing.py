@@ -226,7 +226,7 @@ def test_the_models_are_not_imported_until_a_body_is_checked() -> None:
     code = (
         "import sys, json; from functions.api.routing import Router, Request, Body; r = Router(); "
         "r.route('GET', '/a')(lambda request: {}); r.resolve({'httpMethod': 'GET', 'path': '/a'}); "
-        "print('pydantic' in sys.modules, 'functions.api.models' in sys.modules)"
+        "print('pydantic' in sys.modules, 'functions.api.requests' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "False"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from functions.api.models import CreateJobIn
+from functions.api.requests import CreateJobIn
 from functions.core.factories import build_dispatcher, build_job_service
 from functions.core.model import Trigger
 from functions.core.ssrf_guard import NetworkPolicy

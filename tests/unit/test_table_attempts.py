@@ -43,11 +43,11 @@ def test_the_api_services_store_is_the_one_that_gives_up_sooner(
     from functions.api import handler
 
     monkeypatch.setattr(handler, "get_settings", lambda: settings)
-    handler.service.cache_clear()
+    handler.deps.cache_clear()
     try:
-        assert attempts(handler.service().store.client) == API_TABLE_ATTEMPTS  # type: ignore[attr-defined]
+        assert attempts(handler.deps().store.client) == API_TABLE_ATTEMPTS  # type: ignore[attr-defined]
     finally:
-        handler.service.cache_clear()
+        handler.deps.cache_clear()
 
 
 def test_a_client_per_number_of_attempts_is_kept_for_the_process(settings: Settings) -> None:

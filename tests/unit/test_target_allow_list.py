@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from functions.api.service import target_allowed
+from functions.api.policy import target_allowed
 from functions.core.settings import Settings
 
 ACCOUNT = "123456789012"

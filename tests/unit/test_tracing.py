@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from functions.api.models import CreateJobIn
+from functions.api.requests import CreateJobIn
 from functions.core import tracing
 from functions.core.model import Attempt, Job, Run, RunStatus, run_id_for
 from functions.core.schedule import parse_schedule

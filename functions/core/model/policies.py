@@ -17,8 +17,8 @@ class MisfirePolicy(StrEnum):
 
 
 class OverlapPolicy(StrEnum):
-    """What an occurrence does when it falls due while an earlier run is under way (Temporal's names;
-    ``lifecycle.overlap_decision``)."""
+    """What an occurrence does when it falls due while an earlier run of its job has not ended
+    (Temporal's overlap policies)."""
 
     ALLOW = "allow"
     SKIP = "skip"
