@@ -10,11 +10,11 @@ outermost only)::
     result = <the call>                               # or the exception it raised
     requests = requests_for(method, args, kwargs, result, before, store)
 
-DynamoDB's rules, as ``bench/cost.py`` applies them: a write is 1 WCU per started KB of the larger of
+DynamoDB's rules, as ``bench/cost/`` applies them: a write is 1 WCU per started KB of the larger of
 the item before and after (a put: the item replaced and the one written; a refused update: the item
 as it is; a delete: the item deleted), doubled in a transaction, charged when refused too (a refused
 transaction charges every item); a write that changes a job item writes its owner-index entry too
-(projection ALL), a standard write as ``bench/cost.py`` counts it. A read is 1 RCU per started 4 KB
+(projection ALL), a standard write as ``bench/cost/`` counts it. A read is 1 RCU per started 4 KB
 per item (GetItem, BatchGetItem), a query request 1 RCU per started 4 KB of the items it read (before
 its filter; at most 1 MB); eventually consistent halves (the owner index always is); a missing item
 or an empty page costs the minimum. Item sizes: the items ``functions/core/store/items.py`` builds,
