@@ -2,7 +2,7 @@
 
 The simulator runs with the local stack's parameters (``LOCAL``: the emulator's request latencies, a
 full core per process, the local worker's twelve pollers, a tick on the wall clock, no cold starts)
-at the load of ``bench/precision.py``, and its figures are compared with the measured ones in
+at the load of ``bench/precision/``, and its figures are compared with the measured ones in
 ``bench/results/precision.json`` and ``bench/results/cost.json``, each within a tolerance stated here
 (``CHECKS``). ``tests/sim/test_calibration.py`` runs it: a change of the engine or of the models that
 moves a figure out of its tolerance fails there.
@@ -29,7 +29,7 @@ from sim.scenarios import Load, Scenario, build, expected_in
 RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
 FULL_CORE_MB = 1769
 
-# The local stack as bench/precision.py runs it (its "config"): 4 shards, the defaults' look-ahead
+# The local stack as bench/precision/ runs it (its "config"): 4 shards, the defaults' look-ahead
 # and head start, a tick a minute on the wall clock, 3 worker processes of 4 pollers, batches of 10.
 LOCAL_POLLERS = 12
 LOCAL_DEPLOYMENT = Deployment(

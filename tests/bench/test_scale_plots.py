@@ -1,4 +1,4 @@
-"""The scale bench's plot (bench/plots.py, ``scale.png``) on hand-made results (no simulator run):
+"""The scale bench's plot (bench/plots/scale.py, ``scale.png``) on hand-made results (no simulator run):
 the four steady scenarios drawn against load, and a result without steady scenarios, which still
 draws the figure, its panels empty and saying so."""
 
