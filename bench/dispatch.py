@@ -32,8 +32,7 @@ from typing import Any
 
 from bench.common import emulator, log, machine, median_tree, spread, write_json
 from functions.api.requests import CreateJobIn
-from functions.api.service import JobService
-from functions.core.factories import build_dispatcher, build_network_policy, build_store
+from functions.core.factories import build_dispatcher, build_job_service, build_store
 from functions.core.model import bucket_of, bucket_start, iso
 from punctual.local.env import local_settings
 from punctual.local.provision import provision
@@ -80,7 +79,7 @@ def _measure(
     )
     store = build_store(settings)
     dispatcher = build_dispatcher(settings)
-    service = JobService(store, dispatcher, settings, build_network_policy(settings))
+    service = build_job_service(settings, store=store, dispatcher=dispatcher)
     # One minute, ten minutes from now: every job due in it.
     minute = (datetime.now(UTC) + timedelta(minutes=10)).replace(second=0, microsecond=0)
     began = time.perf_counter()

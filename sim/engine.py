@@ -29,10 +29,10 @@ from typing import Any
 
 from functions.api.bulk import bulk_action
 from functions.api.requests import BulkIn, CreateJobIn
-from functions.api.service import JobService
 from functions.api.views import BulkView
 from functions.core.aws_errors import throttling
 from functions.core.dispatching import Dispatcher
+from functions.core.factories import build_dispatcher, build_job_service, build_run_executor
 from functions.core.queue import WorkMessage
 from functions.core.resources import (
     WORKER_TIMEOUT_SECONDS,
@@ -43,7 +43,6 @@ from functions.core.sweep import FANOUT_SPREAD, staggered_starts
 from functions.core.targets.outcome import Delivery, TargetOutcome
 from functions.worker.batch import retry_visibility
 from functions.worker.context import ReturnLater
-from functions.worker.execute import RunExecutor
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import Parameters, quantile
 from sim.dynamodb import Capacity, SimTables
@@ -188,16 +187,21 @@ class Simulation:
         self.targets = SimTargets(self.world, self.lambdas, self.params, target_latency_seconds)
         tables: Any = self.tables
         never = self._no_crash
-        self.sweeper = Dispatcher(tables, self.queue, self.settings, clock=self.world, crash_point=never)
-        self.service = JobService(
-            tables,
-            Dispatcher(tables, self.queue, self.settings, clock=self.world, crash_point=never),
+        self.sweeper = self._dispatcher()
+        self.service = build_job_service(
             self.settings,
-            NetworkPolicy(allow_loopback=False, allow_list=(HOOK_HOST,)),
+            store=tables,
+            dispatcher=self._dispatcher(),
+            policy=NetworkPolicy(allow_loopback=False, allow_list=(HOOK_HOST,)),
             clock=self.world,
         )
-        self.executor = RunExecutor(
-            tables, self.queue, self.targets, self.settings, clock=self.world, crash_point=never
+        self.executor = build_run_executor(
+            self.settings,
+            store=tables,
+            queue=self.queue,
+            targets=self.targets,
+            clock=self.world,
+            crash_point=never,
         )
         self.executor.rng = random.Random(seed)
         self.esm = EventSourceMapping(
@@ -227,6 +231,13 @@ class Simulation:
     @staticmethod
     def _no_crash(_point: str) -> None:
         return None
+
+    def _dispatcher(self) -> Dispatcher:
+        """A dispatcher of this deployment, wired as the handlers wire theirs, on the simulated ports."""
+        tables: Any = self.tables
+        return build_dispatcher(
+            self.settings, store=tables, queue=self.queue, clock=self.world, crash_point=self._no_crash
+        )
 
     # ------------------------------------------------------------------------------- the API
 
@@ -364,9 +375,7 @@ class Simulation:
             # A fanned-out tick's invocations land on whichever warm containers Lambda picks, so the
             # one sweeping this group rarely swept it the tick before: it starts without the memory
             # of occurrences already dispatched (``Dispatcher._dispatched``) and reads their runs.
-            self.sweeper = Dispatcher(
-                self.sweeper.store, self.queue, self.settings, clock=self.world, crash_point=self._no_crash
-            )
+            self.sweeper = self._dispatcher()
         self.sweeper.sweep(start_at=start_at)
         self.ticks.append((began, self.world.now))
 
