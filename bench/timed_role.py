@@ -61,7 +61,7 @@ def overhead_seconds() -> float:
 
 # Threads that only ever run inside a handler invocation: the records of a worker batch, the
 # heartbeat of a running attempt, a target's call, the dispatcher's per-shard sweeps, its groups of
-# shards and its concurrent claims.
+# shards and its concurrent dispatches.
 _HANDLER_THREADS = (
     "record",
     "heartbeat-",

@@ -10,12 +10,12 @@ The emulator's own request counter (``/_punctual/requests``) checks the total.
 Four scenarios, each repeated (three times by default) on the same stack:
 
 - ``one_off_ahead``: one-off jobs created more than the look-ahead before their time (the usual
-  case: "call this at 13:00:05" made well in advance), so the dispatcher claims them;
-- ``one_off_soon``: one-off jobs due a few seconds after they are created, claimed and sent by the
+  case: "call this at 13:00:05" made well in advance), so the dispatcher dispatches them;
+- ``one_off_soon``: one-off jobs due a few seconds after they are created, dispatched by the
   api at once;
 - ``one_off_batch``: the ahead jobs again, created 100 a request through ``POST /v1/jobs/batch``
   (the API call and its invocation shared by the jobs of a request);
-- ``recurring``: crons every 10 s in steady state (a claim writes the next occurrence);
+- ``recurring``: crons every 10 s in steady state (a dispatch writes the next occurrence);
 - ``recurring_controls``: the same crons with issue 14's controls on (overlap ``skip``, ``max_runs``,
   jitter, alerts on failure and lateness, ``on_complete: delete``), none of which fires: what the
   controls cost a job that declares them when nothing goes wrong.
@@ -23,8 +23,8 @@ Four scenarios, each repeated (three times by default) on the same stack:
 The one-off batches of all repetitions overlap in time (three repetitions one after the other would
 take four minutes, most of it waiting for the look-ahead), but no call is charged to two of them:
 the api's calls go to the batch whose job it is creating, the dispatcher's to the batch its tick
-claims, the worker's and its event source mapping's to the batch executing then (each ahead batch
-runs 20 s after the one before, a soon batch while the dispatcher claims). Each figure is the median
+dispatches, the worker's and its event source mapping's to the batch executing then (each ahead batch
+runs 20 s after the one before, a soon batch while the dispatcher dispatches). Each figure is the median
 over the repetitions (``median``), with the lowest and highest of the headline ones (``spread``),
 and pooled over all of them (``pooled``).
 
@@ -41,7 +41,7 @@ per request, whatever the size, and absent for TransactWriteItems.
 
 The dispatcher's sweep costs the same per tick whether there is work or not; that fixed cost is
 measured on idle ticks (nothing in their window), subtracted from the per-job figures and reported
-per month instead. A sent trigger stays in its bucket, so the ticks after its claim read it again
+per month instead. A sent trigger stays in its bucket, so the ticks after its dispatch read it again
 (and check that its run exists) until their cursor passes its minute: what those ticks spend beyond
 an idle tick is shared by all executed jobs (``rescans_per_job``). The
 local SQS pollers long-poll with a 2 s wait, so their empty receives say nothing about AWS (Lambda's

@@ -166,11 +166,11 @@ def _rescans(
     triggers still in their buckets (the query, and the check that their run exists). Every job's
     trigger is re-read by the ticks whose window holds it, whichever scenario it belongs to, so the
     total is shared by all executions."""
-    claims = [interval for scenario in scenarios for interval in scenario.dispatcher]
+    dispatching = [interval for scenario in scenarios for interval in scenario.dispatcher]
     ticks = [
         tick
         for tick in _quiet_ticks(events, warmup_until)
-        if _reads_triggers(tick) and not _inside(tick["tick"]["t"], claims)
+        if _reads_triggers(tick) and not _inside(tick["tick"]["t"], dispatching)
     ]
     by_op: dict[str, Units] = {}
     for tick in ticks:

@@ -96,7 +96,7 @@ def run(
         for key in ("intervals", "repetition"):
             pooled.pop(key, None)
         result_scenarios[name] = _aggregate(runs, pooled)
-    # Creating a job: the api's requests for the ahead batches (claimed later by the dispatcher).
+    # Creating a job: the api's requests for the ahead batches (dispatched later by the dispatcher).
     ahead_runs = result_scenarios["one_off_ahead"]["runs"]
     result_scenarios["create_only"] = {
         "requests_per_create": median_tree([r["requests_per_job"]["api"] for r in ahead_runs]),

@@ -21,7 +21,7 @@ from tests.support.receiver import Receiver
 
 Interval = tuple[float, float]
 
-# The ahead batches: created right after a tick, due 64-67 s after it, so the next tick claims them
+# The ahead batches: created right after a tick, due 64-67 s after it, so the next tick dispatches them
 # all (its horizon is 70 s after that tick) and none is within the api's look-ahead when created.
 AHEAD_DUE_AFTER_TICK = (64.0, 67.0)
 # A worker starts on a message 2-3 s before its due time; its share of a batch begins this early.
@@ -121,7 +121,7 @@ def _create(stack: TimedStack, receiver: Receiver, scenario: Scenario, dues: lis
 
 
 def _soon(stack: TimedStack, receiver: Receiver, repetition: int, count: int, rng: random.Random) -> Scenario:
-    """One-off jobs due within seconds: the api claims and sends each one as it creates it."""
+    """One-off jobs due within seconds: the api dispatches each one as it creates it."""
     scenario = Scenario("one_off_soon", repetition, f"/soon{repetition}/")
     began = time.time()
     _create(stack, receiver, scenario, [time.time() + rng.uniform(*SOON_DUE_AFTER) for _ in range(count)])
@@ -144,9 +144,9 @@ def _one_offs(
 ) -> list[Scenario]:
     """The ahead and soon batches of every repetition, interleaved.
 
-    Each ahead batch is created right after a tick and claimed by the next one; the tick after that
+    Each ahead batch is created right after a tick and dispatched by the next one; the tick after that
     is idle, so the dispatcher's calls of those two ticks are the batch's. A soon batch runs while
-    the dispatcher claims (its jobs never reach the dispatcher). About a minute later each ahead
+    the dispatcher dispatches (its jobs never reach the dispatcher). About a minute later each ahead
     batch runs, 20 s after the one before, so the worker's calls are the batch's by time. Three
     repetitions of both take ~110 s instead of ~4 minutes one after the other."""
     aheads: list[Scenario] = []
@@ -160,12 +160,12 @@ def _one_offs(
         log(f"cost: repetition {k + 1}: {ahead} jobs due in a minute, then {soon} due within seconds")
         _create(stack, receiver, batch, [tick + rng.uniform(*AHEAD_DUE_AFTER_TICK) for _ in range(ahead)])
         # The dispatcher's share: from the creation on, the first tick that starts after the batch
-        # exists (it claims the batch) and the one after it (idle). Counted from the tick found
-        # before creating, a creation that outlasted the next tick's start left the claiming tick
+        # exists (it dispatches the batch) and the one after it (idle). Counted from the tick found
+        # before creating, a creation that outlasted the next tick's start left the dispatching tick
         # outside the interval (one repetition once read 5.0 WCU a job, the dispatcher's unit missing).
         created_from, created_until = batch.api[-1]
-        claim = math.ceil(created_until / TICK_SECONDS) * TICK_SECONDS
-        batch.dispatcher.append((created_from, claim + 2 * TICK_SECONDS))
+        dispatching = math.ceil(created_until / TICK_SECONDS) * TICK_SECONDS
+        batch.dispatcher.append((created_from, dispatching + 2 * TICK_SECONDS))
         aheads.append(batch)
         # A soon batch must be over before the first ahead batch's messages arrive.
         if not soon:
@@ -174,7 +174,7 @@ def _one_offs(
             soons.append(_soon(stack, receiver, k, soon, rng))
         else:
             deferred.append(k)
-        after = claim + 2 * TICK_SECONDS - 0.5
+        after = dispatching + 2 * TICK_SECONDS - 0.5
     for k, batch in enumerate(aheads):
         last = _wait_delivered(receiver, batch.paths, timeout=batch.due[1] - time.time() + 60)
         end = last + TAIL

@@ -44,7 +44,7 @@ def quota_us(memory_mb: int, period_us: int = DEFAULT_PERIOD_US) -> int:
 def due_seconds(earliest: float, count: int, spacing: int) -> list[float]:
     """``count`` whole epoch seconds from ``earliest`` on, ``spacing`` apart, each halfway between two
     of the dispatcher's ticks (it ticks on the multiples of ``spacing``): a tick's sweep (queries,
-    claims, the runs' QUEUED writes) never meets a batch in the emulator."""
+    sends, the runs' QUEUED writes) never meets a batch in the emulator."""
     second = math.ceil(earliest)
     second += (spacing // 2 - second) % spacing
     return [float(second + k * spacing) for k in range(count)]

@@ -164,7 +164,7 @@ def run(
     groups: dict[int, Group] = {}
     acct: Group | None = None
     workdir = Path(tempfile.mkdtemp(prefix="punctual-bench-memory-"))
-    # The first batch warms the dispatcher's path up (the first claims, sends and the worker's first
+    # The first batch warms the dispatcher's path up (the first dispatches and the worker's first
     # reads of runs the dispatcher wrote cost more), with no quota (``WARM_UP``); it is not counted.
     slots = [Slot(k, size, 0.0) for k, size in enumerate([WARM_UP, *slot_sizes(sizes, batches)])]
     restarts: list[dict[str, Any]] = []

@@ -14,7 +14,7 @@ from functions.core.model import parse_iso
 from functions.core.settings import Settings
 
 # The stack runs with its defaults, as users run it: a one-minute tick and the 120 s look-ahead (a
-# seconds-level cron's occurrences between ticks are dispatched by whoever claims the one before).
+# seconds-level cron's occurrences between ticks are dispatched by whoever dispatches the one before).
 TICK_SECONDS = 60
 LOOKAHEAD_SECONDS = Settings().lookahead_seconds
 # Seconds-level crons: every 10 s (the default minimum interval), at different offsets.
@@ -42,7 +42,7 @@ def _ts(text: str) -> float:
 
 def _burst_offset(window: int) -> int:
     """The burst's second, counted from the window's start: a whole second beyond the look-ahead
-    when the window is long enough for that (the dispatcher claims it), past the middle of the window."""
+    when the window is long enough for that (a tick's sweep dispatches it), past the middle of the window."""
     return min(window - 5, max(int(window * 0.55), LOOKAHEAD_SECONDS + 5))
 
 

@@ -150,7 +150,7 @@ def _run_once(
     with local_stack(workers=workers, tick_seconds=None, lookahead_seconds=None) as stack:
         api = stack.api
         with Receiver() as receiver:
-            # Creating a job takes ~60-70 ms here (one due within the look-ahead is claimed and sent
+            # Creating a job takes ~60-70 ms here (one due within the look-ahead is dispatched
             # by its create); the window starts once every job exists.
             lead = 3 + 0.075 * (jobs + burst + whole_seconds_jobs(whole_seconds))
             start = float(int(time.time() + lead) + 1)

@@ -258,7 +258,7 @@ def job_view(deps: Deps, job: Job, now: datetime, runs: list[Run] | None = None)
     history_runs = recent_runs(deps, job) if runs is None else runs
     history = job_history(job, history_runs)
     job = replace(job, status=history.status)
-    # What will fire next, from the schedule: the dispatcher claims occurrences ahead of time, so
+    # What will fire next, from the schedule: the dispatcher dispatches occurrences ahead of time, so
     # its own frontier (next_trigger_at) is often one occurrence further than the next firing.
     # max_runs: the runs left are those not yet due (a run set off ahead of its time is still to come).
     remaining = None

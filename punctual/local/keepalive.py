@@ -3,7 +3,7 @@
 werkzeug's development server closes the connection after every answer, because Python's
 ``http.server`` cannot find the next request in a stream whose body was left unread. Every request
 then paid a new TCP connection, in the emulator and in the client (a third of the dispatcher's CPU a
-claim in ``make bench``), where AWS's endpoints keep connections open. Here each request's body is
+dispatch in ``make bench``), where AWS's endpoints keep connections open. Here each request's body is
 read whole before the application sees it, so the connection stays open for the next request.
 """
 

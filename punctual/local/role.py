@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
             serve(args.host, args.port, parse_tokens(os.environ.get("PUNCTUAL_TOKENS")))
         elif args.role == "dispatcher":
             # On AWS every function has its own CPU; here all roles share the machine's few cores,
-            # and a tick's burst of claims (work for runs a minute ahead) made workers calling a
+            # and a tick's burst of dispatches (work for runs a minute ahead) made workers calling a
             # target at its second wait for a core. The dispatcher yields to them.
             os.nice(DISPATCHER_NICENESS)
             roles.run_dispatcher(settings, args.tick_seconds)

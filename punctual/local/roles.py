@@ -29,7 +29,7 @@ def run_dispatcher(settings: Settings, tick_seconds: float) -> None:
 
     It also sweeps once as it starts: an EventBridge rule ticks whatever became of the previous
     invocation, but this role, restarted after dying just before a tick, would otherwise miss that
-    tick and leave a minute of claims (and claims its predecessor left unsent) to the next one.
+    tick and leave a minute of dispatches (and those its predecessor left unsent) to the next one.
     Sweeps are safe to run twice.
     """
     from functions.dispatcher.handler import handler

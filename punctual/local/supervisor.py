@@ -91,7 +91,7 @@ class LocalStack:
                     "--port",
                     str(emulator_port),
                     # Here every role shares the machine's few cores (on AWS each function has its
-                    # own): a tick's burst of claims kept the emulator busy while workers had to
+                    # own): a tick's burst of dispatches kept the emulator busy while workers had to
                     # call targets at their second. Workers come first, then the emulator (whose
                     # answers workers need half a second ahead), then the dispatcher.
                     "--niceness",

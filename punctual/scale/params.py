@@ -295,8 +295,9 @@ class Parameters:
 
     # ---------------------------------------------------------------------- the engine's own CPU
     # On this machine's core (one full vCPU: 1,769 MB on Lambda). What the engine's Python does
-    # around each request (building it, signing, parsing the answer) dominates: the claims bench
-    # measures 1.9-2.7 ms of dispatcher CPU per claim over 1.2-1.5 requests per claim.
+    # around each request (building it, signing, parsing the answer) dominates: the dispatch bench
+    # (bench/dispatch.py) measures 1.9-2.7 ms of dispatcher CPU per dispatch over 1.2-1.5 requests per
+    # dispatch.
     cpu_per_request_ms: float = field(
         default=1.8,
         metadata=_about(

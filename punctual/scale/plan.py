@@ -5,7 +5,7 @@ planner's sizing is checked (docs/scale.md).
 
 The sizing, each step from a parameter or a simulated figure:
 
-- **Sweeps.** A busy sweep is CPU-bound: each claim costs its requests' CPU on the boto3 path (one
+- **Sweeps.** A busy sweep is CPU-bound: each dispatch costs its requests' CPU on the boto3 path (one
   run written for every job, a job read and a next occurrence written for a recurring one, a share of
   the bucket's query and run reads). One sweep invocation (a full vCPU) is given 40 s of each minute;
   the shards are two a sweep, at least the default eight.
@@ -46,7 +46,7 @@ class Plan:
     crons: float
     spike: bool
     deployment: Deployment
-    claim_cpu_ms: float
+    dispatch_cpu_ms: float
     worker_seconds: float
     usd_per_million: dict[str, float]
     quotas: list[str] = field(default_factory=list)
@@ -65,10 +65,10 @@ def plan(
     per_second = jobs_per_minute / 60
     # One run written per job; a recurring one also reads its job and writes its next occurrence; a
     # tenth of a request for the bucket's query and the runs' read.
-    requests_per_claim = 1 + 2 * crons + 0.2
-    claim_cpu_ms = params.cpu_per_request_ms * requests_per_claim
+    requests_per_dispatch = 1 + 2 * crons + 0.2
+    dispatch_cpu_ms = params.cpu_per_request_ms * requests_per_dispatch
     dispatcher_vcpu = min(1.0, DISPATCHER_MEMORY_MB / params.lambda_full_vcpu_mb)
-    per_sweep = SWEEP_SECONDS * 1000 * dispatcher_vcpu / claim_cpu_ms
+    per_sweep = SWEEP_SECONDS * 1000 * dispatcher_vcpu / dispatch_cpu_ms
     sweeps = max(1, math.ceil(jobs_per_minute / per_sweep))
     shards = max(DEFAULT_SHARDS, 2 * sweeps)
     shards = math.ceil(shards / sweeps) * sweeps  # each sweep its own whole shards
@@ -119,15 +119,15 @@ def plan(
         crons=crons,
         spike=spike,
         deployment=deployment,
-        claim_cpu_ms=round(claim_cpu_ms, 2),
+        dispatch_cpu_ms=round(dispatch_cpu_ms, 2),
         worker_seconds=round(worker_seconds, 2),
-        usd_per_million=_cost(params, crons, claim_cpu_ms, worker_seconds, per_second),
+        usd_per_million=_cost(params, crons, dispatch_cpu_ms, worker_seconds, per_second),
         quotas=quotas,
     )
 
 
 def _cost(
-    params: Parameters, crons: float, claim_cpu_ms: float, worker_seconds: float, per_second: float
+    params: Parameters, crons: float, dispatch_cpu_ms: float, worker_seconds: float, per_second: float
 ) -> dict[str, float]:
     """Dollars per million jobs, by service: the units and requests a job uses (as the simulator
     counts them at load), the worker's invocations shared by a batch (a batch holds what becomes
@@ -139,7 +139,7 @@ def _cost(
     rcu = 1.0
     sqs = 4 / batch + 0.05  # a receive, a delete and a hold a batch; a send for ten
     gb_seconds = worker_seconds / batch * WORKER_MEMORY_MB / 1024
-    gb_seconds += claim_cpu_ms / 1000 * DISPATCHER_MEMORY_MB / 1024
+    gb_seconds += dispatch_cpu_ms / 1000 * DISPATCHER_MEMORY_MB / 1024
     api = 1 - crons  # a one-off is created once, a hundred to a request
     return {
         "dynamodb": round((wcu * params.usd_per_million_wru + rcu * params.usd_per_million_rru), 2),

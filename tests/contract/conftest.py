@@ -98,7 +98,7 @@ class World:
             job_version=job.version,
         )
 
-    def claimed_run(self, **options: Any) -> tuple[Job, Run]:
+    def dispatched_run(self, **options: Any) -> tuple[Job, Run]:
         """A job whose first occurrence was dispatched: its run is QUEUED."""
         job, trigger = self.created(**options)
         run = self.run(job, trigger.scheduled_for)
@@ -108,7 +108,7 @@ class World:
         return job, stored
 
     def running(self, **options: Any) -> tuple[Job, Run]:
-        job, run = self.claimed_run(**options)
+        job, run = self.dispatched_run(**options)
         started = self.tables.start_attempt(
             run, token="lease-1", now=run.scheduled_for, lease_until=run.scheduled_for + timedelta(seconds=20)
         )

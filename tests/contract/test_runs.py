@@ -26,7 +26,7 @@ from tests.contract.conftest import NOW, SHARDS, World, attempt
 
 
 def test_an_attempt_starts_once_and_a_lapsed_one_is_taken_over_once(world: World, tables: Tables) -> None:
-    job, queued = world.claimed_run()
+    job, queued = world.dispatched_run()
     at = queued.scheduled_for + timedelta(milliseconds=40)
     started = tables.start_attempt(queued, token="a", now=at, lease_until=at + timedelta(seconds=20))
     assert (started.status, started.attempt, started.executions, started.lateness_ms) == (
@@ -185,7 +185,7 @@ def test_a_retry_keeps_the_run_open_and_can_leave_a_trigger_to_wake_it(world: Wo
 def test_a_run_without_a_running_attempt_is_ended_by_the_status_and_version_read(
     world: World, tables: Tables
 ) -> None:
-    job, run = world.claimed_run()
+    job, run = world.dispatched_run()
     assert not tables.mark_run(replace(run, job_version=7), RunStatus.SKIPPED, now=NOW, error="x")
     assert tables.mark_run(run, RunStatus.SKIPPED, now=NOW, error="job paused")
     assert not tables.mark_run(run, RunStatus.CANCELLED, now=NOW, error="late"), "it is SKIPPED now"

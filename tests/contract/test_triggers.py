@@ -57,7 +57,7 @@ def test_a_run_is_written_once_and_read_back_in_a_batch(world: World, tables: Ta
 def test_an_occurrence_runs_once_unless_its_run_is_of_an_older_version_and_never_started(
     world: World, tables: Tables
 ) -> None:
-    job, run = world.claimed_run()
+    job, run = world.dispatched_run()
     # a resume (a new version) onto the same occurrence replaces the QUEUED run of the old version
     resumed = replace(job, version=2)
     tables.update_job(job, resumed)

@@ -104,7 +104,7 @@ def test_one_off_and_cron_jobs_fire_at_their_second_exactly_once(local_stack: Ap
 @pytest.mark.xdist_group("default-tick-stack")
 def test_a_seconds_cron_fires_on_time_between_ticks_of_the_default_one_minute_tick(tmp_path: Path) -> None:
     """The stack as ``make run`` starts it (one-minute tick, 120 s look-ahead): each occurrence of a
-    10-second cron is dispatched by whoever wrote its trigger (the create, then each claim), not by
+    10-second cron is dispatched by whoever wrote its trigger (the create, then each dispatch), not by
     the next tick, which may come up to a minute after it was due."""
     with (
         run_local_stack(tmp_path, tick_seconds=None, lookahead_seconds=None) as stack,

@@ -59,7 +59,7 @@ def test_the_stack_runs_the_serialising_emulator_not_stock_moto(local_stack: Api
 
 
 def test_the_dispatcher_yields_the_cores_to_the_workers(local_stack: Api) -> None:
-    """Locally all roles share a few cores; a tick's claims must not delay a call due at its second."""
+    """Locally all roles share a few cores; a tick's dispatches must not delay a call due at its second."""
     from punctual.local.role import DISPATCHER_NICENESS
 
     pids = role_pids(local_stack)

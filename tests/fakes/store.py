@@ -1,7 +1,7 @@
 """``MemoryStore``: the table's ports in memory, with DynamoDB's conditional semantics.
 
 Every method does what its DynamoDB twin in ``functions/core/store`` does, condition by condition,
-under one lock (a transaction is all or none, and claims run on several threads). Items are kept
+under one lock (a transaction is all or none, and dispatches run on several threads). Items are kept
 as DynamoDB would return them: each is written through the same item conversion, so times have
 millisecond precision and JSON fields are copies, exactly as a read from the table gives them.
 """

@@ -332,7 +332,7 @@ def test_given_each_role_when_synthesized_then_it_gets_exactly_its_own_item_acti
         for a in _as_list(s["Action"])
     }
     assert granted == set(TABLE_ITEM_ACTIONS[role])
-    if role == "worker":  # it claims nothing and deletes triggers one by one at most
+    if role == "worker":  # it dispatches nothing and deletes triggers one by one at most
         assert not granted & {"dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"}
 
 

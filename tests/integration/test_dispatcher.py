@@ -1,4 +1,4 @@
-"""The dispatcher against moto: claim → send, chains, crashes, races and misfires."""
+"""The dispatcher against moto: dispatch (plan → send → record), chains, crashes, races and misfires."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_a_seconds_cron_is_dispatched_up_to_the_lookahead_by_its_create_not_by_t
         schedule={"cron": "*/10 * * * * *"}, target={"type": "http", "url": "http://127.0.0.1:9/"}
     )
     # Then, with no tick at all, every occurrence due before now + look-ahead was already sent: the
-    # claim of each wrote the next, and the API went on claiming the chain (the next tick may come
+    # dispatch of each wrote the next, and the API went on dispatching the chain (the next tick may come
     # up to a minute later, after several of them were due)
     expected = _every_10s_until_lookahead(harness, harness.clock() - timedelta(seconds=1))
     assert _scheduled_slots(harness, job["job_id"]) == expected
@@ -169,7 +169,7 @@ def test_two_dispatchers_at_once_dispatch_each_occurrence_once(harness: Harness)
     assert sum(len(harness.store.list_runs(job_id, limit=5)[0]) for job_id in jobs) == 25
 
 
-def test_dispatcher_dying_between_claim_and_send_loses_nothing(harness: Harness) -> None:
+def test_dispatcher_dying_between_plan_and_send_loses_nothing(harness: Harness) -> None:
     job = at_job(harness, 200)
     harness.clock.advance(90)
     harness.crash_at.add("after_plan_before_send")

@@ -48,7 +48,7 @@ def sent_jobs(harness: Harness) -> list[str]:
     return [message.job_id for message, _delay in harness.queue.sent]
 
 
-def test_a_sweep_over_some_shards_claims_only_their_triggers(harness: Harness) -> None:
+def test_a_sweep_over_some_shards_dispatches_only_their_triggers(harness: Harness) -> None:
     by_shard = jobs_due_in_every_shard(harness)
     report = harness.dispatcher.sweep(shards=[0, 2])
     assert sorted(sent_jobs(harness)) == sorted(by_shard[0] + by_shard[2])
@@ -130,7 +130,7 @@ def test_locally_a_fanned_out_tick_sweeps_every_group_on_threads(fanned_out: Har
     assert summary["dispatched"] == len(everything) and summary["shards"] == harness.settings.shard_count
 
 
-def test_concurrent_claims_of_a_large_page_send_each_trigger_exactly_once(harness: Harness) -> None:
+def test_concurrent_dispatches_of_a_large_page_send_each_trigger_exactly_once(harness: Harness) -> None:
     settings = harness.settings.replace(dispatch_concurrency=16)
     dispatcher = build_dispatcher(settings, store=harness.store, queue=harness.queue, clock=harness.clock)
     by_shard = jobs_due_in_every_shard(harness, per_shard=10)

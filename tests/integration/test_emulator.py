@@ -324,7 +324,7 @@ def _raw_request(target: str, body: bytes) -> bytes:
 
 def test_a_connection_stays_open_for_the_next_request(moto_endpoint: str) -> None:
     """werkzeug closed every connection, so each request paid a new one (a third of the dispatcher's
-    CPU a claim in make bench); kept open, its drain after an answer must not swallow the next
+    CPU a dispatch in make bench); kept open, its drain after an answer must not swallow the next
     request."""
     import socket
     from urllib.parse import urlparse

@@ -81,7 +81,7 @@ def test_patching_target_and_payload_applies_to_the_next_run(harness: Harness, r
 
 def first_minute_after_the_lookahead(h: Harness, moment: datetime) -> datetime:
     """The next trigger of an every-minute job dispatched at ``moment``: its occurrences up to the
-    look-ahead were claimed and sent then, the first one beyond it waits in the table."""
+    look-ahead were dispatched then, the first one beyond it waits in the table."""
     horizon = moment + timedelta(seconds=h.settings.lookahead_seconds)
     return (horizon + timedelta(minutes=1)).replace(second=0, microsecond=0)
 

@@ -60,7 +60,7 @@ def test_every_role_is_granted_exactly_the_table_actions_its_code_paths_make(
     h = harness
     target = {"type": "http", "url": receiver.url + "/ok"}
     with Receiver(lambda _path, _n: (503, b"busy")) as failing:
-        # api: create (one due at once is claimed right away), read, list, patch, pause, resume, run,
+        # api: create (one due at once is dispatched right away), read, list, patch, pause, resume, run,
         # cancel a run and a job, stats
         soon = h.create(schedule={"at": iso(h.clock() + timedelta(seconds=2))}, target=target, name="soon")
         cron = h.create(schedule={"cron": "*/10 * * * * *"}, target=target, name="often")
@@ -88,7 +88,7 @@ def test_every_role_is_granted_exactly_the_table_actions_its_code_paths_make(
         h.service.cancel_run(h.owner, later["job_id"], run["run_id"])
         h.service.stats(h.owner)
         h.service.pause_job(h.owner, cron["job_id"])
-        # "run now" whose request ended after writing its trigger: the next sweep claims it
+        # "run now" whose request ended after writing its trigger: the next sweep dispatches it
         job = h.job(later["job_id"])
         h.store.put_trigger(make_trigger(job, h.clock(), now=h.clock(), shard_count=4, kind=RunKind.MANUAL))
         # worker: successes, a retry through the table, a final failure (which frees the job's name),
@@ -100,7 +100,7 @@ def test_every_role_is_granted_exactly_the_table_actions_its_code_paths_make(
         (ran,) = h.store.list_runs(doomed["job_id"], limit=1)[0]
         wake = make_trigger(h.job(doomed["job_id"]), ran.scheduled_for, now=h.clock(), shard_count=4)
         h.store.put_trigger(replace(wake, run_id=ran.run_id, fire_at=h.clock(), is_retry=True))
-        # dispatcher: ticks that claim the chain and the manual run, wake the long retry up and delete
+        # dispatcher: ticks that dispatch the chain and the manual run, wake the long retry up and delete
         # the paused job's stale triggers
         recorder.role = "dispatcher"
         for _ in range(3):
