@@ -59,9 +59,8 @@ def _measure(endpoint: str, receiver: int, runs: int, repetition: int) -> dict[s
     settings = provision(local_settings(endpoint, prefix=f"workercpu{repetition}"))
     os.environ.update(settings.to_env())  # the worker's handler builds its adapters from these
     from functions.api.requests import CreateJobIn
-    from functions.api.service import JobService
     from functions.core import aws
-    from functions.core.factories import build_dispatcher, build_network_policy, build_store
+    from functions.core.factories import build_dispatcher, build_job_service, build_store
     from functions.core.model import iso
     from functions.core.settings import get_settings
     from functions.worker import handler as worker
@@ -70,9 +69,8 @@ def _measure(endpoint: str, receiver: int, runs: int, repetition: int) -> dict[s
 
     get_settings.cache_clear()  # this repetition's table and queues
     worker.run_executor.cache_clear()
-    service = JobService(
-        build_store(settings), build_dispatcher(settings), settings, build_network_policy(settings)
-    )
+    # This repetition's table and queue (the process's default dispatcher is cached for the first).
+    service = build_job_service(settings, store=build_store(settings), dispatcher=build_dispatcher(settings))
     due = datetime.now(UTC) + timedelta(seconds=5)
     for _ in range(runs):
         service.create_job(
