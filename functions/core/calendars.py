@@ -58,7 +58,9 @@ class Calendar:
     holidays: tuple[HolidaySource, ...] = ()
     dates: frozenset[date] = frozenset()
     yearly: frozenset[tuple[int, int]] = frozenset()  # (month, day)
-    # An exchange's closed days, as expanded when the calendar was written, up to ``expanded_until``.
+    exchanges: tuple[str, ...] = ()  # MIC codes, e.g. XNYS
+    # The exchanges' closed days, as expanded when the calendar was written, up to ``expanded_until``
+    # (the end of what ``exchange-calendars`` knows then).
     exchange_closed: frozenset[date] = frozenset()
     expanded_until: date | None = None
     version: int = 1
@@ -75,8 +77,19 @@ class Calendar:
             return "excluded date"
         if (day.month, day.day) in self.yearly:
             return "excluded every year"
-        if day in self.exchange_closed:
-            return "exchange closed"
+        if self.exchanges:
+            if self.expanded_until is None or day > self.expanded_until:
+                # Unknown is not open: a guess would run a job on a closed exchange's day.
+                known = (
+                    "never expanded" if self.expanded_until is None else f"known up to {self.expanded_until}"
+                )
+                raise CalendarError(
+                    f"calendar {self.name!r}: the trading days of {', '.join(self.exchanges)} are not known"
+                    f" for {day} ({known})",
+                    "calendar",
+                )
+            if day in self.exchange_closed:
+                return f"{', '.join(self.exchanges)} closed"
         return None
 
     def business_day(self, day: date, step: int) -> date:

@@ -37,13 +37,24 @@ def test_explicit_and_yearly_dates_and_an_exchanges_closed_days_are_excluded() -
         "office",
         dates=frozenset({date(2026, 3, 2)}),
         yearly=frozenset({(12, 24)}),
+        exchanges=("XNYS",),
         exchange_closed=frozenset({date(2026, 11, 26)}),
+        expanded_until=date(2027, 12, 31),
     )
     assert calendar.excludes(date(2026, 3, 2)) == "excluded date"
     assert calendar.excludes(date(2027, 3, 2)) is None
     assert calendar.excludes(date(2027, 12, 24)) == "excluded every year"
-    assert calendar.excludes(date(2026, 11, 26)) == "exchange closed"
+    assert calendar.excludes(date(2026, 11, 26)) == "XNYS closed"
     assert calendar.excludes(date(2026, 11, 25)) is None
+
+
+def test_an_exchanges_day_beyond_what_was_expanded_is_refused_not_guessed_open() -> None:
+    calendar = Calendar("nyse", exchanges=("XNYS",), expanded_until=date(2027, 12, 31))
+    assert calendar.excludes(date(2027, 12, 31)) is None
+    with pytest.raises(CalendarError, match=r"XNYS are not known for 2028-01-03 \(known up to 2027-12-31\)"):
+        calendar.excludes(date(2028, 1, 3))
+    with pytest.raises(CalendarError, match="never expanded"):
+        Calendar("empty", exchanges=("XNYS",)).excludes(date(2026, 11, 25))
 
 
 def test_an_occurrence_on_an_excluded_day_is_skipped_or_moved_keeping_its_wall_time() -> None:
