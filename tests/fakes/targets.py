@@ -7,12 +7,13 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from functions.core.lifecycle import CANCELLED_ERROR
 from functions.core.targets.outcome import Delivery, TargetOutcome
 
 OK = TargetOutcome(True, False, 200, None, '{"ok": true}', 5)
 
 
-CANCELLED = TargetOutcome(False, False, None, "cancelled", "", 0)
+CANCELLED = TargetOutcome(False, False, None, CANCELLED_ERROR, "", 0)
 
 
 def failure(status_code: int, *, retriable: bool) -> TargetOutcome:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
+from functions.core.lifecycle import CANCELLED_ERROR
 from functions.core.ssrf_guard import ForbiddenAddressError, NetworkPolicy, TargetError
 from functions.core.targets.aws import AwsDeliveries
 from functions.core.targets.http import Exchange, HttpDelivery
@@ -114,7 +115,7 @@ class TargetExecutor:
         if target["type"] == "http" and target.get("timeout_seconds") is not None:
             budget = min(budget, float(target["timeout_seconds"]))
         if cancel is not None and cancel.is_set():
-            return self._finish(failure("cancelled", retriable=False), started)
+            return self._finish(failure(CANCELLED_ERROR, retriable=False), started)
         if not budget > 0:
             return self._fail(failure(f"timeout after {seconds_text(budget)}", retriable=True), wait)
 
@@ -212,7 +213,7 @@ class TargetExecutor:
         if answered is not None:
             return self._finish(answered, sent)
         if stop == "cancelled":
-            return self._finish(failure("cancelled", retriable=False), sent)
+            return self._finish(failure(CANCELLED_ERROR, retriable=False), sent)
         return self._finish(failure(f"timeout after {seconds_text(budget)}", retriable=True), sent)
 
     # ------------------------------------------------------------------------------------------ HTTP
