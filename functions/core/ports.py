@@ -9,7 +9,7 @@ and one contract suite (``tests/contract``) holds both to them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -17,6 +17,7 @@ from functions.core.frontier import Frontier
 from functions.core.model import Attempt, Job, JobStatus, Reason, Run, RunStatus, Trigger
 
 if TYPE_CHECKING:
+    from functions.core.calendars import Calendar
     from functions.core.queue import WorkMessage
     from functions.core.targets.outcome import Delivery, TargetOutcome
 
@@ -259,6 +260,33 @@ class RunStore(Protocol):
         """End a run that has no attempt running (cancelled, skipped), guarded by what was read; or
         cancel one that has (its worker's heartbeat notices). ``overlap_with``: the run it was
         skipped or cancelled for (the overlap policy)."""
+
+
+class CalendarExists(ConflictError):
+    """The owner has a calendar of this name already (a create, not a replace)."""
+
+    def __init__(self, message: str = "calendar") -> None:
+        super().__init__(message)
+
+
+class CalendarStore(Protocol):
+    """An owner's business calendars (``functions/core/calendars.py``), one item each."""
+
+    def get_calendar(self, owner: str, name: str) -> Calendar | None: ...
+
+    def get_calendars(self, owner: str, names: Collection[str]) -> dict[str, Calendar]:
+        """The calendars of these names that exist, in one round trip: what a dispatch reads."""
+
+    def list_calendars(self, owner: str) -> list[Calendar]:
+        """All of the owner's calendars, by name."""
+
+    def put_calendar(self, owner: str, calendar: Calendar, *, expected_version: int | None) -> None:
+        """Write ``calendar`` (its ``version`` as given). ``expected_version`` None: a create, refused
+        with ``CalendarExists`` if the name is taken; else a replace of that version, refused with
+        ``VersionChanged`` if the stored one is another (or gone)."""
+
+    def delete_calendar(self, owner: str, name: str, *, expected_version: int | None = None) -> bool:
+        """Delete the calendar (of that version, if given); False if there was none (or another version)."""
 
 
 class Tables(JobStore, TriggerStore, RunStore, Protocol):

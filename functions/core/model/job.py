@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from functions.core.calendars import OnExcluded
 from functions.core.model.policies import (
     AlertKind,
     Alerts,
@@ -56,6 +57,10 @@ class Job:
     alerts: Alerts | None = None
     # An SQS target (of the allow-list) that receives each run that ended FAILED, with its error.
     dead_letter: dict[str, Any] | None = None
+    # The owner's business calendar its schedule follows (docs/concepts.md, "Business calendars"),
+    # and what becomes of an occurrence on a day the calendar excludes.
+    calendar: str | None = None
+    on_excluded: OnExcluded = OnExcluded.SKIP
 
     def alerts_on(self, kind: AlertKind) -> bool:
         """Whether this job wants an alert of ``kind``."""

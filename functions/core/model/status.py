@@ -86,3 +86,5 @@ class Reason(StrEnum):
     MISFIRE_COLLAPSED = "misfire_collapsed"
     JOB_CANCELLED = "job_cancelled"
     CANCELLED = "cancelled"
+    CALENDAR = "calendar"  # its day is one the job's calendar excludes (on_excluded: skip)
+    LIMITED = "limited"  # a QUEUED run waiting for a slot of a target limit

@@ -9,6 +9,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from functions.core.calendars import OnExcluded
 from functions.core.model import (
     TRIGGER_RETENTION,
     Alerts,
@@ -94,6 +95,8 @@ def job_to_item(job: Job, first_trigger: Trigger | None = None) -> dict[str, Any
         "max_runs": job.max_runs,
         "alerts": json.dumps(job.alerts.to_dict()) if job.alerts is not None else None,
         "dead_letter": json.dumps(job.dead_letter) if job.dead_letter is not None else None,
+        "calendar": job.calendar,
+        "on_excluded": job.on_excluded.value if job.calendar is not None else None,
         "on_complete": job.on_complete.value if job.on_complete is not OnComplete.KEEP else None,
         "delete_after_days": job.delete_after_days if job.on_complete is not OnComplete.KEEP else None,
         TTL_ATTRIBUTE: int(job.expires_at.timestamp()) if job.expires_at is not None else None,
@@ -166,6 +169,8 @@ def _job_from_data(data: Mapping[str, Any]) -> Job:
         max_runs=optional_int(data.get("max_runs")),
         alerts=Alerts.from_dict(json.loads(data["alerts"])) if data.get("alerts") else None,
         dead_letter=json.loads(data["dead_letter"]) if data.get("dead_letter") else None,
+        calendar=data.get("calendar"),
+        on_excluded=OnExcluded(data.get("on_excluded") or OnExcluded.SKIP.value),
         on_complete=OnComplete(data.get("on_complete") or OnComplete.KEEP.value),
         delete_after_days=int(data.get("delete_after_days") or 7),
         expires_at=from_ms(int(data[TTL_ATTRIBUTE]) * 1000) if data.get(TTL_ATTRIBUTE) is not None else None,

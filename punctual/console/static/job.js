@@ -9,7 +9,7 @@ import {
 import { Alerts, JobForm } from "./form.js";
 import { Plot } from "./plot.js";
 
-const REASONS = ["paused", "misfire_skipped", "misfire_collapsed", "overlap", "superseded", "job_cancelled", "cancelled"];
+const REASONS = ["paused", "misfire_skipped", "misfire_collapsed", "overlap", "superseded", "job_cancelled", "cancelled", "calendar", "limited"];
 const LIVE = ["ACTIVE", "PAUSED"];
 
 export function JobView({ jobId, editing, notify }) {
