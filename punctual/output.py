@@ -74,6 +74,8 @@ def schedule_text(schedule: dict[str, Any]) -> str:
         if schedule.get(kind):
             zone = schedule.get("timezone")
             suffix = f" {zone}" if zone and zone != "UTC" and kind != "at" else ""
+            if schedule.get("calendar"):
+                suffix += f", calendar {schedule['calendar']} ({schedule.get('on_excluded') or 'skip'})"
             return f"{kind} {schedule[kind]}{suffix}"
     return "-"
 

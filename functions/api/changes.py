@@ -8,9 +8,18 @@ from typing import TYPE_CHECKING, Any
 from functions.api.errors import Conflict, InvalidInput
 from functions.api.jobs import dispatch_if_due, owned_job, trigger_for, write
 from functions.api.policy import checked_alerts, checked_dead_letter, checked_target, checked_templates
-from functions.api.schedules import check_jitter, check_max_runs, first_fire_time, schedule_of
+from functions.api.schedules import (
+    calendar_of,
+    check_jitter,
+    check_max_runs,
+    first_fire_time,
+    job_timing,
+    schedule_of,
+    timing_with,
+)
 from functions.api.views import JobView, as_dispatched, job_view
 from functions.core.model import JobStatus, RetryPolicy, fire_time
+from functions.core.timing import FireTimes
 
 if TYPE_CHECKING:  # the models load with pydantic, when a request has a body to check
     from functions.api.deps import Deps
@@ -41,14 +50,20 @@ def patch_job(deps: Deps, owner: str, job_id: str, request: PatchJobIn) -> JobVi
     if "signing_secret" in given:
         changes["secret"] = request.signing_secret
     first = None
+    timing: FireTimes | None = None
     if "schedule" in given:
         if request.schedule is None:
             raise InvalidInput("a job needs a schedule", "schedule")
+        schedule = schedule_of(request.schedule, now, deps.settings)
+        calendar = calendar_of(deps, job.owner, request.schedule, schedule)
+        timing = timing_with(schedule, calendar, request.schedule.on_excluded)
         changes.update(
-            schedule=schedule_of(request.schedule, now, deps.settings),
+            schedule=schedule,
             misfire=request.schedule.misfire,
             catchup_seconds=request.schedule.catchup_seconds,
             overlap=request.schedule.overlap,
+            calendar=request.schedule.calendar,
+            on_excluded=request.schedule.on_excluded,
         )
     if "pause_on_failures" in given:
         changes["pause_on_failures"] = request.pause_on_failures
@@ -70,7 +85,7 @@ def patch_job(deps: Deps, owner: str, job_id: str, request: PatchJobIn) -> JobVi
         schedule = changes.get("schedule", job.schedule)
         check_jitter(schedule, changes.get("jitter_seconds", job.jitter_seconds))
         check_max_runs(schedule, changes.get("max_runs", job.max_runs))
-        first = first_fire_time(schedule, now)
+        first = first_fire_time(timing or job_timing(deps, job), now)
         changes.update(
             version=job.version + 1, next_trigger_at=first if job.status is JobStatus.ACTIVE else None
         )
@@ -84,7 +99,7 @@ def patch_job(deps: Deps, owner: str, job_id: str, request: PatchJobIn) -> JobVi
     if first is not None and job.status is JobStatus.ACTIVE:
         trigger = trigger_for(deps, updated, first, now)
     elif first is not None and updated.pause_until is not None:
-        resumes = updated.first_after_pause()
+        resumes = updated.first_after_pause(timing or job_timing(deps, job))
         if resumes is not None:
             due = max(fire_time(updated, resumes), updated.pause_until)
             trigger = trigger_for(deps, updated, resumes, now, due)

@@ -12,7 +12,14 @@ from functions.api.errors import ApiError, Conflict, InvalidInput, PayloadTooLar
 from functions.api.guards import MAX_BODY_BYTES
 from functions.api.jobs import dispatch_if_due, ended_name_holder, trigger_for
 from functions.api.policy import checked_alerts, checked_dead_letter, checked_target, checked_templates
-from functions.api.schedules import check_jitter, check_max_runs, first_fire_time, schedule_of
+from functions.api.schedules import (
+    calendar_of,
+    check_jitter,
+    check_max_runs,
+    first_fire_time,
+    schedule_of,
+    timing_with,
+)
 from functions.api.views import CreatedJobView, JobView, as_dispatched, job_view
 from functions.core.model import Job, RetryPolicy, Trigger, TriggerState, bucket_of, new_job_id
 from functions.core.ports import ConflictError, IdempotencyKeyTaken, JobExists, NameTaken
@@ -107,7 +114,8 @@ def _create(
     check_jitter(schedule, request.jitter_seconds)
     check_max_runs(schedule, request.max_runs)
     alerts = checked_alerts(deps, request.alerts)
-    first = first_fire_time(schedule, now)
+    calendar = calendar_of(deps, owner, request.schedule, schedule)
+    first = first_fire_time(timing_with(schedule, calendar, request.schedule.on_excluded), now)
     if job_id is None:
         # A one-off job without jitter lives in the trigger partition of its due minute, as its
         # own first trigger (one item to write); the id names that home. A jittered one derives
@@ -136,6 +144,8 @@ def _create(
         misfire=request.schedule.misfire,
         catchup_seconds=request.schedule.catchup_seconds,
         overlap=request.schedule.overlap,
+        calendar=request.schedule.calendar,
+        on_excluded=request.schedule.on_excluded,
         created_at=now,
         updated_at=now,
         next_trigger_at=first,

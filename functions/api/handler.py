@@ -278,9 +278,7 @@ def preview_schedule(request: Request, preview: PreviewIn) -> PreviewView:
     outage, what its misfire policy would run afterwards. Nothing is created."""
     from functions.api.previews import preview_schedule as preview_of
 
-    owner(request)  # the caller must be authenticated, as on every /v1 route
-    context = deps()
-    return preview_of(preview, context.settings, context.clock())
+    return preview_of(deps(), owner(request), preview)
 
 
 @app.route("GET", "/v1/stats", answer="StatsOut", tags=("system",))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Final
 
 from functions.api.errors import Conflict, InvalidInput
 from functions.api.jobs import dispatch_if_due, owned_job, trigger_for, write
-from functions.api.schedules import instant_of
+from functions.api.schedules import instant_of, job_timing
 from functions.api.views import JobView, as_dispatched, job_view
 from functions.core.model import Job, JobStatus, fire_time, iso
 
@@ -34,7 +34,7 @@ def pause_job(
     if until is not None:
         resume_at = _parse_until(until, job, now)
     paused = job.paused(now, by=owner, note=note, until=resume_at)
-    first = paused.first_after_pause()
+    first = paused.first_after_pause(job_timing(deps, job))
     # The occurrence the job resumes with, dispatched ahead like any other (the dispatcher and the
     # worker count the job active from ``until``), so it fires at its second.
     trigger = None
@@ -64,7 +64,7 @@ def resume_job(deps: Deps, owner: str, job_id: str) -> JobView:
         return job_view(deps, job, now)
     if job.status is not JobStatus.PAUSED:
         raise Conflict(f"a {job.status.value} job cannot be resumed", "status")
-    first = job.resume_point(now)
+    first = job.resume_point(now, job_timing(deps, job))
     resumed = job.resumed(now, first)
     trigger = trigger_for(deps, resumed, first, now) if first else None
     write(deps, job, resumed, trigger)

@@ -10,24 +10,42 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from functions.api.errors import InvalidInput
-from functions.api.schedules import instant_of, schedule_of
-from functions.api.views import FireTimeView, OutageView, PreviewView, schedule_times_view
+from functions.api.schedules import calendar_of, instant_of, schedule_of, timing_with
+from functions.api.views import ExcludedDayView, FireTimeView, OutageView, PreviewView, schedule_times_view
+from functions.core.calendars import CalendarError
 from functions.core.model import iso
-from functions.core.preview import MAX_PREVIEW, Fate, OutageTooLong, fire_times, replay_outage
+from functions.core.preview import (
+    MAX_PREVIEW,
+    Fate,
+    OutageTooLong,
+    excluded_days,
+    fire_times,
+    replay_outage,
+)
 from functions.core.schedule import Schedule
+from functions.core.timing import CalendarTiming
 
 if TYPE_CHECKING:
+    from functions.api.deps import Deps
     from functions.api.requests import PreviewIn
-    from functions.core.settings import Settings
+
+# The most fire times a preview with ``until`` lists (a year of a weekday cron, with room).
+MAX_UNTIL = 1000
 
 # How many of an outage's missed occurrences the answer lists (all are counted).
 LISTED_MISSED = 100
 
 
-def preview_schedule(request: PreviewIn, settings: Settings, now: datetime) -> PreviewView:
+def preview_schedule(deps: Deps, owner: str, request: PreviewIn) -> PreviewView:
+    now = deps.clock()
     spec = request.schedule
-    schedule = schedule_of(spec, now, settings)
+    schedule = schedule_of(spec, now, deps.settings)
+    calendar = calendar_of(deps, owner, spec, schedule)
+    timing = timing_with(schedule, calendar, spec.on_excluded)
     after = instant_of(request.after, schedule.timezone, "after") if request.after else now
+    until = instant_of(request.until, schedule.timezone, "until") if request.until else None
+    if until is not None and until <= after:
+        raise InvalidInput("until must be after `after` (default: now)", "until")
     window = None
     if request.outage is not None:
         start = instant_of(request.outage.from_, schedule.timezone, "outage.from")
@@ -37,7 +55,27 @@ def preview_schedule(request: PreviewIn, settings: Settings, now: datetime) -> P
         window = (start, end)
 
     notes: list[str] = []
-    times = fire_times(schedule, after, min(request.count, MAX_PREVIEW))
+    count = MAX_UNTIL if until is not None else min(request.count, MAX_PREVIEW)
+    try:
+        times = fire_times(timing, after, count + 1, until)
+        listed = times[:count]
+        excluded: list[ExcludedDayView] = []
+        if isinstance(timing, CalendarTiming):
+            end_of_list = until or (listed[-1].at if listed else after)
+            excluded = [
+                {
+                    "day": day.day.isoformat(),
+                    "reason": day.reason,
+                    "fate": "skipped" if day.moved_to is None else "moved",
+                    "moved_to": iso(day.moved_to),
+                }
+                for day in excluded_days(timing, after, end_of_list, MAX_UNTIL * 2)
+            ]
+    except CalendarError as error:
+        raise InvalidInput(str(error), "schedule.calendar") from error
+    if until is not None and len(times) > count:
+        raise InvalidInput(f"more than {MAX_UNTIL:,} fire times until then: shorten the span", "until")
+    times = listed
     if not schedule.is_recurring and not times:
         notes.append("the 'at' time is not after `after`: a job created with it now runs at once")
     if not schedule.is_recurring and window is not None:
@@ -47,9 +85,9 @@ def preview_schedule(request: PreviewIn, settings: Settings, now: datetime) -> P
     misfire = spec.misfire
     outage: OutageView | None = None
     if window is not None:
-        threshold = timedelta(seconds=settings.misfire_threshold_seconds)
+        threshold = timedelta(seconds=deps.settings.misfire_threshold_seconds)
         try:
-            replay = replay_outage(schedule, misfire, spec.catchup_seconds, *window, threshold)
+            replay = replay_outage(timing, misfire, spec.catchup_seconds, *window, threshold)
         except OutageTooLong as error:
             raise InvalidInput(f"{error}; shorten the outage", "outage.to") from error
         start, end = window
@@ -81,9 +119,13 @@ def preview_schedule(request: PreviewIn, settings: Settings, now: datetime) -> P
                 dst=None
                 if time.dst is None
                 else {"kind": time.dst.kind, "local": time.dst.local.isoformat(timespec="seconds")},
+                moved_from=[iso(moment) for moment in time.moved_from],
             )
             for time in times
         ],
+        "calendar": None
+        if calendar is None
+        else {"name": calendar.name, "on_excluded": spec.on_excluded.value, "excluded": excluded},
         "outage": outage,
         "notes": notes,
     }

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from functions.api.targets import SqsTargetIn, Target
+from functions.core.calendars import OnExcluded
 from functions.core.model import MisfirePolicy, OnComplete, OverlapPolicy
 from functions.core.resources import MAX_JOB_TIMEOUT_SECONDS
 
@@ -59,6 +60,17 @@ class ScheduleIn(BaseModel):
     misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
     catchup_seconds: int | None = Field(default=None, ge=0, le=31 * 24 * 3600, strict=True)
     overlap: OverlapPolicy = Field(default=OverlapPolicy.ALLOW, description=OVERLAP_TEXT)
+    calendar: str | None = Field(
+        default=None,
+        max_length=64,
+        description="the name of one of your business calendars (cron and rate only): a fire time on a "
+        "day it excludes is skipped or moved, per on_excluded",
+    )
+    on_excluded: OnExcluded = Field(
+        default=OnExcluded.SKIP,
+        description="what becomes of a fire time on an excluded day: skip it (one row per day, reason "
+        "calendar), or move it to the next or previous business day at the same wall time",
+    )
 
     _whole_numbers = whole_numbers("catchup_seconds")
 
@@ -243,6 +255,11 @@ class PreviewIn(BaseModel):
     count: int = Field(default=10, ge=1, le=100, strict=True, description="how many fire times to list")
     after: str | None = Field(
         default=None, max_length=64, description="list the fire times after this instant (default: now)"
+    )
+    until: str | None = Field(
+        default=None,
+        max_length=64,
+        description="list every fire time up to this instant instead of `count` (at most 1,000 of them)",
     )
     outage: OutageIn | None = None
 

@@ -22,6 +22,7 @@ from pydantic import (
 
 from functions.api.requests import OVERLAP_TEXT, BulkAction
 from functions.api.targets import SqsTargetOut, StoredTarget
+from functions.core.calendars import OnExcluded
 from functions.core.model import (
     JobStatus,
     MisfirePolicy,
@@ -76,6 +77,10 @@ class ScheduleOut(ScheduleTimesOut):
     misfire: MisfirePolicy
     overlap: OverlapPolicy = Field(description=OVERLAP_TEXT)
     catchup_seconds: int | None
+    calendar: str | None = Field(default=None, description="the business calendar it follows")
+    on_excluded: OnExcluded | None = Field(
+        default=None, description="with a calendar: what becomes of a fire time on an excluded day"
+    )
 
 
 class RetryOut(Answer):
@@ -161,6 +166,15 @@ class RunOut(Answer):
             "the overlap policy's other run: the one this run waits behind or waited behind (buffer), "
             "was skipped for (skip, buffer_one), or was cancelled for (cancel_other)"
         ),
+    )
+    calendar: str | None = Field(
+        default=None,
+        description="the job's calendar, on a row of a day it excluded (reason calendar) or a run it moved",
+    )
+    moved_from: list[Instant] = Field(
+        default_factory=list,
+        description="the occurrences of excluded days moved onto this run's time (on_excluded: "
+        "next_business_day or previous_business_day), at their original times",
     )
     attempt: int = Field(description="attempts started")
     duration_ms: int | None = Field(
@@ -265,6 +279,24 @@ class FireTimeOut(Answer):
     at: Instant = Field(description="UTC")
     local: str = Field(description="in the schedule's zone, with its offset")
     dst: DstOut | None = None
+    moved_from: list[Instant] = Field(
+        default_factory=list, description="occurrences of excluded days its calendar moved onto this time"
+    )
+
+
+class ExcludedDayOut(Answer):
+    day: str = Field(description="YYYY-MM-DD, in the calendar's zone")
+    reason: str = Field(description="why the calendar excludes it")
+    fate: Literal["skipped", "moved"]
+    moved_to: Instant | None = Field(default=None, description="where its occurrences run instead")
+
+
+class PreviewCalendarOut(Answer):
+    name: str
+    on_excluded: OnExcluded
+    excluded: list[ExcludedDayOut] = Field(
+        description="the excluded days on which the schedule had fire times, in the listed span"
+    )
 
 
 class MissedOut(Answer):
@@ -296,6 +328,7 @@ class PreviewOut(Answer):
     schedule: ScheduleTimesOut
     timezone: str
     fire_times: list[FireTimeOut]
+    calendar: PreviewCalendarOut | None = None
     outage: OutageOut | None
     notes: list[str]
 

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from functions.api.errors import InvalidInput
+from functions.core.calendars import Calendar, CalendarError, OnExcluded
+from functions.core.ports import CalendarStore
 from functions.core.schedule import Schedule, ScheduleError, parse_instant, parse_schedule
+from functions.core.timing import CalendarTiming, FireTimes
 
 if TYPE_CHECKING:  # the models load with pydantic, when a request has a body to check
+    from functions.api.deps import Deps
     from functions.api.requests import ScheduleIn
+    from functions.core.model import Job
     from functions.core.settings import Settings
 
 
@@ -54,8 +59,53 @@ def check_max_runs(schedule: Schedule, max_runs: int | None) -> None:
         raise InvalidInput("only a recurring schedule takes a max_runs: a one-off runs once", "max_runs")
 
 
-def first_fire_time(schedule: Schedule, now: datetime) -> datetime:
-    first = schedule.next_after(now) if schedule.is_recurring else schedule.first_fire_time()
+def calendar_of(deps: Deps, owner: str, spec: ScheduleIn, schedule: Schedule) -> Calendar | None:
+    """The owner's calendar a schedule names, if it names one; refused naming ``schedule.calendar``
+    when there is none of that name, or the schedule is a one-off (it runs at the time it names)."""
+    if spec.calendar is None:
+        return None
+    if not schedule.is_recurring:
+        raise InvalidInput(
+            "a one-off 'at' schedule runs at the time it names and takes no calendar; use cron or rate",
+            "schedule.calendar",
+        )
+    calendar = _calendars(deps).get_calendar(owner, spec.calendar)
+    if calendar is None:
+        raise InvalidInput(
+            f"no calendar named {spec.calendar!r}: create it first (POST /v1/calendars)", "schedule.calendar"
+        )
+    return calendar
+
+
+def job_timing(deps: Deps, job: Job) -> FireTimes:
+    """The job's fire times, under its calendar if it follows one (one read). A calendar deleted
+    meanwhile (a delete is refused while jobs use it, but a create may race it): the schedule alone,
+    as the dispatcher then drops each occurrence instead of guessing the day."""
+    if job.calendar is None:
+        return job.schedule
+    calendar = _calendars(deps).get_calendar(job.owner, job.calendar)
+    return job.schedule if calendar is None else CalendarTiming(job.schedule, calendar, job.on_excluded)
+
+
+def timing_with(schedule: Schedule, calendar: Calendar | None, on_excluded: OnExcluded) -> FireTimes:
+    """``schedule``'s fire times, under ``calendar`` if there is one."""
+    return schedule if calendar is None else CalendarTiming(schedule, calendar, on_excluded)
+
+
+def first_fire_time(timing: FireTimes, now: datetime) -> datetime:
+    """The time of a new chain's first trigger: the first fire time after ``now``; under a calendar
+    that drops days, the first dropped day's marker may come before it (its row is written as it
+    comes). Refused when nothing is left to run, or the calendar cannot tell."""
+    try:
+        first = timing.next_after(now) if timing.is_recurring else timing.first_fire_time()
+        if first is not None and isinstance(timing, CalendarTiming):
+            first = min(first, timing.next_event(now) or first)
+    except CalendarError as error:
+        raise InvalidInput(str(error), "schedule.calendar") from error
     if first is None:
         raise InvalidInput("the schedule has no fire time in the future", "schedule")
     return first
+
+
+def _calendars(deps: Deps) -> CalendarStore:
+    return cast(CalendarStore, deps.store)

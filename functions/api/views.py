@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from functions.api.jobs import recent_runs
+from functions.api.schedules import job_timing
 from functions.core.model import Job, JobStatus, OnComplete, Run, RunStatus, iso, job_history, runs_made
 from functions.core.schedule import Schedule
 
@@ -36,6 +37,8 @@ class ScheduleView(ScheduleTimesView):
     misfire: str
     overlap: str
     catchup_seconds: int | None
+    calendar: str | None
+    on_excluded: str | None
 
 
 class RetryView(TypedDict):
@@ -127,6 +130,8 @@ class RunView(TypedDict):
     note: str | None
     by: str | None
     overlap_with: str | None
+    calendar: str | None
+    moved_from: list[str]
     attempt: int
     duration_ms: int | None
     executions: int
@@ -210,6 +215,20 @@ class FireTimeView(TypedDict):
     at: str
     local: str
     dst: DstView | None
+    moved_from: list[str]
+
+
+class ExcludedDayView(TypedDict):
+    day: str
+    reason: str
+    fate: str
+    moved_to: str | None
+
+
+class PreviewCalendarView(TypedDict):
+    name: str
+    on_excluded: str
+    excluded: list[ExcludedDayView]
 
 
 class MissedView(TypedDict):
@@ -238,6 +257,7 @@ class PreviewView(TypedDict):
     schedule: ScheduleTimesView
     timezone: str
     fire_times: list[FireTimeView]
+    calendar: PreviewCalendarView | None
     outage: OutageView | None
     notes: list[str]
 
@@ -271,7 +291,7 @@ def job_view(deps: Deps, job: Job, now: datetime, runs: list[Run] | None = None)
     ended_ahead = job.status is JobStatus.COMPLETED and job.schedule.is_recurring
     if job.status is JobStatus.ACTIVE or ended_ahead:
         if job.schedule.is_recurring:
-            upcoming = job.schedule.upcoming(now, 5 if remaining is None else min(5, remaining))
+            upcoming = job_timing(deps, job).upcoming(now, 5 if remaining is None else min(5, remaining))
         else:
             at = job.schedule.first_fire_time()
             upcoming = [at] if at is not None else []
@@ -280,6 +300,8 @@ def job_view(deps: Deps, job: Job, now: datetime, runs: list[Run] | None = None)
         "misfire": job.misfire.value,
         "overlap": job.overlap.value,
         "catchup_seconds": job.catchup_seconds,
+        "calendar": job.calendar,
+        "on_excluded": job.on_excluded.value if job.calendar is not None else None,
     }
     pause: PauseView | None = None
     if job.status is JobStatus.PAUSED:
@@ -351,6 +373,8 @@ def run_view(run: Run, *, with_attempts: bool = False) -> RunView:
         "note": run.note,
         "by": run.by,
         "overlap_with": run.overlap_with,
+        "calendar": run.calendar,
+        "moved_from": [iso(moment) for moment in run.moved_from],
         "attempt": run.attempt,
         # How long its target took on its last attempt that finished (the run's own times include any
         # waits between retries).

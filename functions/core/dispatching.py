@@ -11,8 +11,10 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 from functions.core import crash_points
+from functions.core.calendars import Calendar
 from functions.core.clock import SYSTEM_CLOCK, Clock
 from functions.core.model import (
     MAX_ROW_COVERS,
@@ -26,22 +28,27 @@ from functions.core.model import (
     RunStatus,
     Trigger,
     TriggerState,
+    calendar_row,
+    completed_by,
     fire_time,
     is_dispatched,
     is_orphan,
     iso,
-    jitter_of,
     make_trigger,
+    new_run,
     not_run_row,
     plan_dispatch,
+    reached_max_runs,
+    resumes,
     run_id_for,
 )
 from functions.core.observability import logger
-from functions.core.ports import Queue, Tables, VersionChanged
+from functions.core.ports import CalendarStore, Queue, Tables, VersionChanged
 from functions.core.queue import WorkMessage
 from functions.core.sending import Sender
 from functions.core.settings import Settings
 from functions.core.sweep import DispatchReport, SweepReport, sweep, sweep_shard, trigger_key
+from functions.core.timing import FireTimes
 
 
 @dataclass(frozen=True)
@@ -136,12 +143,13 @@ class Dispatcher:
         bucket, within its own time budget, and an API request is not held up by an outage's worth.
         """
         jobs: dict[str, Job | None] = {}
+        calendars = _Calendars(self.store)
         report = DispatchReport()
         pending = list(triggers)
         while pending:
             if not checked:
                 pending = self.undispatched(pending)
-            chained = self._dispatch_round(pending, now, jobs, report, paced=paced)
+            chained = self._dispatch_round(pending, now, jobs, calendars, report, paced=paced)
             pending = [trigger for trigger in chained if self._follows(trigger.fire_at, now)]
             report.left_behind += len(chained) - len(pending)
             checked = False
@@ -188,6 +196,7 @@ class Dispatcher:
         pending: list[Trigger],
         now: datetime,
         jobs: dict[str, Job | None],
+        calendars: _Calendars,
         report: DispatchReport,
         *,
         paced: bool,
@@ -199,7 +208,10 @@ class Dispatcher:
         """
         concurrency = min(self.settings.dispatch_concurrency, len(pending))
         outcomes = self.clock.parallel(
-            lambda trigger: self._dispatch_one(trigger, now, jobs), pending, concurrency, "dispatch"
+            lambda trigger: self._dispatch_one(trigger, now, jobs, calendars),
+            pending,
+            concurrency,
+            "dispatch",
         )
         outgoing: list[_Outgoing] = []
         chained: list[Trigger] = []
@@ -241,8 +253,11 @@ class Dispatcher:
             for trigger in triggers:
                 self.store.delete_trigger(trigger)
 
-    def _dispatch_one(self, trigger: Trigger, now: datetime, jobs: dict[str, Job | None]) -> _Outcome:
-        """Prepare one trigger; ``jobs`` caches the jobs read so far (shared by concurrent threads)."""
+    def _dispatch_one(
+        self, trigger: Trigger, now: datetime, jobs: dict[str, Job | None], calendars: _Calendars
+    ) -> _Outcome:
+        """Prepare one trigger; ``jobs`` and ``calendars`` cache what was read so far (shared by
+        concurrent threads)."""
         report = DispatchReport()
         if trigger.is_retry:
             # A retry wake-up: its run exists, and the claim keeps two dispatchers from both sending it.
@@ -269,7 +284,7 @@ class Dispatcher:
             jobs.pop(trigger.job_id, None)
             report.waiting = trigger.fire_at
             return _Outcome(report)
-        if job is not None and _resumes(job, trigger):
+        if job is not None and resumes(job, trigger):
             if job.pause_ended(now):
                 resumed = self._resume(job, trigger, now)
                 if resumed is None:
@@ -281,7 +296,7 @@ class Dispatcher:
             else:
                 # Its pause ends before this occurrence: dispatched ahead, so that it fires at its second.
                 job = job.as_of(job.pause_until or now)
-                if _reached_max_runs(job, trigger):
+                if reached_max_runs(job, trigger):
                     # max_runs was lowered while paused: it ends instead, but only a job whose pause
                     # has ended can be completed (the write expects it ACTIVE). The trigger stays for
                     # the first sweep after ``until``, which writes the pause's end, then completes it.
@@ -289,7 +304,7 @@ class Dispatcher:
                     return _Outcome(report)
         if (
             job is not None
-            and _reached_max_runs(job, trigger)
+            and reached_max_runs(job, trigger)
             and self.store.complete_job(job, job.expiry_after_end(now))
         ):
             # max_runs was lowered below the runs made: the job ends instead of this occurrence.
@@ -303,14 +318,18 @@ class Dispatcher:
             or (
                 trigger.kind is RunKind.SCHEDULED
                 and (job.status is not JobStatus.ACTIVE or job.version != trigger.job_version)
-                and not _completed_by(job, trigger)
+                and not completed_by(job, trigger)
             )
         ):
             # Paused, changed or ended since the trigger was written: it must not fire.
             self._delete([trigger])
             report.stale += 1
             return _Outcome(report)
-        run, next_trigger, collapsed = self._plan(trigger, job, now)
+        run, next_trigger, collapsed = self._plan(trigger, job, now, calendars)
+        if run is None:
+            # The calendar changed since it was written: the chain goes on from what it says now.
+            report.stale += 1
+            return _Outcome(report, finished=trigger, chained=next_trigger)
         report.dispatched += 1
         other = trigger if run.run_id != trigger.run_id else None
         if run.status is RunStatus.QUEUED:
@@ -364,40 +383,55 @@ class Dispatcher:
         )
         return resumed
 
-    def _plan(self, trigger: Trigger, job: Job, now: datetime) -> tuple[Run, Trigger | None, Run | None]:
+    def _plan(
+        self, trigger: Trigger, job: Job, now: datetime, calendars: _Calendars
+    ) -> tuple[Run | None, Trigger | None, Run | None]:
         """The run this trigger dispatches (QUEUED, or a SKIPPED row for the stretch the misfire
-        policy skips), the next occurrence of a recurring job, written first (an idempotent put: a
-        crash after it rewrites it), and the row of the occurrences ``run_once`` collapsed, if any."""
+        policy skips or the day the calendar drops; None: nothing, the calendar changed), the next
+        occurrence of a recurring job, written first (an idempotent put: a crash after it rewrites
+        it), and the row of the occurrences ``run_once`` collapsed, if any."""
         if trigger.kind is RunKind.MANUAL:
-            return _new_run(job, trigger.scheduled_for, RunKind.MANUAL, RunStatus.QUEUED, now), None, None
+            return new_run(job, trigger.scheduled_for, RunKind.MANUAL, RunStatus.QUEUED, now), None, None
         if trigger.kind is RunKind.BACKFILL:
             # A past occurrence run on request: due at once (its trigger's time), outside the chain.
-            run = _new_run(job, trigger.scheduled_for, RunKind.BACKFILL, RunStatus.QUEUED, now)
-            run = replace(run, next_attempt_at=trigger.fire_at, backfill_until=trigger.backfill_until)
-            return run, None, None
+            backfill = new_run(job, trigger.scheduled_for, RunKind.BACKFILL, RunStatus.QUEUED, now)
+            backfill = replace(
+                backfill, next_attempt_at=trigger.fire_at, backfill_until=trigger.backfill_until
+            )
+            return backfill, None, None
         threshold = timedelta(seconds=self.settings.misfire_threshold_seconds)
-        plan = plan_dispatch(job, trigger.scheduled_for, now, threshold)
+        calendar = calendars.get(job.owner, job.calendar) if job.calendar is not None else None
+        plan = plan_dispatch(job, trigger.scheduled_for, now, threshold, calendar)
+        timing: FireTimes = plan.timing or job.schedule
         collapsed = None
+        run: Run | None
         if plan.run_scheduled_for is not None:
-            run = _new_run(job, plan.run_scheduled_for, RunKind.SCHEDULED, RunStatus.QUEUED, now)
+            run = new_run(job, plan.run_scheduled_for, RunKind.SCHEDULED, RunStatus.QUEUED, now)
+            if plan.moved_from:
+                run = replace(run, calendar=job.calendar, moved_from=plan.moved_from)
             if plan.run_scheduled_for > trigger.scheduled_for:
                 # run_once: the missed occurrences before the latest collapse into its run.
-                merged = job.schedule.occurrences_from(
+                merged = timing.occurrences_from(
                     trigger.scheduled_for, plan.run_scheduled_for, MAX_ROW_COVERS
                 )
                 error = f"missed: collapsed into the run of {iso(plan.run_scheduled_for)} (misfire run_once)"
                 collapsed = not_run_row(
                     job, trigger.scheduled_for, merged, Reason.MISFIRE_COLLAPSED, now, error=error
                 )
+        elif plan.dropped is not None:
+            day = plan.dropped.day
+            covers = plan.timing.day_occurrences(day) if day is not None and plan.timing is not None else []
+            run = calendar_row(job, plan.dropped, covers, now)
+        elif plan.skipped is None:
+            run = None
         else:
-            assert plan.skipped is not None
             before = plan.next_occurrence or now + timedelta(microseconds=1)
-            skipped = job.schedule.occurrences_from(plan.skipped, before, MAX_ROW_COVERS)
+            skipped = timing.occurrences_from(plan.skipped, before, MAX_ROW_COVERS)
             error = f"missed: skipped by the misfire policy ({job.misfire.value})"
             run = not_run_row(job, plan.skipped, skipped, Reason.MISFIRE_SKIPPED, now, error=error)
         next_trigger = None
         # max_runs counts the occurrences set off; the chain carries the count (runs_before).
-        runs = trigger.runs_before + (1 if run.status is RunStatus.QUEUED else 0)
+        runs = trigger.runs_before + (1 if run is not None and run.status is RunStatus.QUEUED else 0)
         limited = job.max_runs is not None and runs >= job.max_runs
         if plan.next_occurrence is not None and not limited:
             # Held when this dispatch follows the chain to it (``dispatch``): a sweep listing it
@@ -436,52 +470,15 @@ class Dispatcher:
         return sweep_shard(self, shard, now)
 
 
-def _new_run(job: Job, scheduled_for: datetime, kind: RunKind, status: RunStatus, now: datetime) -> Run:
-    jitter = jitter_of(job, scheduled_for, kind)
-    return Run(
-        job_id=job.job_id,
-        run_id=run_id_for(job.job_id, scheduled_for, kind),
-        owner=job.owner,
-        scheduled_for=scheduled_for,
-        status=status,
-        kind=kind,
-        queued_at=now,
-        next_attempt_at=scheduled_for + timedelta(milliseconds=jitter),
-        job_version=job.version,
-        jitter_ms=jitter,
-    )
+class _Calendars:
+    """The calendars one dispatch reads, each once (shared by its threads; a race reads one twice)."""
 
+    def __init__(self, store: Tables) -> None:
+        self.store = store
+        self.read: dict[tuple[str, str], Calendar | None] = {}
 
-def _reached_max_runs(job: Job, trigger: Trigger) -> bool:
-    """A scheduled occurrence of a job whose chain has set off ``max_runs`` runs already."""
-    return (
-        trigger.kind is RunKind.SCHEDULED
-        and job.max_runs is not None
-        and trigger.runs_before >= job.max_runs
-        and job.version == trigger.job_version
-        and job.status is JobStatus.ACTIVE
-    )
-
-
-def _completed_by(job: Job, trigger: Trigger) -> bool:
-    """``trigger`` is an occurrence of the chain that completed ``job``: its last (or the one whose
-    catch-up ran the last), written before the completion, whose dispatch failed after it (a
-    dispatcher dying before the send, a write whose answer was an error). It fires: a completed
-    job's chain has no other trigger of its version, except one beyond ``max_runs``."""
-    return (
-        job.status is JobStatus.COMPLETED
-        and job.version == trigger.job_version
-        and not (job.max_runs is not None and trigger.runs_before >= job.max_runs)
-    )
-
-
-def _resumes(job: Job, trigger: Trigger) -> bool:
-    """``trigger`` is an occurrence of a job paused until a time at or before it (the pause wrote it,
-    or a dispatch of one such wrote it as the next): it fires, the pause being over by then."""
-    return (
-        trigger.kind is RunKind.SCHEDULED
-        and job.status is JobStatus.PAUSED
-        and job.pause_until is not None
-        and job.version == trigger.job_version
-        and trigger.fire_at >= job.pause_until
-    )
+    def get(self, owner: str, name: str) -> Calendar | None:
+        key = (owner, name)
+        if key not in self.read:
+            self.read[key] = cast(CalendarStore, self.store).get_calendar(owner, name)
+        return self.read[key]

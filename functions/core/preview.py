@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from enum import StrEnum
+from zoneinfo import ZoneInfo
 
 from functions.core.model import MisfirePolicy, plan_occurrence
-from functions.core.schedule import DstMark, Schedule
+from functions.core.schedule import DstMark
+from functions.core.timing import CalendarTiming, FireTimes
 
 # The most fire times one preview lists.
 MAX_PREVIEW = 100
@@ -27,11 +29,44 @@ _ONE_US = timedelta(microseconds=1)
 class FireTime:
     at: datetime  # UTC
     dst: DstMark | None
+    moved_from: tuple[datetime, ...] = ()  # occurrences of excluded days its calendar moved here
 
 
-def fire_times(schedule: Schedule, after: datetime, count: int) -> list[FireTime]:
-    """The first ``count`` fire times strictly after ``after``, each with its DST mark."""
-    return [FireTime(moment, schedule.dst_mark(moment)) for moment in schedule.upcoming(after, count)]
+def fire_times(
+    schedule: FireTimes, after: datetime, count: int, until: datetime | None = None
+) -> list[FireTime]:
+    """The first ``count`` fire times strictly after ``after`` (with ``until``: all up to it, ``count``
+    at most), each with its DST mark and, under a calendar, the occurrences moved onto it."""
+    if isinstance(schedule, CalendarTiming):
+        runs = schedule.events(after, count, markers=False)
+        found = [FireTime(run.at, schedule.dst_mark(run.at), run.moved_from) for run in runs]
+    else:
+        found = [FireTime(moment, schedule.dst_mark(moment)) for moment in schedule.upcoming(after, count)]
+    return [time for time in found if until is None or time.at <= until]
+
+
+@dataclass(frozen=True)
+class ExcludedDay:
+    day: date
+    reason: str
+    moved_to: datetime | None  # None: its occurrences are skipped
+
+
+def excluded_days(timing: CalendarTiming, after: datetime, end: datetime, limit: int) -> list[ExcludedDay]:
+    """The days ``timing``'s calendar excludes on which its schedule fires, from ``after`` to ``end``,
+    with where their occurrences go: what the preview shows beside the fire times."""
+    zone = ZoneInfo(timing.calendar.timezone)
+    days: dict[date, ExcludedDay] = {}
+    for event in timing.events(after, limit, markers=True):
+        if event.at > end:
+            break
+        if not event.runs and event.day is not None:
+            days.setdefault(event.day, ExcludedDay(event.day, event.reason or "excluded", None))
+        for origin in event.moved_from:
+            day = origin.astimezone(zone).date()
+            reason = timing.calendar.excludes(day) or "excluded"
+            days.setdefault(day, ExcludedDay(day, reason, event.at))
+    return sorted(days.values(), key=lambda excluded: excluded.day)
 
 
 class Fate(StrEnum):
@@ -62,7 +97,7 @@ class OutageTooLong(ValueError):
 
 
 def replay_outage(
-    schedule: Schedule,
+    schedule: FireTimes,
     misfire: MisfirePolicy,
     catchup_seconds: int | None,
     start: datetime,

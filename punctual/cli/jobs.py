@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from functions.core.calendars import OnExcluded
 from functions.core.model import JobStatus, MisfirePolicy, OnComplete, OverlapPolicy
 from punctual.cli.common import (
     EXIT_REFUSED,
@@ -45,6 +46,12 @@ def jobs() -> None:
     "--overlap",
     type=choice(OverlapPolicy),
     help="An occurrence due while an earlier run is under way (docs/api.md).",
+)
+@click.option("--calendar", help="Follow one of your business calendars (punctual calendars list).")
+@click.option(
+    "--on-excluded",
+    type=choice(OnExcluded),
+    help="With --calendar: skip a fire time on an excluded day (default), or move it to a business day.",
 )
 @click.option("--url", help="HTTP target URL.")
 @click.option("--method", default=None, help="HTTP method (default POST).")
@@ -136,6 +143,8 @@ def jobs_create(ctx: Context, **options: Any) -> None:
         ("misfire", "misfire"),
         ("catchup_seconds", "catchup_seconds"),
         ("overlap", "overlap"),
+        ("calendar", "calendar"),
+        ("on_excluded", "on_excluded"),
     ):
         if options[option] is not None:
             schedule[key] = options[option]

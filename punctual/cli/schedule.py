@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
+from functions.core.calendars import OnExcluded
 from functions.core.model import MisfirePolicy
 from punctual.cli.common import EXIT_USAGE, Context, api_command, choice, main
 from punctual.output import emit_json, fields, schedule_text, table
@@ -80,6 +81,17 @@ def schedule() -> None:
     "--misfire", type=choice(MisfirePolicy), default=MisfirePolicy.RUN_ONCE.value, show_default=True
 )
 @click.option("--catchup-seconds", type=int)
+@click.option("--calendar", help="Name of one of your business calendars (punctual calendars list).")
+@click.option(
+    "--on-excluded",
+    type=choice(OnExcluded),
+    default=OnExcluded.SKIP.value,
+    show_default=True,
+    help="With --calendar: skip a fire time on an excluded day, or move it to a business day.",
+)
+@click.option(
+    "--until", help="List every fire time up to this ISO date-time (at most 1,000) instead of --count."
+)
 @api_command
 def preview(
     ctx: Context,
@@ -92,20 +104,28 @@ def preview(
     outage: str | None,
     misfire: str,
     catchup_seconds: int | None,
+    calendar: str | None,
+    on_excluded: str,
+    until: str | None,
 ) -> None:
     """The next fire times of EXPRESSION (a cron, a rate like "5 minutes", or an ISO date-time), in
     UTC and in its zone, with DST gaps and repeats marked.
 
     \b
       punctual schedule preview "0 2 * * *" --timezone Europe/Berlin --count 20 --outage 01:00..04:00
+      punctual schedule preview "0 9 * * *" --timezone Europe/Berlin --calendar bavaria --until 2027-12-31
     """
     spec: dict[str, Any] = {schedule_form(expression): expression, "timezone": tz, "misfire": misfire}
     for key, value in (("start_at", start_at), ("end_at", end_at), ("catchup_seconds", catchup_seconds)):
         if value is not None:
             spec[key] = value
+    if calendar is not None:
+        spec.update(calendar=calendar, on_excluded=on_excluded)
     body: dict[str, Any] = {"schedule": spec, "count": count}
     if after:
         body["after"] = after
+    if until:
+        body["until"] = until
     if outage:
         try:
             body["outage"] = outage_window(outage, tz, datetime.now().astimezone())
@@ -122,9 +142,25 @@ def preview(
         [index, time_["at"], time_["local"], _dst_text(time_.get("dst"))]
         for index, time_ in enumerate(data["fire_times"], start=1)
     ]
-    click.echo(table(rows, ["#", "utc", "local", "dst"]))
+    headers = ["#", "utc", "local", "dst"]
+    if data.get("calendar"):
+        headers.append("moved here from")
+        for row, time_ in zip(rows, data["fire_times"], strict=True):
+            row.append(_moved_text(time_.get("moved_from")))
+    click.echo(table(rows, headers))
     for note in data["notes"]:
         click.echo(f"note: {note}")
+    calendar_part = data.get("calendar")
+    if calendar_part:
+        click.echo()
+        excluded = calendar_part["excluded"]
+        click.echo(
+            f"calendar {calendar_part['name']} (on_excluded {calendar_part['on_excluded']}): "
+            f"{len(excluded)} excluded day(s) with fire times in this span"
+        )
+        if excluded:
+            rows = [[day["day"], day["reason"], day["fate"], day["moved_to"] or "-"] for day in excluded]
+            click.echo(table(rows, ["day", "why", "fate", "runs at"]))
     window = data.get("outage")
     if window:
         click.echo()
@@ -151,6 +187,12 @@ def _dst_text(mark: dict[str, str] | None) -> str:
     if mark["kind"] == "gap":
         return f"gap: {wall} does not exist that day, fires after the jump"
     return f"repeat: {wall} happens twice, fires on the first pass"
+
+
+def _moved_text(origins: list[str] | None) -> str:
+    if not origins:
+        return ""
+    return ", ".join(origin[:10] for origin in origins)
 
 
 def _late_text(milliseconds: int | None) -> str:

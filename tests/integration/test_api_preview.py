@@ -23,7 +23,12 @@ def test_the_next_fire_times_in_utc_and_the_schedules_zone(call, clock: Clock) -
     times = body["fire_times"]
     assert len(times) == 10, "ten by default"
     # The clock says Sunday 2026-11-22 12:00 UTC: the first weekday is Monday.
-    assert times[0] == {"at": "2026-11-23T12:00:00.000Z", "local": "2026-11-23T13:00:00+01:00", "dst": None}
+    assert times[0] == {
+        "at": "2026-11-23T12:00:00.000Z",
+        "local": "2026-11-23T13:00:00+01:00",
+        "dst": None,
+        "moved_from": [],
+    }
     assert body["outage"] is None
 
 

@@ -34,6 +34,8 @@ PAIRS: dict[type[BaseModel], Any] = {
     responses.BackfillOut: views.BackfillView,
     responses.DstOut: views.DstView,
     responses.FireTimeOut: views.FireTimeView,
+    responses.ExcludedDayOut: views.ExcludedDayView,
+    responses.PreviewCalendarOut: views.PreviewCalendarView,
     responses.MissedOut: views.MissedView,
     responses.OutageOut: views.OutageView,
     responses.PreviewOut: views.PreviewView,

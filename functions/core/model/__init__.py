@@ -6,7 +6,16 @@ objects into DynamoDB items and back; nothing else knows the item layout. Each m
 re-exports them all, so ``from functions.core.model import Job`` is how code names them.
 """
 
-from functions.core.model.dispatch import DispatchPlan, plan_dispatch, plan_occurrence
+from functions.core.model.dispatch import (
+    DispatchPlan,
+    calendar_row,
+    completed_by,
+    new_run,
+    plan_dispatch,
+    plan_occurrence,
+    reached_max_runs,
+    resumes,
+)
 from functions.core.model.ids import (
     bucket_of,
     bucket_start,
@@ -94,7 +103,9 @@ __all__ = [
     "TriggerState",
     "bucket_of",
     "bucket_start",
+    "calendar_row",
     "check_transition",
+    "completed_by",
     "fire_time",
     "from_ms",
     "home_of",
@@ -106,11 +117,14 @@ __all__ = [
     "lateness_of",
     "make_trigger",
     "new_job_id",
+    "new_run",
     "next_bucket",
     "not_run_row",
     "parse_iso",
     "plan_dispatch",
     "plan_occurrence",
+    "reached_max_runs",
+    "resumes",
     "run_id_for",
     "runs_made",
     "scheduled_for_of",

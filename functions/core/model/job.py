@@ -19,6 +19,7 @@ from functions.core.model.policies import (
 from functions.core.model.run import MAX_ROW_COVERS, Run, not_run_row
 from functions.core.model.status import JobStatus, Reason, RunKind
 from functions.core.schedule import Schedule
+from functions.core.timing import FireTimes
 
 # Who paused a job that Punctual paused itself (pause_on_failures).
 PAUSED_BY_PUNCTUAL = "punctual"
@@ -118,22 +119,22 @@ class Job:
             self, status=JobStatus.ACTIVE, paused_at=None, pause_note=None, paused_by=None, pause_until=None
         )
 
-    def first_after_pause(self) -> datetime | None:
+    def first_after_pause(self, timing: FireTimes | None = None) -> datetime | None:
         """The first occurrence a pause with ``until`` resumes with: the first at or after ``until``
         (nothing due while it was paused runs); a one-off's own time (it runs at ``until`` if that was
         earlier)."""
         if self.pause_until is None:
             return None
         if self.schedule.is_recurring:
-            return self.schedule.next_after(self.pause_until - timedelta(microseconds=1))
+            return (timing or self.schedule).next_after(self.pause_until - timedelta(microseconds=1))
         return self.schedule.first_fire_time()
 
-    def resume_point(self, now: datetime) -> datetime | None:
+    def resume_point(self, now: datetime, timing: FireTimes | None = None) -> datetime | None:
         """The first occurrence a resume at ``now`` continues with: the first at or after it (nothing
         that fell due while paused runs: the pause's row in the history says what); a one-off's own
-        time (it runs, however late)."""
+        time (it runs, however late). ``timing``: the schedule's fire times under the job's calendar."""
         if self.schedule.is_recurring:
-            return self.schedule.next_after(now - timedelta(microseconds=1))
+            return (timing or self.schedule).next_after(now - timedelta(microseconds=1))
         return self.schedule.first_fire_time()
 
     def pause_row(

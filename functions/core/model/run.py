@@ -82,6 +82,10 @@ class Run:
     alerts_sent: frozenset[str] = frozenset()  # the alert kinds sent for it (once each)
     # A buffered backfill's run: its end dispatches the next occurrence, up to this one.
     backfill_until: datetime | None = None
+    # The job's calendar, on a row of a day it excluded (reason calendar) or a run it moved: the
+    # occurrences moved onto this run's time from excluded days (their original times).
+    calendar: str | None = None
+    moved_from: tuple[datetime, ...] = ()
 
     @property
     def due_at(self) -> datetime:
