@@ -118,3 +118,29 @@ def test_first_fire_time_of_a_one_off_on_a_holiday_moves_back() -> None:
     assert CalendarTiming(at, BAVARIA, OnExcluded.NEXT_BUSINESS_DAY).first_fire_time() == berlin(
         "2026-12-28T10:00"
     )
+
+
+NYSE_DAYS = Calendar(
+    "us", timezone="America/New_York", holidays=(HolidaySource("US"),), weekdays=frozenset({1, 2, 3, 4, 5})
+)
+
+
+@pytest.mark.parametrize("on_excluded", list(OnExcluded))
+@pytest.mark.parametrize("cron", ["30 2 * * *", "0 23 * * 1-5", "0 */5 * * *"])
+def test_a_calendar_in_another_zone_across_dst_matches_the_brute_force(
+    cron: str, on_excluded: OnExcluded
+) -> None:
+    # Berlin's clocks change on 03-29 and 10-25, New York's on 03-08 and 11-01: the calendar judges the
+    # day in New York, the moves keep Berlin's wall time (02:30 does not exist in Berlin on 03-29).
+    subject = CalendarTiming(
+        parse_schedule(cron=cron, timezone="Europe/Berlin", now=CREATED), NYSE_DAYS, on_excluded
+    )
+    for start, end in (
+        (berlin("2026-03-01T00:00"), berlin("2026-04-10T00:00")),
+        (berlin("2026-10-20T00:00"), berlin("2026-11-30T00:00")),
+    ):
+        expected = brute_force(subject, start, end)
+        events = subject.events(start, len(expected) + 1)
+        assert [(e.at, e.runs, e.moved_from) for e in events if e.at <= end] == [
+            (e.at, e.runs, e.moved_from) for e in expected
+        ]
