@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 from functions.api.errors import Conflict, InvalidInput
 from functions.api.jobs import owned_job
-from functions.api.schedules import instant_of
+from functions.api.schedules import instant_of, job_timing
 from functions.api.views import BackfillView
 from functions.core.model import JobStatus, OverlapPolicy, RunKind, Trigger, iso, make_trigger
 
@@ -48,7 +48,8 @@ def backfill(deps: Deps, owner: str, job_id: str, request: BackfillIn) -> Backfi
             f"to ({iso(end)}) is in the future: the schedule fires those occurrences itself", "to"
         )
     one = timedelta(microseconds=1)
-    occurrences = job.schedule.occurrences_between(start - one, end, limit=MAX_BACKFILL + 1)
+    # Under a calendar, the runs it made of the span (moved ones at their moved times).
+    occurrences = job_timing(deps, job).occurrences_between(start - one, end, limit=MAX_BACKFILL + 1)
     if not job.schedule.is_recurring:
         at = job.schedule.first_fire_time()
         occurrences = [at] if at is not None and start <= at <= end else []

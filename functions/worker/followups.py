@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from typing import cast
 
 from functions.core.model import (
     PAUSED_BY_PUNCTUAL,
@@ -17,14 +18,23 @@ from functions.core.model import (
     make_trigger,
 )
 from functions.core.observability import logger
-from functions.core.ports import VersionChanged
+from functions.core.ports import CalendarStore, VersionChanged
 from functions.core.queue import WorkMessage
+from functions.core.timing import FireTimes, timing_of
 from functions.worker.context import WorkerContext
 
 
 class FollowUps:
     def __init__(self, context: WorkerContext) -> None:
         self.context = context
+
+    def _timing(self, job: Job) -> FireTimes:
+        """The job's fire times, under its calendar if it follows one (as the backfill listed them)."""
+        if job.calendar is None:
+            return job.schedule
+        store = cast(CalendarStore, self.context.store)
+        calendar = store.get_calendar(job.owner, job.calendar)
+        return timing_of(job.schedule, calendar, job.on_excluded)
 
     def next_backfill(self, job: Job, run: Run) -> None:
         """A buffered backfill goes on: the end of one of its runs dispatches the next occurrence up
@@ -36,7 +46,7 @@ class FollowUps:
             or job.status is JobStatus.CANCELLED
         ):
             return
-        following = job.schedule.next_after(run.scheduled_for)
+        following = self._timing(job).next_after(run.scheduled_for)
         if following is None or following > run.backfill_until:
             return
         from functions.core.dispatching import Dispatcher  # only a buffered backfill needs it

@@ -13,10 +13,11 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from functions.api.errors import InvalidInput
+from functions.api.backfill import backfill as backfill_job
 from functions.api.previews import preview_schedule
-from functions.api.requests import PreviewIn
+from functions.api.requests import BackfillIn, PreviewIn
 from functions.core.calendars import Calendar, HolidaySource
-from functions.core.model import Reason, Run, RunStatus
+from functions.core.model import Reason, Run, RunStatus, iso
 from functions.core.ssrf_guard import NetworkPolicy
 from tests.conftest import Clock
 from tests.fakes.calendars_interim import CalendarMemoryStore as MemoryStore
@@ -178,3 +179,17 @@ def test_the_preview_lists_the_excluded_days_and_where_they_go(engine: Engine) -
         ("2026-04-06", "moved"),
     ]
     assert view["calendar"]["excluded"][0]["reason"] == "holiday in DE-BY: Good Friday"
+
+
+def test_a_buffered_backfill_runs_the_calendars_runs_of_the_span_one_after_another(engine: Engine) -> None:
+    engine.clock.now = berlin("2026-03-30T10:00")
+    job = daily(engine, "next_business_day")
+    engine.clock.now = berlin("2026-04-10T10:00")
+    span = {"from": "2026-04-01T00:00:00", "to": "2026-04-07T23:00:00"}
+    answer = backfill_job(engine.service, "alice", job["job_id"], BackfillIn.model_validate(span))
+    expected = ["2026-04-01T07:00:00.000Z", "2026-04-02T07:00:00.000Z", "2026-04-07T07:00:00.000Z"]
+    assert answer["occurrences"] == expected
+    for _ in range(3):
+        engine.deliver_all()  # the worker dispatches the next when one ends, under the calendar too
+    delivered = sorted(iso(delivery.scheduled_for) for _spec, delivery, _t in engine.targets.deliveries)
+    assert delivered == expected
