@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from functions.api.errors import InvalidInput
 from functions.api.backfill import backfill as backfill_job
+from functions.api.errors import InvalidInput
 from functions.api.previews import preview_schedule
 from functions.api.requests import BackfillIn, PreviewIn
 from functions.core.calendars import Calendar, HolidaySource
