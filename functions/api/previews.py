@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING
 
 from functions.api.errors import InvalidInput
 from functions.api.schedules import calendar_of, instant_of, schedule_of, timing_with
-from functions.api.views import ExcludedDayView, FireTimeView, OutageView, PreviewView, schedule_times_view
+from functions.api.views import (
+    PreviewExcludedDayView,
+    FireTimeView,
+    OutageView,
+    PreviewView,
+    schedule_times_view,
+)
 from functions.core.calendars import CalendarError
 from functions.core.model import iso
 from functions.core.preview import (
@@ -59,7 +65,7 @@ def preview_schedule(deps: Deps, owner: str, request: PreviewIn) -> PreviewView:
     try:
         times = fire_times(timing, after, count + 1, until)
         listed = times[:count]
-        excluded: list[ExcludedDayView] = []
+        excluded: list[PreviewExcludedDayView] = []
         if isinstance(timing, CalendarTiming):
             end_of_list = until or (listed[-1].at if listed else after)
             excluded = [

@@ -284,7 +284,7 @@ class FireTimeOut(Answer):
     )
 
 
-class ExcludedDayOut(Answer):
+class PreviewExcludedDayOut(Answer):
     day: str = Field(description="YYYY-MM-DD, in the calendar's zone")
     reason: str = Field(description="why the calendar excludes it")
     fate: Literal["skipped", "moved"]
@@ -294,7 +294,7 @@ class ExcludedDayOut(Answer):
 class PreviewCalendarOut(Answer):
     name: str
     on_excluded: OnExcluded
-    excluded: list[ExcludedDayOut] = Field(
+    excluded: list[PreviewExcludedDayOut] = Field(
         description="the excluded days on which the schedule had fire times, in the listed span"
     )
 

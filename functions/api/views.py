@@ -218,7 +218,7 @@ class FireTimeView(TypedDict):
     moved_from: list[str]
 
 
-class ExcludedDayView(TypedDict):
+class PreviewExcludedDayView(TypedDict):
     day: str
     reason: str
     fate: str
@@ -228,7 +228,7 @@ class ExcludedDayView(TypedDict):
 class PreviewCalendarView(TypedDict):
     name: str
     on_excluded: str
-    excluded: list[ExcludedDayView]
+    excluded: list[PreviewExcludedDayView]
 
 
 class MissedView(TypedDict):

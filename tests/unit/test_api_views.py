@@ -34,7 +34,7 @@ PAIRS: dict[type[BaseModel], Any] = {
     responses.BackfillOut: views.BackfillView,
     responses.DstOut: views.DstView,
     responses.FireTimeOut: views.FireTimeView,
-    responses.ExcludedDayOut: views.ExcludedDayView,
+    responses.PreviewExcludedDayOut: views.PreviewExcludedDayView,
     responses.PreviewCalendarOut: views.PreviewCalendarView,
     responses.MissedOut: views.MissedView,
     responses.OutageOut: views.OutageView,
