@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 from functions.api.errors import InvalidInput
 from functions.api.schedules import calendar_of, instant_of, schedule_of, timing_with
 from functions.api.views import (
-    PreviewExcludedDayView,
     FireTimeView,
     OutageView,
+    PreviewExcludedDayView,
     PreviewView,
     schedule_times_view,
 )
