@@ -115,9 +115,9 @@ class CalendarTable(TableBase):
         calendars: list[Calendar] = []
         request: dict[str, Any] = {
             "TableName": self.table,
-            "KeyConditionExpression": "#pk = :owner",
+            "KeyConditionExpression": "#pk = :pk",
             "ExpressionAttributeNames": {"#pk": PK},
-            "ExpressionAttributeValues": {":owner": {"S": calendar_pk(owner)}},
+            "ExpressionAttributeValues": {":pk": {"S": calendar_pk(owner)}},
             "ConsistentRead": True,
         }
         while True:
