@@ -16,7 +16,9 @@ from infra.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, target_service
 # they need nothing beyond these (no ConditionCheck item, hence no ConditionCheckItem). No
 # BatchWriteItem (deletes go one by one), no Scan, no table administration, no streams.
 # tests/integration/test_table_permissions.py records what each role's code paths call and checks
-# that each role is granted exactly that.
+# that each role is granted exactly that. The grants are on the table's items, whatever their key:
+# the API's on business calendars (CAL#<owner>: Query, GetItem, PutItem, DeleteItem) and the
+# dispatcher's reads of the calendars its jobs name (GetItem, BatchGetItem) are among them.
 _READS: Final = ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query")
 _WRITES: Final = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 TABLE_ITEM_ACTIONS: Final[dict[str, tuple[str, ...]]] = {

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.api import cancel, changes, create, pausing, reads, run_now
+from functions.api import calendars, cancel, changes, create, pausing, reads, run_now
 from functions.api.auth import owner_of, owner_of_arn
 from functions.api.deps import Deps
 from functions.api.errors import NotFound, target_location
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from functions.api.requests import (
         BackfillIn,
         BulkIn,
+        CalendarRulesIn,
+        CreateCalendarIn,
         CreateJobIn,
         CreateJobsIn,
         PatchJobIn,
@@ -41,6 +43,9 @@ if TYPE_CHECKING:
     )
     from functions.api.views import (
         BulkView,
+        CalendarDaysView,
+        CalendarPageView,
+        CalendarView,
         CreatedJobsView,
         JobPageView,
         JobView,
@@ -279,6 +284,65 @@ def preview_schedule(request: Request, preview: PreviewIn) -> PreviewView:
     from functions.api.previews import preview_schedule as preview_of
 
     return preview_of(deps(), owner(request), preview)
+
+
+@app.route(
+    "POST",
+    "/v1/calendars",
+    body=Body("CreateCalendarIn", "calendar"),
+    status=201,
+    answer="CalendarOut",
+    tags=("calendars",),
+)
+def create_calendar(request: Request, calendar: CreateCalendarIn) -> Answer:
+    """Create a business calendar: the days it excludes (weekdays, public holidays, exchanges' closed
+    days, dates, yearly dates). 409 if you have a calendar of that name."""
+    return Answer(201, calendars.create_calendar(deps(), owner(request), calendar))
+
+
+@app.route("GET", "/v1/calendars", answer="CalendarPage", tags=("calendars",))
+def list_calendars(request: Request) -> CalendarPageView:
+    """Your calendars, by name."""
+    return calendars.list_calendars(deps(), owner(request))
+
+
+@app.route("GET", "/v1/calendars/<name>", answer="CalendarOut", tags=("calendars",))
+def get_calendar(request: Request, name: str) -> CalendarView:
+    return calendars.get_calendar(deps(), owner(request), name)
+
+
+@app.route(
+    "PUT",
+    "/v1/calendars/<name>",
+    body=Body("CalendarRulesIn", "rules"),
+    answer="CalendarOut",
+    tags=("calendars",),
+)
+def replace_calendar(request: Request, name: str, rules: CalendarRulesIn) -> CalendarView:
+    """Replace the calendar's rules as a whole (creating it if you have none of that name); a change
+    moves its version on and applies from the next dispatch. Exchanges are expanded again."""
+    return calendars.replace_calendar(deps(), owner(request), name, rules)
+
+
+@app.route("DELETE", "/v1/calendars/<name>", answer="CalendarOut", tags=("calendars",))
+def delete_calendar(request: Request, name: str) -> CalendarView:
+    """Delete the calendar; refused (409, naming them under jobs) while live jobs use it."""
+    return calendars.delete_calendar(deps(), owner(request), name)
+
+
+@app.route(
+    "GET",
+    "/v1/calendars/<name>/days",
+    params=(
+        Param("from", arg="from_day", max_length=10, description="YYYY-MM-DD, default today"),
+        Param("to", arg="to_day", max_length=10, description="YYYY-MM-DD, included; default a month on"),
+    ),
+    answer="CalendarDaysOut",
+    tags=("calendars",),
+)
+def calendar_days(request: Request, name: str, from_day: str | None, to_day: str | None) -> CalendarDaysView:
+    """The days from ``from`` to ``to`` (at most 400) the calendar excludes, each with its reason."""
+    return calendars.calendar_days(deps(), owner(request), name, from_day, to_day)
 
 
 @app.route("GET", "/v1/stats", answer="StatsOut", tags=("system",))

@@ -8,7 +8,7 @@ accepted here and listed in the document. The target models are ``targets.py``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -277,3 +277,69 @@ class CreateJobsIn(BaseModel):
         description="each as the body of POST /v1/jobs",
         json_schema_extra={"items": {"$ref": "#/components/schemas/CreateJobIn"}},
     )
+
+
+# ------------------------------------------------------------------------------- business calendars
+
+HOLIDAYS_TEXT = (
+    "public holidays of a country (ISO 3166-1 alpha-2) or one of its subdivisions, from the `holidays` "
+    'package: {"country": "DE", "subdivision": "BY"}, or the short form "DE-BY" (or "DE")'
+)
+EXCHANGES_TEXT = (
+    "exchanges by MIC code (XNYS, XLON, ...), from the `exchange-calendars` package: the days they do "
+    "not trade are excluded (expanded when the calendar is written, about three years ahead)"
+)
+Text = Annotated[str, Field(max_length=64)]
+
+
+class HolidaySourceIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    country: str = Field(min_length=1, max_length=8, examples=["DE"])
+    subdivision: str | None = Field(default=None, min_length=1, max_length=32, examples=["BY"])
+
+
+class CalendarRulesIn(BaseModel):
+    """A calendar's rules: a day is a business day unless one of them excludes it. ``PUT`` replaces
+    them as a whole (those left out take their defaults)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timezone: str = Field(
+        default="UTC", max_length=64, description="IANA time zone in which a day is judged, default UTC"
+    )
+    weekdays: list[Annotated[int, Field(strict=True)]] = Field(
+        default_factory=lambda: [1, 2, 3, 4, 5],
+        min_length=1,
+        max_length=7,
+        description="the working days, ISO numbers (Monday 1 ... Sunday 7); default Monday to Friday",
+        json_schema_extra={"items": {"type": "integer", "minimum": 1, "maximum": 7}},
+    )
+    holidays: list[HolidaySourceIn | Text] = Field(
+        default_factory=list, max_length=20, description=HOLIDAYS_TEXT, examples=[["DE-BY"]]
+    )
+    exchanges: list[Text] = Field(
+        default_factory=list, max_length=5, description=EXCHANGES_TEXT, examples=[["XNYS"]]
+    )
+    dates: list[Text] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="excluded dates, YYYY-MM-DD",
+        examples=[["2026-12-24"]],
+    )
+    yearly: list[Text] = Field(
+        default_factory=list,
+        max_length=366,
+        description="dates excluded every year, MM-DD",
+        examples=[["12-31"]],
+    )
+
+    _whole_numbers = field_validator("weekdays", mode="before")(
+        lambda value: [_whole_number(day) for day in value] if isinstance(value, list) else value
+    )
+
+
+class CreateCalendarIn(CalendarRulesIn):
+    """A new calendar: its name (unique among the caller's calendars) and its rules."""
+
+    name: str = Field(min_length=1, max_length=128, pattern=NAME_PATTERN)

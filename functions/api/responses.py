@@ -348,3 +348,48 @@ class BulkOut(Answer):
     items: list[BulkItemOut] = Field(description="one per job acted on (at most 500), newest first")
     more: bool = Field(description="others may match: call again with next_cursor")
     next_cursor: str | None = Field(description="pass it back as cursor to go on; null when done")
+
+
+# ------------------------------------------------------------------------------- business calendars
+
+
+class HolidaySourceOut(Answer):
+    country: str = Field(description="ISO 3166-1 alpha-2", examples=["DE"])
+    subdivision: str | None = Field(description="the subdivision's code, as the holidays package has it")
+
+
+class CalendarOut(Answer):
+    """A business calendar: its rules as stored (normalized: codes upper case, lists sorted)."""
+
+    name: str
+    timezone: str
+    weekdays: list[int] = Field(description="the working days, ISO numbers (Monday 1)")
+    holidays: list[HolidaySourceOut]
+    exchanges: list[str] = Field(description="MIC codes")
+    dates: list[str] = Field(description="excluded dates, YYYY-MM-DD")
+    yearly: list[str] = Field(description="dates excluded every year, MM-DD")
+    expanded_until: str | None = Field(
+        description="with exchanges: the last day their closed days are known for (YYYY-MM-DD); a write "
+        "of the calendar expands them again"
+    )
+    version: int = Field(description="moves on with every change")
+
+
+class CalendarPage(Answer):
+    items: list[CalendarOut]
+
+
+class ExcludedDayOut(Answer):
+    date: str = Field(description="YYYY-MM-DD")
+    reason: str = Field(description="the first rule that excludes it", examples=["holiday in DE-BY: Neujahr"])
+
+
+class CalendarDaysOut(Answer):
+    model_config = ConfigDict(populate_by_name=True)
+
+    name: str
+    from_: str = Field(alias="from", description="YYYY-MM-DD")
+    to: str = Field(description="YYYY-MM-DD, included")
+    excluded: list[ExcludedDayOut] = Field(
+        description="the days of the range the calendar excludes, in order"
+    )

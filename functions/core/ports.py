@@ -289,7 +289,7 @@ class CalendarStore(Protocol):
         """Delete the calendar (of that version, if given); False if there was none (or another version)."""
 
 
-class Tables(JobStore, TriggerStore, RunStore, Protocol):
+class Tables(JobStore, TriggerStore, RunStore, CalendarStore, Protocol):
     """The whole table: what a role's logic is given (each uses the parts it needs)."""
 
 

@@ -9,12 +9,21 @@ import inspect
 from typing import Any
 
 from bench.timed_role import item_size
+from functions.core.calendars import Calendar
 from functions.core.model import Job, JobStatus, Run, RunStatus, Trigger
 from functions.core.ports import ConflictError, Tables
 from functions.core.resources import GSI1_SK, PK, SK
+from functions.core.store.calendars import calendar_to_item
 from functions.core.store.items import embeds, job_to_item, trigger_to_item
 from functions.core.store.jobs import IDEMPOTENCY_TTL
-from functions.core.store.keys import cursor_key, idempotency_key, name_key, owner_index_pk, trigger_pk
+from functions.core.store.keys import (
+    calendar_pk,
+    cursor_key,
+    idempotency_key,
+    name_key,
+    owner_index_pk,
+    trigger_pk,
+)
 from functions.core.store.pages import decode_cursor
 from sim.table_requests.units import (
     _FRONTIER_BYTES,
@@ -347,12 +356,43 @@ class _Call:
 
     start_attempt = renew_lease = finish_attempt = mark_run = claim_alert = mark_waiting = put_run
 
+    # ----------------------------------------------------------------------------- calendars
+
+    def calendar_size(self, calendar: Calendar | None) -> int:
+        return item_size(calendar_to_item(self.p["owner"], calendar)) if calendar is not None else 0
+
+    def get_calendar(self) -> None:
+        self.get(calendar_pk(self.p["owner"]), self.calendar_size(self.result))
+
+    def get_calendars(self) -> None:  # consistent, a hundred keys to a request
+        pk, found = calendar_pk(self.p["owner"]), self.result
+        self.batches(
+            [(pk, self.calendar_size(found.get(name))) for name in dict.fromkeys(self.p["names"])], True
+        )
+
+    def list_calendars(self) -> None:
+        items = ((self.calendar_size(calendar), True) for calendar in self.result)
+        self.queries(calendar_pk(self.p["owner"]), _pages(items, None, None), True)
+
+    def put_calendar(self) -> None:  # refused or not: the larger of the item there and the one sent
+        calendar = self.p["calendar"]
+        self.write(
+            "PutItem",
+            calendar_pk(self.p["owner"]),
+            self.calendar_size(self.b.calendar),
+            self.calendar_size(calendar),
+        )
+
+    def delete_calendar(self) -> None:
+        self.write("DeleteItem", calendar_pk(self.p["owner"]), self.calendar_size(self.b.calendar), 0)
+
 
 # ----------------------------------------------------------------------------- the two calls
 
 _READS = {"get_job", "name_holder", "get_idempotent_create", "list_jobs", "owner_jobs", "query_bucket"}
 _READS |= {"get_cursor", "oldest_cursor", "get_run", "get_run_and_job", "get_runs_and_jobs", "get_runs"}
 _READS |= {"list_runs", "recent_runs", "runs_before", "runs_after"}
+_READS |= {"get_calendar", "get_calendars", "list_calendars"}
 
 
 def _signature(method: str) -> tuple[list[str], dict[str, Any]]:
@@ -379,6 +419,9 @@ def snapshot(store: StateView, method: str, args: tuple[Any, ...], kwargs: dict[
     if method in _READS:
         return _NOTHING
     p = _bind(method, args, kwargs)
+    if method in ("put_calendar", "delete_calendar"):
+        name = p["calendar"].name if method == "put_calendar" else p["name"]
+        return Before(calendar=store.calendars.get((p["owner"], name)))
     job: Job | None = p.get("job") or p.get("before")
     trigger: Trigger | None = p.get("first_trigger") or p.get("trigger") or p.get("retry_trigger")
     run: Run | None = p.get("run")

@@ -13,6 +13,7 @@ from itertools import islice
 from typing import Any, Protocol
 
 from bench.timed_role import item_size
+from functions.core.calendars import Calendar
 from functions.core.model import Job, Run, Trigger, home_of, to_ms
 from functions.core.resources import PK, TTL_ATTRIBUTE
 from functions.core.store.items import run_to_item
@@ -64,6 +65,8 @@ class StateView(Protocol):
     def cursors(self) -> Mapping[int, str]: ...
     @property
     def runs(self) -> Mapping[str, Mapping[str, Run]]: ...
+    @property
+    def calendars(self) -> Mapping[tuple[str, str], Calendar]: ...
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class Before:
     holders: tuple[str | None, ...] = ()  # who holds the names it writes (its job's or before's, after's)
     record: tuple[str, str, int] | None = None  # the idempotency record: job id, fingerprint, expiry
     cursor: str | None = None
+    calendar: Calendar | None = None  # the calendar a put or delete writes, as stored
 
 
 # ------------------------------------------------------------------------- sizes and the index

@@ -14,15 +14,16 @@ import copy
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Any
 
 import pytest
 
 from bench.timed_role import item_size
 from functions.core import aws
+from functions.core.calendars import Calendar, HolidaySource
 from functions.core.model import Job, JobStatus, Run, RunStatus, Trigger, bucket_of, new_job_id, run_id_for
-from functions.core.ports import JobStore, RunStore, TriggerStore
+from functions.core.ports import CalendarStore, JobStore, RunStore, TriggerStore
 from functions.core.resources import table_definition
 from functions.core.settings import Settings
 from functions.core.store import DynamoStore
@@ -516,8 +517,40 @@ def test_a_history_is_read_in_pages_newest_first_and_around_a_run(twins: Twins) 
     twins.check("recent_runs", "job_none", limit=5)
 
 
+# ------------------------------------------------------------------------------------- calendars
+
+
+def test_a_calendar_is_put_read_listed_and_deleted_and_a_refused_write_is_charged(twins: Twins) -> None:
+    big = Calendar(
+        name="trading",
+        holidays=(HolidaySource("US"),),
+        exchanges=("XNYS",),
+        exchange_closed=frozenset(date(2026, 1, 1) + timedelta(days=n) for n in range(0, 1400, 7)),
+        expanded_until=date(2029, 11, 26),
+    )
+    (put,) = twins.check("put_calendar", "alice", big, expected_version=None)
+    assert put.units == (PartitionUnits("CAL#alice", 0.0, 3.0),), "a few KB of closed days"
+    refused = twins.check("put_calendar", "alice", Calendar(name="trading"), expected_version=None)
+    assert refused[0].units[0].wcu == 3.0, "a refused put is charged for the item it would replace"
+    twins.check("put_calendar", "alice", replace(big, version=2), expected_version=1)
+    twins.check("put_calendar", "alice", Calendar(name="plain"), expected_version=None)
+    twins.check("put_calendar", "alice", Calendar(name="plain", version=3), expected_version=2)
+    twins.check("get_calendar", "alice", "trading")
+    twins.check("get_calendar", "alice", "nothing")
+    (batch,) = twins.check("get_calendars", "alice", ["trading", "plain", "nothing"])
+    assert [u.partition for u in batch.units] == ["CAL#alice"]
+    twins.check("get_calendars", "alice", [f"c{n}" for n in range(150)])  # two requests
+    assert twins.check("get_calendars", "alice", []) == []
+    twins.check("list_calendars", "alice")
+    twins.check("list_calendars", "bob")
+    twins.check("delete_calendar", "alice", "trading", expected_version=1)
+    twins.check("delete_calendar", "alice", "trading")
+    twins.check("delete_calendar", "alice", "trading")
+
+
 def test_every_method_of_the_port_is_checked_here() -> None:
-    port = {name for part in (JobStore, TriggerStore, RunStore) for name in vars(part) if name[0] != "_"}
+    parts = (JobStore, TriggerStore, RunStore, CalendarStore)
+    port = {name for part in parts for name in vars(part) if name[0] != "_"}
     with open(__file__) as source:
         text = source.read()
     assert "create_job" in port and "hold_shard" in port  # the ports' methods were found

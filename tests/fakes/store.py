@@ -15,6 +15,7 @@ from datetime import datetime
 from itertools import islice
 from typing import Any, TypeVar
 
+from functions.core.calendars import Calendar
 from functions.core.frontier import Frontier, ms_up
 from functions.core.model import (
     Attempt,
@@ -54,6 +55,7 @@ from functions.core.store.items import (
 from functions.core.store.jobs import API_OWNED, IDEMPOTENCY_TTL, api_view
 from functions.core.store.keys import in_job_listing, in_run_listing, job_key, owner_index_pk
 from functions.core.store.pages import decode_cursor, encode_cursor
+from tests.fakes.calendars import MemoryCalendars
 
 T = TypeVar("T")
 _TriggerKey = tuple[str, int, str]  # bucket, shard, sort key
@@ -118,8 +120,8 @@ def _run_index_key(run: Run) -> dict[str, Any]:
     return {PK: {"S": f"JOB#{run.job_id}"}, SK: {"S": f"RUN#{run.run_id}"}}
 
 
-class MemoryStore:
-    """Implements ``functions.core.ports.Tables``."""
+class MemoryStore(MemoryCalendars):
+    """Implements ``functions.core.ports.Tables`` (the calendars: ``tests/fakes/calendars.py``)."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -134,6 +136,7 @@ class MemoryStore:
         self.taken_by: dict[int, str] = {}  # the token of the last sweep to take each shard
         self.swept_by: dict[int, str] = {}  # the token of the sweep that left its frontier
         self.runs: dict[str, dict[str, Run]] = {}
+        self.calendars: dict[tuple[str, str], Calendar] = {}
         # Called before each write of ``create_job`` with what it writes (a test's crash point).
         self.before_write: Callable[[str], None] = lambda _what: None
 

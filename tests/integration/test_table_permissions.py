@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from functions.api.requests import PatchJobIn
+from functions.api import calendars
+from functions.api.requests import CalendarRulesIn, CreateCalendarIn, PatchJobIn
 from functions.core.model import RunKind, iso, make_trigger
 from infra.permissions import TABLE_ITEM_ACTIONS
 from tests.integration.conftest import Harness
@@ -87,6 +88,17 @@ def test_every_role_is_granted_exactly_the_table_actions_its_code_paths_make(
         run = h.service.run_now(h.owner, later["job_id"])
         h.service.cancel_run(h.owner, later["job_id"], run["run_id"])
         h.service.stats(h.owner)
+        # business calendars (CAL#<owner> items): create, list, read, replace, the excluded days, delete
+        rules = {"holidays": ["DE-BY"], "dates": ["2026-12-24"]}
+        calendars.create_calendar(
+            h.service, h.owner, CreateCalendarIn.model_validate({"name": "ops", **rules})
+        )
+        calendars.list_calendars(h.service, h.owner)
+        calendars.replace_calendar(
+            h.service, h.owner, "ops", CalendarRulesIn.model_validate({"weekdays": [1]})
+        )
+        calendars.calendar_days(h.service, h.owner, "ops", None, None)
+        calendars.delete_calendar(h.service, h.owner, "ops")
         h.service.pause_job(h.owner, cron["job_id"])
         # "run now" whose request ended after writing its trigger: the next sweep dispatches it
         job = h.job(later["job_id"])

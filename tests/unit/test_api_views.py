@@ -39,6 +39,11 @@ PAIRS: dict[type[BaseModel], Any] = {
     responses.MissedOut: views.MissedView,
     responses.OutageOut: views.OutageView,
     responses.PreviewOut: views.PreviewView,
+    responses.HolidaySourceOut: views.HolidaySourceView,
+    responses.CalendarOut: views.CalendarView,
+    responses.CalendarPage: views.CalendarPageView,
+    responses.ExcludedDayOut: views.ExcludedDayView,
+    responses.CalendarDaysOut: views.CalendarDaysView,
 }
 # Refusals are ApiError.body(), not a view.
 WITHOUT_VIEW = {responses.ErrorOut}

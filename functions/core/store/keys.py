@@ -48,6 +48,15 @@ def cursor_key(shard: int) -> dict[str, Any]:
     return {PK: {"S": f"CURSOR#{shard:03d}"}, SK: {"S": "CURSOR"}}
 
 
+def calendar_pk(owner: str) -> str:
+    """The partition of an owner's calendars: all of them, read with one ``Query``."""
+    return f"CAL#{owner}"
+
+
+def calendar_key(owner: str, name: str) -> dict[str, Any]:
+    return {PK: {"S": calendar_pk(owner)}, SK: {"S": name}}
+
+
 def owner_index_pk(owner: str) -> str:
     return f"OWNER#{owner}"
 
