@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from functions.api.errors import InvalidInput
 from functions.core.calendars import Calendar, CalendarError, OnExcluded
-from functions.core.ports import CalendarStore
 from functions.core.schedule import Schedule, ScheduleError, parse_instant, parse_schedule
 from functions.core.timing import CalendarTiming, FireTimes
 
@@ -69,7 +68,7 @@ def calendar_of(deps: Deps, owner: str, spec: ScheduleIn, schedule: Schedule) ->
             "a one-off 'at' schedule runs at the time it names and takes no calendar; use cron or rate",
             "schedule.calendar",
         )
-    calendar = _calendars(deps).get_calendar(owner, spec.calendar)
+    calendar = deps.store.get_calendar(owner, spec.calendar)
     if calendar is None:
         raise InvalidInput(
             f"no calendar named {spec.calendar!r}: create it first (POST /v1/calendars)", "schedule.calendar"
@@ -83,7 +82,7 @@ def job_timing(deps: Deps, job: Job) -> FireTimes:
     as the dispatcher then drops each occurrence instead of guessing the day."""
     if job.calendar is None:
         return job.schedule
-    calendar = _calendars(deps).get_calendar(job.owner, job.calendar)
+    calendar = deps.store.get_calendar(job.owner, job.calendar)
     return job.schedule if calendar is None else CalendarTiming(job.schedule, calendar, job.on_excluded)
 
 
@@ -105,7 +104,3 @@ def first_fire_time(timing: FireTimes, now: datetime) -> datetime:
     if first is None:
         raise InvalidInput("the schedule has no fire time in the future", "schedule")
     return first
-
-
-def _calendars(deps: Deps) -> CalendarStore:
-    return cast(CalendarStore, deps.store)

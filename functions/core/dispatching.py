@@ -11,7 +11,6 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import cast
 
 from functions.core import crash_points
 from functions.core.calendars import Calendar
@@ -43,7 +42,7 @@ from functions.core.model import (
     run_id_for,
 )
 from functions.core.observability import logger
-from functions.core.ports import CalendarStore, Queue, Tables, VersionChanged
+from functions.core.ports import Queue, Tables, VersionChanged
 from functions.core.queue import WorkMessage
 from functions.core.sending import Sender
 from functions.core.settings import Settings
@@ -480,5 +479,5 @@ class _Calendars:
     def get(self, owner: str, name: str) -> Calendar | None:
         key = (owner, name)
         if key not in self.read:
-            self.read[key] = cast(CalendarStore, self.store).get_calendar(owner, name)
+            self.read[key] = self.store.get_calendar(owner, name)
         return self.read[key]

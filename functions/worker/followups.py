@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
-from typing import cast
 
 from functions.core.model import (
     PAUSED_BY_PUNCTUAL,
@@ -18,7 +17,7 @@ from functions.core.model import (
     make_trigger,
 )
 from functions.core.observability import logger
-from functions.core.ports import CalendarStore, VersionChanged
+from functions.core.ports import VersionChanged
 from functions.core.queue import WorkMessage
 from functions.core.timing import FireTimes, timing_of
 from functions.worker.context import WorkerContext
@@ -32,8 +31,7 @@ class FollowUps:
         """The job's fire times, under its calendar if it follows one (as the backfill listed them)."""
         if job.calendar is None:
             return job.schedule
-        store = cast(CalendarStore, self.context.store)
-        calendar = store.get_calendar(job.owner, job.calendar)
+        calendar = self.context.store.get_calendar(job.owner, job.calendar)
         return timing_of(job.schedule, calendar, job.on_excluded)
 
     def next_backfill(self, job: Job, run: Run) -> None:

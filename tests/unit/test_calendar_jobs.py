@@ -20,8 +20,8 @@ from functions.core.calendars import Calendar, HolidaySource
 from functions.core.model import Reason, Run, RunStatus, iso
 from functions.core.ssrf_guard import NetworkPolicy
 from tests.conftest import Clock
-from tests.fakes.calendars_interim import CalendarMemoryStore as MemoryStore
 from tests.fakes.queue import MemoryQueue
+from tests.fakes.store import MemoryStore
 from tests.fakes.targets import ScriptedTargets
 from tests.harness import Harness
 from tests.unit.test_engine_on_fakes import HOOK, SETTINGS
