@@ -418,8 +418,7 @@ class Dispatcher:
                     job, trigger.scheduled_for, merged, Reason.MISFIRE_COLLAPSED, now, error=error
                 )
         elif plan.dropped is not None:
-            day = plan.dropped.day
-            covers = plan.timing.day_occurrences(day) if day is not None and plan.timing is not None else []
+            covers = plan.timing.covered(plan.dropped) if plan.timing is not None else []
             run = calendar_row(job, plan.dropped, covers, now)
         elif plan.skipped is None:
             run = None

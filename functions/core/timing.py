@@ -104,6 +104,16 @@ class CalendarTiming:
         found = self._scan(moment - _ONE_US, markers=True)
         return found if found is not None and found.at == moment else None
 
+    def newly_excluded(self, moment: datetime) -> Occurrence | None:
+        """A trigger's time that is no run or marker (the calendar changed since it was written) but
+        a fire time of the schedule on a day the calendar now excludes: the row that says so (the
+        rest of the day has no trigger: the chain goes on after it)."""
+        if self.schedule.next_after(moment - _ONE_US) != moment:
+            return None
+        day = moment.astimezone(ZoneInfo(self.calendar.timezone)).date()
+        reason = self.calendar.excludes(day)
+        return None if reason is None else Occurrence(moment, False, day=day, reason=reason)
+
     def first_fire_time(self) -> datetime | None:
         first = self.schedule.first_fire_time()
         if first is None:
@@ -140,13 +150,13 @@ class CalendarTiming:
             cursor = found.at
         return result
 
-    def day_occurrences(self, day: date) -> list[datetime]:
-        """The schedule's occurrences on ``day`` (in the calendar's zone): what a dropped day's row
-        stands for."""
-        zone = ZoneInfo(self.calendar.timezone)
-        start = _day_start(day, zone)
-        end = _day_start(day + timedelta(days=1), zone) - _ONE_US
-        return self.schedule.occurrences_between(start - _ONE_US, end, limit=100_000)
+    def covered(self, dropped: Occurrence) -> list[datetime]:
+        """The fire times a dropped day's row stands for: the day's (in the calendar's zone), from
+        the dropped one on."""
+        if dropped.day is None:
+            return [dropped.at]
+        end = _day_start(dropped.day + timedelta(days=1), ZoneInfo(self.calendar.timezone)) - _ONE_US
+        return self.schedule.occurrences_between(dropped.at - _ONE_US, end, limit=100_000)
 
     def dst_mark(self, instant: datetime) -> DstMark | None:
         return self.schedule.dst_mark(instant)

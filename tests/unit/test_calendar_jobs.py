@@ -77,6 +77,7 @@ def test_a_weekend_is_a_row_per_day_naming_the_calendar_and_the_day(engine: Engi
         (berlin("2026-01-13T09:00"), RunStatus.SUCCEEDED, None, None),
     ]
     saturday = history(engine, job["job_id"])[0]
+    assert saturday.covers == 1
     assert saturday.error == "calendar 'bavaria' excludes 2026-01-10: not a working day (Saturday)"
     assert len(engine.targets.deliveries) == 2
 
@@ -193,3 +194,18 @@ def test_a_buffered_backfill_runs_the_calendars_runs_of_the_span_one_after_anoth
         engine.deliver_all()  # the worker dispatches the next when one ends, under the calendar too
     delivered = sorted(iso(delivery.scheduled_for) for _spec, delivery, _t in engine.targets.deliveries)
     assert delivered == expected
+
+
+def test_a_day_excluded_after_its_trigger_was_written_leaves_a_row_not_silence(engine: Engine) -> None:
+    job = daily(engine, "skip", cron="0 9,15 * * *")
+    live_until(engine, berlin("2026-01-12T10:00"))  # Monday 09:00 ran; 15:00's trigger is written
+    closed = replace(BAVARIA, dates=frozenset({date(2026, 1, 12)}), version=2)
+    engine.store.put_calendar("alice", closed, expected_version=1)
+    live_until(engine, berlin("2026-01-13T10:00"))
+    rows = [(run.scheduled_for, run.status, run.reason) for run in history(engine, job["job_id"])][-3:]
+    assert rows == [
+        (berlin("2026-01-12T09:00"), RunStatus.SUCCEEDED, None),
+        (berlin("2026-01-12T15:00"), RunStatus.SKIPPED, Reason.CALENDAR),
+        (berlin("2026-01-13T09:00"), RunStatus.SUCCEEDED, None),
+    ]
+    assert history(engine, job["job_id"])[-2].covers == 1  # 09:00 ran: the row stands for 15:00 alone

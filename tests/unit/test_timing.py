@@ -144,3 +144,17 @@ def test_a_calendar_in_another_zone_across_dst_matches_the_brute_force(
         assert [(e.at, e.runs, e.moved_from) for e in events if e.at <= end] == [
             (e.at, e.runs, e.moved_from) for e in expected
         ]
+
+
+def test_a_dropped_days_row_covers_its_fire_times_from_the_dropped_one_on() -> None:
+    subject = timing("0 */6 * * *", OnExcluded.SKIP)
+    marker = subject.at(berlin("2026-01-10T00:00"))
+    assert marker is not None and not marker.runs
+    assert subject.covered(marker) == [berlin(f"2026-01-10T{hour:02d}:00") for hour in (0, 6, 12, 18)]
+    later = subject.newly_excluded(berlin("2026-01-10T12:00"))
+    assert later is not None and subject.covered(later) == [
+        berlin("2026-01-10T12:00"),
+        berlin("2026-01-10T18:00"),
+    ]
+    assert subject.newly_excluded(berlin("2026-01-12T12:00")) is None  # a business day
+    assert subject.newly_excluded(berlin("2026-01-10T13:00")) is None  # no fire time

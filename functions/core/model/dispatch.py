@@ -57,7 +57,7 @@ def plan_dispatch(
         if calendar is None:
             raise CalendarError(f"calendar {job.calendar!r} does not exist", "calendar")
         timing = CalendarTiming(job.schedule, calendar, job.on_excluded)
-        event = timing.at(scheduled_for)
+        event = timing.at(scheduled_for) or timing.newly_excluded(scheduled_for)
         if event is None or not event.runs:
             return DispatchPlan(None, None, timing.next_event(scheduled_for), dropped=event, timing=timing)
         chain = _Chain(timing)
