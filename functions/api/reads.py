@@ -63,8 +63,13 @@ def list_jobs(
         )
     except BadCursorError as error:
         raise InvalidInput(str(error), "cursor") from error
+    # The calendars the page's jobs follow, in one read (not one per job).
+    named = {job.calendar for job in jobs if job.calendar is not None}
+    calendars = deps.store.get_calendars(owner, named) if named else {}
     return {
-        "items": [job_view(deps, job, now, runs=histories.get(job.job_id)) for job in jobs],
+        "items": [
+            job_view(deps, job, now, runs=histories.get(job.job_id), calendars=calendars) for job in jobs
+        ],
         "next_cursor": next_cursor,
     }
 

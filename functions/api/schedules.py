@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -76,13 +77,17 @@ def calendar_of(deps: Deps, owner: str, spec: ScheduleIn, schedule: Schedule) ->
     return calendar
 
 
-def job_timing(deps: Deps, job: Job) -> FireTimes:
-    """The job's fire times, under its calendar if it follows one (one read). A calendar deleted
+def job_timing(deps: Deps, job: Job, calendars: Mapping[str, Calendar] | None = None) -> FireTimes:
+    """The job's fire times, under its calendar if it follows one (one read, unless ``calendars``
+    holds the owner's calendars read already). A calendar deleted
     meanwhile (a delete is refused while jobs use it, but a create may race it): the schedule alone,
     as the dispatcher then drops each occurrence instead of guessing the day."""
     if job.calendar is None:
         return job.schedule
-    calendar = deps.store.get_calendar(job.owner, job.calendar)
+    if calendars is not None:
+        calendar = calendars.get(job.calendar)
+    else:
+        calendar = deps.store.get_calendar(job.owner, job.calendar)
     return job.schedule if calendar is None else CalendarTiming(job.schedule, calendar, job.on_excluded)
 
 

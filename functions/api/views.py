@@ -7,6 +7,7 @@ Every time is ``model.iso``'s string (UTC, milliseconds).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
@@ -18,6 +19,7 @@ from functions.core.schedule import Schedule
 
 if TYPE_CHECKING:
     from functions.api.deps import Deps
+    from functions.core.calendars import Calendar
 
 
 class ScheduleTimesView(TypedDict):
@@ -272,8 +274,15 @@ def schedule_times_view(schedule: Schedule) -> ScheduleTimesView:
     return cast(ScheduleTimesView, data)
 
 
-def job_view(deps: Deps, job: Job, now: datetime, runs: list[Run] | None = None) -> JobView:
-    """``runs``: the job's newest runs, newest first (read here when not given)."""
+def job_view(
+    deps: Deps,
+    job: Job,
+    now: datetime,
+    runs: list[Run] | None = None,
+    calendars: Mapping[str, Calendar] | None = None,
+) -> JobView:
+    """``runs``: the job's newest runs, newest first (read here when not given); ``calendars``: the
+    owner's calendars its job may follow, as read for a page of jobs (else read here if it follows one)."""
     job = job.as_of(now)
     history_runs = recent_runs(deps, job) if runs is None else runs
     history = job_history(job, history_runs)
@@ -291,7 +300,8 @@ def job_view(deps: Deps, job: Job, now: datetime, runs: list[Run] | None = None)
     ended_ahead = job.status is JobStatus.COMPLETED and job.schedule.is_recurring
     if job.status is JobStatus.ACTIVE or ended_ahead:
         if job.schedule.is_recurring:
-            upcoming = job_timing(deps, job).upcoming(now, 5 if remaining is None else min(5, remaining))
+            timing = job_timing(deps, job, calendars)
+            upcoming = timing.upcoming(now, 5 if remaining is None else min(5, remaining))
         else:
             at = job.schedule.first_fire_time()
             upcoming = [at] if at is not None else []

@@ -209,3 +209,16 @@ def test_a_day_excluded_after_its_trigger_was_written_leaves_a_row_not_silence(e
         (berlin("2026-01-13T09:00"), RunStatus.SUCCEEDED, None),
     ]
     assert history(engine, job["job_id"])[-2].covers == 1  # 09:00 ran: the row stands for 15:00 alone
+
+
+def test_a_page_of_jobs_reads_their_calendars_once(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    for _ in range(3):
+        daily(engine, "next_business_day")
+    reads: list[str] = []
+    store = engine.store
+    monkeypatch.setattr(store, "get_calendar", lambda *a, **k: reads.append("one") or None)
+    batch = store.get_calendars
+    monkeypatch.setattr(store, "get_calendars", lambda *a, **k: reads.append("batch") or batch(*a, **k))
+    page = engine.service.list_jobs("alice", limit=10, cursor=None, status=None, name=None)
+    assert reads == ["batch"]
+    assert {job["upcoming"][0] for job in page["items"]} == {"2026-01-12T08:00:00.000Z"}  # Monday
