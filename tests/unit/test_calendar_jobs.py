@@ -216,9 +216,18 @@ def test_a_page_of_jobs_reads_their_calendars_once(engine: Engine, monkeypatch: 
         daily(engine, "next_business_day")
     reads: list[str] = []
     store = engine.store
-    monkeypatch.setattr(store, "get_calendar", lambda *a, **k: reads.append("one") or None)
     batch = store.get_calendars
-    monkeypatch.setattr(store, "get_calendars", lambda *a, **k: reads.append("batch") or batch(*a, **k))
+
+    def one(owner: str, name: str) -> Calendar | None:
+        reads.append("one")
+        return None
+
+    def many(owner: str, names: Any) -> dict[str, Calendar]:
+        reads.append("batch")
+        return batch(owner, names)
+
+    monkeypatch.setattr(store, "get_calendar", one)
+    monkeypatch.setattr(store, "get_calendars", many)
     page = engine.service.list_jobs("alice", limit=10, cursor=None, status=None, name=None)
     assert reads == ["batch"]
     assert {job["upcoming"][0] for job in page["items"]} == {"2026-01-12T08:00:00.000Z"}  # Monday
