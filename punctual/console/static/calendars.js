@@ -198,8 +198,8 @@ function ExcludedDays({ calendar }) {
       return html`<div class="month" data-month=${month}>
         <h4>${monthName(month)} <span class="muted small">${days.length} day(s)${hidden ? `, ${hidden} off every week` : ""}</span></h4>
         ${shown.length ? html`<ul class="days">${shown.map((day) => html`<li data-date=${day.date}>
-          <time datetime=${day.date}>${day.date}</time> <span class="muted">${weekdayOf(day.date)}</span>
-          <span class="reason">${day.reason}</span></li>`)}</ul>` : null}
+          <time datetime=${day.date}>${day.date}</time> <span class="muted">${weekdayOf(day.date)}</span> · <span
+            class="reason">${day.reason}</span></li>`)}</ul>` : null}
       </div>`;
     })}
     ${answer && answer.excluded.length === 0 ? html`<p class="muted">No day is excluded: every day is a business day.</p>` : null}

@@ -320,6 +320,9 @@ function Preview({ state, onErrors }) {
   }, [key]);
 
   const calendar = answer && answer.calendar;
+  // Over a year, the weekends would bury the rest: counted, not listed.
+  const listed = calendar ? calendar.excluded.filter((day) => !wholeYear || !day.reason.startsWith("not a working day")) : [];
+  const weekly = calendar ? calendar.excluded.length - listed.length : 0;
   return html`<section class="preview" aria-live="polite" aria-busy=${pending ? "true" : "false"}>
     <h3>Next fire times</h3>
     ${schedule.calendar ? html`<label class="check small"><input type="checkbox" id="preview-year" checked=${year}
@@ -341,10 +344,11 @@ function Preview({ state, onErrors }) {
         ${answer.fire_times.length > 5 ? html`<p class="muted small">… ${answer.fire_times.length} fire times in the next 12 months.</p>` : null}
         ${answer.fire_times.length === 0 ? html`<p class="muted">It never fires from now on.</p>` : null}
         ${calendar ? html`<h4>Excluded by calendar ${calendar.name} (${calendar.on_excluded})</h4>
-          ${calendar.excluded.length ? html`<ul class="excluded" id="preview-excluded">${calendar.excluded.map((day) => html`<li
+          ${weekly ? html`<p class="muted small">${weekly} day(s) off every week (weekends) not listed.</p>` : null}
+          ${listed.length ? html`<ul class="excluded" id="preview-excluded">${listed.map((day) => html`<li
             data-day=${day.day} data-fate=${day.fate}>${day.day}: ${day.reason} · <b>${FATES[day.fate] || day.fate}</b>${day.moved_to
               ? html` to <${Time} iso=${day.moved_to} />` : null}</li>`)}</ul>`
-            : html`<p class="muted small">No fire time listed falls on an excluded day.</p>`}` : null}
+            : weekly ? null : html`<p class="muted small">No fire time listed falls on an excluded day.</p>`}` : null}
         ${(answer.notes || []).map((note) => html`<p class="note">${note}</p>`)}`}
   </section>`;
 }
