@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from selenium.webdriver.common.by import By
 
-from tests.browser.conftest import Console, Stack
+from tests.browser.conftest import PHONE, Console, Stack
 
 # As test_console.py: in the end-to-end tests' group, one after the other on one worker.
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
@@ -243,3 +243,23 @@ def test_a_day_the_calendar_excludes_reads_in_the_history_with_its_reason(
     # Not an error: the day's text is not shown as one.
     assert not row.find_elements(By.CSS_SELECTOR, ".error-text")
     stack.call("DELETE", f"/v1/jobs/{job['job_id']}")
+
+
+def test_the_calendar_views_fit_a_phone(console: Console, stack: Stack) -> None:
+    calendar = create_calendar(stack, name=unique("phone"), timezone="Europe/Berlin", holidays=["DE-BY"])[
+        "name"
+    ]
+    console.resize(*PHONE)
+    for route, ready in (
+        ("#/calendars", "calendars-table"),
+        (f"#/calendars/{calendar}", "excluded-days"),
+        (f"#/calendars/{calendar}/edit", "f-holidays-0-country"),
+        ("#/new-calendar", "f-name"),
+    ):
+        console.open(route)
+        console.wait_for(By.ID, ready)
+        width = console.driver.execute_script(
+            "return [document.documentElement.scrollWidth, window.innerWidth]"
+        )
+        assert width[0] <= width[1] + 1, f"{route} is {width[0]} px wide on a {width[1]} px screen"
+    stack.call("DELETE", f"/v1/calendars/{calendar}")
