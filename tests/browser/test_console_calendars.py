@@ -172,6 +172,13 @@ def test_a_job_follows_a_calendar_its_preview_shows_the_moved_days_and_the_calen
     console.click("preview-year")
     christmas = console.wait_for(By.CSS_SELECTOR, f"#preview-excluded li[data-day='{next_christmas()}']")
     assert "holiday in DE-BY: Christmas Day" in christmas.text and "moved" in christmas.text
+    # A year of a schedule every 10 s is too many fire times to list: said in the preview, not an error
+    # of the form's.
+    console.fill("f-schedule-cron", "*/10 * * * * *")
+    assert "more than 1,000 fire times" in console.wait_for(By.ID, "preview-too-many").text
+    assert not console.driver.find_elements(By.CSS_SELECTOR, ".field-error")
+    console.fill("f-schedule-cron", "0 9 * * *")
+    console.wait_for(By.CSS_SELECTOR, f"#preview-excluded li[data-day='{next_christmas()}']")
     console.fill("f-target-url", f"{console.base_url}/v1/health")
     console.screenshot("create-with-calendar")
     console.click("submit-job")
@@ -185,6 +192,15 @@ def test_a_job_follows_a_calendar_its_preview_shows_the_moved_days_and_the_calen
     _, page = stack.call("GET", f"/v1/jobs?name={job_name}")
     job = page["items"][0]
     assert job["schedule"]["calendar"] == calendar and job["schedule"]["on_excluded"] == "next_business_day"
+    # Edited: the calendar and its policy are in the form as saved; another policy is saved.
+    console.click("edit-job")
+    assert console.wait_for(By.ID, "f-schedule-calendar").get_property("value") == calendar
+    choose(console, "f-schedule-on_excluded", "previous_business_day")
+    console.click("submit-job")
+    console.wait_for_text(By.ID, "job-calendar", "previous business day")
+    changed = stack.call("GET", f"/v1/jobs/{job['job_id']}")[1]
+    assert changed["schedule"]["calendar"] == calendar
+    assert changed["schedule"]["on_excluded"] == "previous_business_day" and changed["version"] == 2
 
     # The calendar cannot go while the job follows it: the refusal names the job, with a link to it.
     console.open(f"#/calendars/{calendar}")

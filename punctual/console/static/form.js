@@ -328,7 +328,7 @@ function Preview({ state, onErrors }) {
     ${schedule.calendar ? html`<label class="check small"><input type="checkbox" id="preview-year" checked=${year}
       onChange=${(event) => setYear(event.currentTarget.checked)} /> the calendar's excluded days over the next
       12 months</label>` : null}
-    ${tooMany ? html`<p class="note" id="preview-too-many">${tooMany}</p>` : null}
+    ${tooMany ? html`<p class="note" id="preview-too-many">Over 12 months: ${tooMany} (untick it to see the next five).</p>` : null}
     ${!answer ? (tooMany ? null : html`<p class="muted">${pending ? "Checking…" : "Type a schedule to see when it fires."}</p>`)
       : html`<ol id="preview-times">
           ${answer.fire_times.slice(0, 5).map((fire) => html`<li>
