@@ -280,3 +280,38 @@ def test_the_calendar_views_fit_a_phone(console: Console, stack: Stack) -> None:
         )
         assert width[0] <= width[1] + 1, f"{route} is {width[0]} px wide on a {width[1]} px screen"
     stack.call("DELETE", f"/v1/calendars/{calendar}")
+
+
+def test_a_run_the_calendar_moved_says_where_from(console: Console, stack: Stack) -> None:
+    # Tomorrow is excluded and its fire times go to the previous business day at the same wall time:
+    # today's, where each one joins the run of today's own (one run, moved_from tomorrow's time).
+    now = datetime.now(UTC)
+    tomorrow = (now + timedelta(minutes=2)).date() + timedelta(days=1)
+    calendar = create_calendar(
+        stack, name=unique("tomorrow-off"), weekdays=[1, 2, 3, 4, 5, 6, 7], dates=[tomorrow.isoformat()]
+    )
+    job = stack.create_job(
+        name=unique("browser-moved"),
+        schedule={
+            "cron": "*/10 * * * * *",
+            "calendar": calendar["name"],
+            "on_excluded": "previous_business_day",
+        },
+    )
+    console.open(f"#/jobs/{job['job_id']}")
+
+    def moved_row(driver: Any) -> Any:
+        for row in driver.find_elements(By.CSS_SELECTOR, "#runs-table tr.run-row"):
+            if row.find_elements(By.CSS_SELECTOR, ".moved"):
+                return row
+        return None
+
+    row = console.wait(moved_row, 40, "no run says it was moved")
+    moved = row.find_element(By.CSS_SELECTOR, ".moved")
+    assert moved.text.startswith("moved from")
+    original = moved.find_element(By.TAG_NAME, "time").get_attribute("title")
+    scheduled = row.find_element(By.CSS_SELECTOR, "time").get_attribute("title")
+    # The same wall time (UTC here), a day later: tomorrow's occurrence, moved onto today's.
+    assert original == f"UTC {tomorrow.isoformat()}T{str(scheduled)[15:]}", (original, scheduled)
+    assert f"calendar {calendar['name']}" in row.find_element(By.CSS_SELECTOR, "td.why").text
+    stack.call("DELETE", f"/v1/jobs/{job['job_id']}")
