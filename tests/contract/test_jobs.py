@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from functions.core.calendars import OnExcluded
 from functions.core.model import JobStatus, RunStatus, bucket_of, new_job_id
 from functions.core.ports import BadCursorError, IdempotencyKeyTaken, NameTaken, Tables, VersionChanged
 from functions.core.store.items import embeds
@@ -120,6 +121,27 @@ def test_a_jobs_jitter_is_created_and_changed_with_it(world: World, tables: Tabl
     tables.update_job(stored, replace(stored, jitter_seconds=30, version=stored.version + 1))
     changed = tables.get_job(job.job_id)
     assert changed is not None and changed.jitter_seconds == 30
+
+
+def test_a_jobs_calendar_and_on_excluded_are_changed_and_removed_with_it(
+    world: World, tables: Tables
+) -> None:
+    # The console's edit of a job's calendar policy was answered but not stored: the update wrote
+    # neither field.
+    job, _ = world.created(calendar="bavaria", on_excluded=OnExcluded.NEXT_BUSINESS_DAY)
+    stored = tables.get_job(job.job_id)
+    assert stored is not None and (stored.calendar, stored.on_excluded) == (
+        "bavaria",
+        OnExcluded.NEXT_BUSINESS_DAY,
+    )
+    moved = replace(stored, calendar="berlin", on_excluded=OnExcluded.PREVIOUS_BUSINESS_DAY, version=2)
+    tables.update_job(stored, moved)
+    changed = tables.get_job(job.job_id)
+    assert changed is not None
+    assert (changed.calendar, changed.on_excluded) == ("berlin", OnExcluded.PREVIOUS_BUSINESS_DAY)
+    tables.update_job(changed, replace(changed, calendar=None, on_excluded=OnExcluded.SKIP, version=3))
+    gone = tables.get_job(job.job_id)
+    assert gone is not None and (gone.calendar, gone.on_excluded) == (None, OnExcluded.SKIP)
 
 
 def test_a_pause_with_its_note_and_until_and_the_dispatchers_resume_at_the_same_version(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from functions.core.calendars import OnExcluded
 from functions.core.model import JobStatus, MisfirePolicy, OnComplete, OverlapPolicy, Reason, RunStatus
 
 STATIC = Path(__file__).resolve().parents[2] / "punctual" / "console" / "static"
@@ -34,6 +35,7 @@ def _values(file: str, name: str) -> list[str]:
         ("lib.js", "RUN_STATUSES", RunStatus),
         ("form.js", "OVERLAPS", OverlapPolicy),
         ("form.js", "MISFIRES", MisfirePolicy),
+        ("form.js", "ON_EXCLUDED", OnExcluded),
         ("job.js", "REASONS", Reason),
     ],
 )

@@ -35,6 +35,8 @@ API_OWNED = (
     "misfire",
     "catchup_seconds",
     "overlap",
+    "calendar",
+    "on_excluded",
     "jitter_seconds",
     "paused_at",
     "pause_note",

@@ -2,6 +2,7 @@
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, FieldError, api, fieldProps, html, onUnauthorized, session } from "./lib.js";
+import { CalendarEditor, CalendarView, CalendarsList } from "./calendars.js";
 import { JobForm } from "./form.js";
 import { JobsList } from "./jobs.js";
 import { JobView } from "./job.js";
@@ -13,6 +14,11 @@ function route(hash) {
   const parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
   if (parts[0] === "new") return { view: "new" };
   if (parts[0] === "system") return { view: "system" };
+  if (parts[0] === "new-calendar") return { view: "calendar-edit" };
+  if (parts[0] === "calendars" && parts[1]) {
+    return { view: parts[2] === "edit" ? "calendar-edit" : "calendar", calendar: parts[1] };
+  }
+  if (parts[0] === "calendars") return { view: "calendars" };
   if (parts[0] === "jobs" && parts[1]) return { view: "job", jobId: parts[1], editing: parts[2] === "edit" };
   return { view: "jobs" };
 }
@@ -123,6 +129,11 @@ function App() {
     // Keyed by the job: another job's view starts afresh, and an answer still on its way for the last
     // one (its refresh every 3 s) lands nowhere.
     view = html`<${JobView} key=${current.jobId} jobId=${current.jobId} editing=${current.editing} notify=${notify} />`;
+  } else if (current.view === "calendars") view = html`<${CalendarsList} />`;
+  else if (current.view === "calendar") {
+    view = html`<${CalendarView} key=${current.calendar} name=${current.calendar} notify=${notify} />`;
+  } else if (current.view === "calendar-edit") {
+    view = html`<${CalendarEditor} key=${current.calendar || ""} name=${current.calendar} notify=${notify} />`;
   } else if (current.view === "system") view = html`<${SystemView} />`;
   else view = html`<${JobsList} notify=${notify} />`;
 
@@ -133,6 +144,7 @@ function App() {
       ${signedIn ? html`<nav aria-label="Main">
         ${link("#/jobs", "Jobs", current.view === "jobs" || current.view === "job")}
         ${link("#/new", "New job", current.view === "new")}
+        ${link("#/calendars", "Calendars", current.view.startsWith("calendar"))}
         ${link("#/system", "System", current.view === "system")}
       </nav>` : null}
       <div class="who">

@@ -1,16 +1,18 @@
 // Create a job (POST /v1/jobs) or change one (PATCH /v1/jobs/{job_id}), with every schedule form and
-// target type of docs/api.md, and the schedule's next fire times while typing (POST /v1/schedules/preview).
+// target type of docs/api.md, the business calendar a schedule follows, and the schedule's next fire
+// times while typing (POST /v1/schedules/preview), with the days its calendar skips or moves.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import {
   ApiError, FieldError, Json, Time, api, browserZone, cronDialect, enc, errorsFrom, fieldProps, html,
   resolveWhen,
 } from "./lib.js";
+import { useCalendars } from "./calendars.js";
 
 // Every input of the form is named by the API's own path for it, so an error naming a field lands there.
 const FIELDS = [
   "name", "schedule", "schedule.at", "schedule.cron", "schedule.rate", "schedule.timezone",
   "schedule.start_at", "schedule.end_at", "schedule.misfire", "schedule.catchup_seconds", "schedule.overlap",
-  "jitter_seconds", "target", "target.type", "target.url", "target.method", "target.headers",
+  "schedule.calendar", "schedule.on_excluded", "jitter_seconds", "target", "target.type", "target.url", "target.method", "target.headers",
   "target.timeout_seconds", "target.function", "target.queue_url", "target.topic_arn", "target.bus",
   "target.source", "target.detail_type", "payload", "retry", "retry.max_attempts", "retry.backoff_seconds",
   "retry.max_backoff_seconds", "timeout_seconds", "tags", "signing_secret", "pause_on_failures",
@@ -27,6 +29,11 @@ const OVERLAPS = [
   ["buffer_all", "buffer_all: each waits its turn"],
   ["cancel_other", "cancel_other: cancel the run under way"],
 ];
+export const ON_EXCLUDED = [
+  ["skip", "skip: no run that day"],
+  ["next_business_day", "next business day, at the same time"],
+  ["previous_business_day", "previous business day, at the same time"],
+];
 const MISFIRES = [
   ["run_once", "run_once: run the latest missed occurrence"],
   ["skip", "skip: record missed ones as skipped"],
@@ -36,7 +43,8 @@ const MISFIRES = [
 const EMPTY = {
   name: "", kind: "at", "schedule.at": "in 30s", "schedule.cron": "", "schedule.rate": "",
   "schedule.timezone": "UTC", "schedule.start_at": "", "schedule.end_at": "", "schedule.misfire": "run_once",
-  "schedule.catchup_seconds": "", "schedule.overlap": "allow", jitter_seconds: "",
+  "schedule.catchup_seconds": "", "schedule.overlap": "allow", "schedule.calendar": "",
+  "schedule.on_excluded": "skip", jitter_seconds: "",
   "target.type": "http", "target.url": "", "target.method": "POST", "target.headers": "",
   "target.timeout_seconds": "", "target.function": "", "target.queue_url": "", "target.topic_arn": "",
   "target.bus": "", "target.source": "", "target.detail_type": "", payload: "",
@@ -67,6 +75,8 @@ export function stateOfJob(job) {
     "schedule.misfire": schedule.misfire || "run_once",
     "schedule.catchup_seconds": text(schedule.catchup_seconds),
     "schedule.overlap": schedule.overlap || "allow",
+    "schedule.calendar": text(schedule.calendar),
+    "schedule.on_excluded": schedule.on_excluded || "skip",
     jitter_seconds: job.jitter_seconds ? String(job.jitter_seconds) : "",
     "target.type": target.type || "http",
     "target.url": text(target.url),
@@ -154,6 +164,10 @@ export function scheduleOf(state) {
     schedule.misfire = state["schedule.misfire"];
     if (state["schedule.catchup_seconds"].trim()) schedule.catchup_seconds = number(state["schedule.catchup_seconds"]);
     schedule.overlap = state["schedule.overlap"];
+    if (state["schedule.calendar"]) {
+      schedule.calendar = state["schedule.calendar"];
+      schedule.on_excluded = state["schedule.on_excluded"];
+    }
   }
   return schedule;
 }
@@ -252,15 +266,25 @@ async function patch(jobId, body) {
 
 // --------------------------------------------------------------------------------------- preview
 
+const FATES = { skipped: "skipped", moved: "moved" };
+
+/** A year on from now, as `until` (the preview lists every fire time up to it, at most 1,000). */
+const yearFromNow = () => new Date(Date.now() + 365 * 86400 * 1000).toISOString();
+
 function Preview({ state, onErrors }) {
   const [answer, setAnswer] = useState(null);
   const [pending, setPending] = useState(false);
+  const [year, setYear] = useState(false); // with a calendar: the excluded days of the next 12 months
+  const [tooMany, setTooMany] = useState(null);
   const schedule = useMemo(() => scheduleOf(state), [
     state.kind, state["schedule.at"], state["schedule.cron"], state["schedule.rate"], state["schedule.timezone"],
     state["schedule.start_at"], state["schedule.end_at"], state["schedule.misfire"], state["schedule.catchup_seconds"],
+    state["schedule.calendar"], state["schedule.on_excluded"],
   ]);
-  const key = JSON.stringify(schedule);
+  const wholeYear = year && Boolean(schedule.calendar);
+  const key = JSON.stringify([schedule, wholeYear]);
   useEffect(() => {
+    setTooMany(null);
     if (!schedule[state.kind]) {
       setAnswer(null);
       onErrors({});
@@ -270,15 +294,21 @@ function Preview({ state, onErrors }) {
     let stale = false;
     const timer = setTimeout(async () => {
       const { overlap: _overlap, ...previewed } = schedule;
+      const span = wholeYear ? { until: yearFromNow() } : { count: 5 };
       try {
-        const result = await api("POST", "/v1/schedules/preview", { schedule: previewed, count: 5 });
+        const result = await api("POST", "/v1/schedules/preview", { schedule: previewed, ...span });
         if (stale) return;
         setAnswer(result);
         onErrors({});
       } catch (error) {
         if (stale) return;
         setAnswer(null);
-        onErrors(error instanceof ApiError ? errorsFrom(error, FIELDS) : { schedule: String(error) });
+        if (error instanceof ApiError && error.field === "until") {
+          setTooMany(error.reason); // the schedule is fine: a year of it is too many fire times to list
+          onErrors({});
+        } else {
+          onErrors(error instanceof ApiError ? errorsFrom(error, FIELDS) : { schedule: String(error) });
+        }
       } finally {
         if (!stale) setPending(false);
       }
@@ -289,19 +319,36 @@ function Preview({ state, onErrors }) {
     };
   }, [key]);
 
+  const calendar = answer && answer.calendar;
+  // Over a year, the weekends would bury the rest: counted, not listed.
+  const listed = calendar ? calendar.excluded.filter((day) => !wholeYear || !day.reason.startsWith("not a working day")) : [];
+  const weekly = calendar ? calendar.excluded.length - listed.length : 0;
   return html`<section class="preview" aria-live="polite" aria-busy=${pending ? "true" : "false"}>
     <h3>Next fire times</h3>
-    ${!answer ? html`<p class="muted">${pending ? "Checking…" : "Type a schedule to see when it fires."}</p>`
+    ${schedule.calendar ? html`<label class="check small"><input type="checkbox" id="preview-year" checked=${year}
+      onChange=${(event) => setYear(event.currentTarget.checked)} /> the calendar's excluded days over the next
+      12 months</label>` : null}
+    ${tooMany ? html`<p class="note" id="preview-too-many">Over 12 months: ${tooMany} (untick it to see the next five).</p>` : null}
+    ${!answer ? (tooMany ? null : html`<p class="muted">${pending ? "Checking…" : "Type a schedule to see when it fires."}</p>`)
       : html`<ol id="preview-times">
-          ${answer.fire_times.map((fire) => html`<li>
+          ${answer.fire_times.slice(0, 5).map((fire) => html`<li>
             <${Time} iso=${fire.at} ms=${true} rel=${true} />
             <span class="muted"> · ${fire.local} in ${answer.timezone}</span>
             ${fire.dst ? html` <span class="badge">${fire.dst.kind === "gap"
               ? `DST gap: ${fire.dst.local} does not exist, fires after the jump`
               : `DST repeat: ${fire.dst.local} happens twice, fires on the first pass`}</span>` : null}
+            ${fire.moved_from && fire.moved_from.length ? html`<div class="moved">moved from
+              ${fire.moved_from.map((iso, i) => html`${i ? ", " : " "}<${Time} iso=${iso} />`)}</div>` : null}
           </li>`)}
         </ol>
+        ${answer.fire_times.length > 5 ? html`<p class="muted small">… ${answer.fire_times.length} fire times in the next 12 months.</p>` : null}
         ${answer.fire_times.length === 0 ? html`<p class="muted">It never fires from now on.</p>` : null}
+        ${calendar ? html`<h4>Excluded by calendar ${calendar.name} (${calendar.on_excluded})</h4>
+          ${weekly ? html`<p class="muted small">${weekly} day(s) off every week (weekends) not listed.</p>` : null}
+          ${listed.length ? html`<ul class="excluded" id="preview-excluded">${listed.map((day) => html`<li
+            data-day=${day.day} data-fate=${day.fate}>${day.day}: ${day.reason} · <b>${FATES[day.fate] || day.fate}</b>${day.moved_to
+              ? html` to <${Time} iso=${day.moved_to} />` : null}</li>`)}</ul>`
+            : weekly ? null : html`<p class="muted small">No fire time listed falls on an excluded day.</p>`}` : null}
         ${(answer.notes || []).map((note) => html`<p class="note">${note}</p>`)}`}
   </section>`;
 }
@@ -339,6 +386,12 @@ export function JobForm({ job, onDone, notify }) {
     value=${state[field]} onInput=${set(field)} ...${extra}></textarea>`;
   const recurring = state.kind !== "at";
   const type = state["target.type"];
+  const calendars = useCalendars();
+  const calendarNames = (calendars || []).map((calendar) => calendar.name);
+  // The job's own calendar stays a choice while the list loads, or if it is gone.
+  if (state["schedule.calendar"] && !calendarNames.includes(state["schedule.calendar"])) {
+    calendarNames.push(state["schedule.calendar"]);
+  }
 
   async function submit(event) {
     event.preventDefault();
@@ -416,7 +469,14 @@ export function JobForm({ job, onDone, notify }) {
         <${Field} field="schedule.catchup_seconds" label="Catch-up window, seconds (optional)" errors=${shown}>
           ${input("schedule.catchup_seconds", { inputmode: "numeric" })}<//>
         <${Field} field="schedule.overlap" label="Overlap (a run due while one is under way)" errors=${shown}>
-          ${select("schedule.overlap", OVERLAPS)}<//>` : null}
+          ${select("schedule.overlap", OVERLAPS)}<//>
+        <div class="pair">
+          <${Field} field="schedule.calendar" label="Calendar (business days)" errors=${shown}
+            hint=${html`<a href="#/calendars">Your calendars</a>; a fire time on a day it excludes is skipped or moved`}>
+            ${select("schedule.calendar", [["", "none"], ...calendarNames.map((name) => [name, name])])}<//>
+          ${state["schedule.calendar"] ? html`<${Field} field="schedule.on_excluded" label="On an excluded day" errors=${shown}>
+            ${select("schedule.on_excluded", ON_EXCLUDED)}<//>` : null}
+        </div>` : null}
       <${Field} field="jitter_seconds" label="Jitter, seconds (optional)" errors=${shown}
         hint="Each occurrence fires up to this many seconds after its time, fixed per occurrence">
         ${input("jitter_seconds", { inputmode: "numeric" })}<//>

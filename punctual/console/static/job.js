@@ -6,7 +6,7 @@ import {
   ApiError, Confirm, FINISHED_RUN, FieldError, Json, RUN_STATUSES, Status, Time, api, enc, errorsFrom,
   fieldProps, html, millis, query, scheduleWords, useInterval,
 } from "./lib.js";
-import { Alerts, JobForm } from "./form.js";
+import { Alerts, JobForm, ON_EXCLUDED } from "./form.js";
 import { Plot } from "./plot.js";
 
 const REASONS = ["paused", "misfire_skipped", "misfire_collapsed", "overlap", "superseded", "job_cancelled", "cancelled", "calendar", "limited"];
@@ -70,6 +70,9 @@ export function JobView({ jobId, editing, notify }) {
         <h3 id="definition-title">Definition</h3>
         <dl class="definition">
           <dt>Schedule</dt><dd>${scheduleWords(job.schedule)}</dd>
+          <dt>Calendar</dt><dd id="job-calendar">${job.schedule.calendar ? html`<a href=${`#/calendars/${enc(job.schedule.calendar)}`}
+            >${job.schedule.calendar}</a>; on an excluded day: ${(ON_EXCLUDED.find(([value]) => value === job.schedule.on_excluded)
+              || [null, job.schedule.on_excluded])[1]}` : "none"}</dd>
           <dt>As stored</dt><dd><${Json} value=${job.schedule} /></dd>
           <dt>Target</dt><dd><${Json} value=${job.target} /></dd>
           <dt>Payload</dt><dd><${Json} value=${job.payload} /></dd>
@@ -193,7 +196,10 @@ function BackfillForm({ path, act, onDone }) {
 
 function why(run) {
   const parts = [];
-  if (run.reason) parts.push(run.reason);
+  // A day its calendar excluded reads "calendar bavaria"; a run it moved names it too.
+  if (run.reason === "calendar") parts.push(`calendar ${run.calendar || ""}`.trim());
+  else if (run.reason) parts.push(run.reason);
+  if (run.calendar && run.reason !== "calendar") parts.push(`calendar ${run.calendar}`);
   if (run.covers && run.covers > 1) parts.push(`covers ${run.covers}`);
   if (run.covers_until) parts.push(`until ${run.covers_until}`);
   if (run.overlap_with) parts.push(`overlap with ${run.overlap_with}`);
@@ -262,7 +268,9 @@ function Runs({ job, version, notify }) {
           <td>${run.attempt}</td>
           <td>${run.duration_ms != null ? millis(run.duration_ms) : "–"}</td>
           <td class="why">${why(run)}${run.note ? html` <q>${run.note}</q>` : null}${run.by ? html` <span class="muted">by ${run.by}</span>` : null}
-            ${run.error ? html`<div class="error-text">${run.error}</div>` : null}</td>
+            ${run.moved_from && run.moved_from.length ? html`<div class="moved">moved from
+              ${run.moved_from.map((iso, i) => html`${i ? ", " : " "}<${Time} iso=${iso} />`)}</div>` : null}
+            ${run.error ? html`<div class=${run.reason === "calendar" ? "muted" : "error-text"}>${run.error}</div>` : null}</td>
         </tr>`)}
       </tbody></table></div>
       <nav class="pager" aria-label="Pages of runs">
@@ -312,7 +320,9 @@ function RunDetail({ jobId, runId, notify, onChange, onClose }) {
         finished <${Time} iso=${run.finished_at} ms=${true} />; late ${millis(run.lateness_ms)}${run.jitter_ms
           ? `, jitter ${millis(run.jitter_ms)}` : ""}; ${run.executions} execution(s)
         ${run.next_attempt_at ? html`; next attempt <${Time} iso=${run.next_attempt_at} />` : null}</p>
-      ${run.error ? html`<p class="error-text">${run.error}</p>` : null}
+      ${run.moved_from && run.moved_from.length ? html`<p class="moved">Moved by calendar ${run.calendar} from
+        ${run.moved_from.map((iso, i) => html`${i ? ", " : " "}<${Time} iso=${iso} />`)}</p>` : null}
+      ${run.error ? html`<p class=${run.reason === "calendar" ? "" : "error-text"}>${run.error}</p>` : null}
       ${!FINISHED_RUN.includes(run.status) ? html`<${Confirm} id="cancel-run" label="Cancel this run"
         question="Cancel this run? It will not start (or is aborted) and is not retried." confirmLabel="Yes, cancel the run"
         onConfirm=${cancel} />` : null}

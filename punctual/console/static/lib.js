@@ -26,6 +26,7 @@ export class ApiError extends Error {
     this.field = data.field || null;
     this.reason = reason;
     this.problems = Array.isArray(data.problems) ? data.problems : [];
+    this.body = data; // the whole answer: a refusal may say more (a calendar's delete lists its jobs)
   }
 }
 
@@ -174,6 +175,14 @@ export function cronDialect(expression) {
 
 export function scheduleWords(schedule) {
   if (!schedule) return "";
+  const words = scheduleOnlyWords(schedule);
+  if (!schedule.calendar) return words;
+  const fate = { next_business_day: "moved to the next business day", previous_business_day: "moved to the previous business day" }[
+    schedule.on_excluded] || "skipped";
+  return `${words}; calendar ${schedule.calendar}: excluded days ${fate}`;
+}
+
+function scheduleOnlyWords(schedule) {
   const zone = schedule.timezone && schedule.timezone !== "UTC" ? ` (${schedule.timezone})` : "";
   if (schedule.at) return `once at ${localTime(schedule.at)}`;
   if (schedule.rate) {
