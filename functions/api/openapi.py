@@ -99,8 +99,8 @@ def server_url(request: Request) -> str:
 ERRORS: Final = {
     400: "Malformed request",
     401: "Missing or bad credentials",
-    404: "No such job or run (or not yours)",
-    409: "Conflicts with the job's state",
+    404: "No such job, run or calendar (or not yours)",
+    409: "Conflicts with the state of the job, run or calendar",
     413: "Body larger than 64 KiB",
     422: "Invalid input: the body names the field and the reason",
 }
