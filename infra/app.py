@@ -12,7 +12,7 @@ from typing import Any
 from aws_cdk import App, Aspects, Environment, Tags
 from cdk_nag import AwsSolutionsChecks
 
-from infra.assets import require_dependency_layer, stage_code
+from infra.assets import require_dependency_layer, require_exchange_layer, stage_code
 from infra.config import DeploymentConfig
 from infra.stack import PunctualStack
 
@@ -30,6 +30,7 @@ def build_app(context: Mapping[str, Any] | None = None, *, nag: bool = True) -> 
         config=config,
         code_dir=stage_code(),
         layer_dir=require_dependency_layer(),
+        exchange_layer_dir=require_exchange_layer(),
         env=environment,
         description=f"Punctual job scheduler ({config.stage})",
     )

@@ -16,7 +16,13 @@ a fresh Python 3.13, and ``make bench`` time it, as Lambda would: the layer's pi
 and, behind them on the path as on Lambda, the boto3, botocore and urllib3 1.26 the runtime ships
 (``runtime-requirements.txt``), each compiled like the real layer.
 
-Run ``python -m infra.assets`` (``make infra-setup`` does) to build both layers before ``cdk synth``.
+A second layer, the API function's alone, carries ``exchange-calendars`` and pandas
+(``exchange-requirements.txt``): the API expands an exchange's closed days when a calendar is written,
+the dispatcher and the worker never import them, and their cold starts stay as they were. The API's
+code and both layers come to about 152 MB unzipped (code 1.4, dependencies 26, exchange-calendars
+with pandas and numpy 125), under Lambda's 250 MB (a test measures it).
+
+Run ``python -m infra.assets`` (``make infra-setup`` does) to build the layers before ``cdk synth``.
 """
 
 from __future__ import annotations
@@ -37,6 +43,10 @@ from typing import Final
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 BUILD_DIR: Final = REPO_ROOT / "build" / "lambda"
 LAYER_REQUIREMENTS: Final = Path(__file__).resolve().parent / "lambda-requirements.txt"
+# The API function's second layer: exchange-calendars with pandas and numpy (about 100 MB unzipped).
+EXCHANGE_REQUIREMENTS: Final = Path(__file__).resolve().parent / "exchange-requirements.txt"
+# Lambda's limit on a function's code and layers, unzipped, together.
+UNZIPPED_LIMIT_BYTES: Final = 250 * 1024 * 1024
 # What the Lambda runtime itself provides (boto3 and its dependencies), for the twin only.
 RUNTIME_REQUIREMENTS: Final = Path(__file__).resolve().parent / "runtime-requirements.txt"
 
@@ -164,6 +174,15 @@ def layer_dir(build_dir: Path = BUILD_DIR, requirements: Path = LAYER_REQUIREMEN
     return build_dir / f"layer-{_layer_inputs_digest((requirements,), WHEEL_PLATFORM)}"
 
 
+def exchange_layer_dir(build_dir: Path = BUILD_DIR) -> Path:
+    return build_dir / f"exchange-layer-{_layer_inputs_digest((EXCHANGE_REQUIREMENTS,), WHEEL_PLATFORM)}"
+
+
+def exchange_twin_dir(build_dir: Path = BUILD_DIR) -> Path:
+    digest = _layer_inputs_digest((EXCHANGE_REQUIREMENTS,), TWIN_WHEEL_PLATFORM)
+    return build_dir / f"twin-exchange-layer-{digest}"
+
+
 def twin_dirs(build_dir: Path = BUILD_DIR) -> tuple[Path, Path]:
     """Where the twin lives: (the layer's pins, the runtime's SDK), each as this machine's wheels."""
     return (
@@ -178,6 +197,18 @@ def build_dependency_layer(build_dir: Path = BUILD_DIR, requirements: Path = LAY
     Returns at once when the layer for the same inputs exists.
     """
     return _build_layer(layer_dir(build_dir, requirements), (requirements,), WHEEL_PLATFORM)
+
+
+def build_exchange_layer(build_dir: Path = BUILD_DIR) -> Path:
+    """The API's exchange-calendars layer, as arm64 wheels (at once when built already)."""
+    return _build_layer(exchange_layer_dir(build_dir), (EXCHANGE_REQUIREMENTS,), WHEEL_PLATFORM)
+
+
+def build_exchange_twin(build_dir: Path = BUILD_DIR) -> Path:
+    """The exchange layer's twin for this machine: what the API function has after ``build_twin``."""
+    return (
+        _build_layer(exchange_twin_dir(build_dir), (EXCHANGE_REQUIREMENTS,), TWIN_WHEEL_PLATFORM) / "python"
+    )
 
 
 def build_twin(build_dir: Path = BUILD_DIR) -> list[Path]:
@@ -255,11 +286,30 @@ def require_dependency_layer(build_dir: Path = BUILD_DIR) -> Path:
     return target
 
 
+def require_exchange_layer(build_dir: Path = BUILD_DIR) -> Path:
+    """The built exchange layer, or a clear error saying how to build it."""
+    target = exchange_layer_dir(build_dir)
+    if not target.is_dir():
+        raise AssetError(
+            f"the API's exchange-calendars layer {target} is missing or out of date: "
+            "run `make infra-setup` (or `python -m infra.assets`) first"
+        )
+    return target
+
+
+def tree_size(root: Path) -> int:
+    """Bytes of the files under ``root``: what Lambda counts of an asset, unzipped."""
+    return sum(path.stat().st_size for path in root.rglob("*") if path.is_file())
+
+
 def main() -> None:
     layer = build_dependency_layer()
     print(f"dependency layer ready: {layer}")
+    exchange = build_exchange_layer()
+    print(f"the API's exchange-calendars layer ready: {exchange} ({tree_size(exchange) / 2**20:.0f} MB)")
     twin = build_twin()
     print(f"twin of the layer and the runtime's SDK (for tests and benchmarks) ready: {twin}")
+    print(f"twin of the exchange layer (for tests) ready: {build_exchange_twin()}")
 
 
 if __name__ == "__main__":

@@ -75,6 +75,7 @@ class Functions(Construct):
         queues: WorkQueues,
         code_dir: Path,
         layer_dir: Path,
+        exchange_layer_dir: Path,
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
@@ -98,11 +99,21 @@ class Functions(Construct):
             compatible_architectures=[ARCHITECTURE],
             description="Punctual's Python dependencies: Powertools, pydantic, croniter, tzdata (arm64)",
         )
+        # The API's alone: it expands exchanges' closed days when a calendar is written (pandas).
+        self._exchange_layer = lambda_.LayerVersion(
+            self,
+            "ExchangeCalendars",
+            code=lambda_.Code.from_asset(str(exchange_layer_dir)),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            description="Punctual API's exchange-calendars with pandas and numpy (arm64)",
+        )
 
         self.api = self._function(
             _FunctionSpec(
                 "Api", "api", "functions.api.handler.handler", API_MEMORY_MB, API_TIMEOUT, "Punctual HTTP API"
-            )
+            ),
+            layers=[self._layer, self._exchange_layer],
         )
         self.dispatcher = self._function(
             _FunctionSpec(
@@ -143,6 +154,7 @@ class Functions(Construct):
         retry_attempts: int | None = None,
         max_event_age: Duration | None = None,
         reserved_concurrency: int | None = None,
+        layers: list[lambda_.ILayerVersion] | None = None,
     ) -> lambda_.Function:
         removal = RemovalPolicy.RETAIN if self._config.is_production else RemovalPolicy.DESTROY
         log_group = logs.LogGroup(self, f"{spec.construct_id}Logs", removal_policy=removal)
@@ -167,7 +179,7 @@ class Functions(Construct):
             architecture=ARCHITECTURE,
             handler=spec.handler,
             code=self._code,
-            layers=[self._layer],
+            layers=layers or [self._layer],
             memory_size=spec.memory_mb,
             timeout=spec.timeout,
             role=role,

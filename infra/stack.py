@@ -26,6 +26,7 @@ class PunctualStack(Stack):
         config: DeploymentConfig,
         code_dir: Path,
         layer_dir: Path,
+        exchange_layer_dir: Path,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -45,6 +46,7 @@ class PunctualStack(Stack):
             queues=queues,
             code_dir=code_dir,
             layer_dir=layer_dir,
+            exchange_layer_dir=exchange_layer_dir,
         )
         Scheduling(
             self,

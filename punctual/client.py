@@ -291,3 +291,27 @@ class Client:
 
     def stats(self) -> Any:
         return self.request("GET", "/v1/stats")
+
+    # ---------------------------------------------------------------------------- business calendars
+
+    def create_calendar(self, body: dict[str, Any]) -> Any:
+        """POST /v1/calendars: a new calendar (``name`` and its rules)."""
+        return self.request("POST", "/v1/calendars", body)
+
+    def list_calendars(self) -> Any:
+        return self.request("GET", "/v1/calendars")
+
+    def get_calendar(self, name: str) -> Any:
+        return self.request("GET", f"/v1/calendars/{quote(name, safe='')}")
+
+    def replace_calendar(self, name: str, rules: dict[str, Any]) -> Any:
+        """PUT /v1/calendars/{name}: its rules as a whole (created if absent)."""
+        return self.request("PUT", f"/v1/calendars/{quote(name, safe='')}", rules)
+
+    def delete_calendar(self, name: str) -> Any:
+        return self.request("DELETE", f"/v1/calendars/{quote(name, safe='')}")
+
+    def calendar_days(self, name: str, *, from_day: str | None = None, to_day: str | None = None) -> Any:
+        """GET /v1/calendars/{name}/days: the days of a range the calendar excludes, with why."""
+        query = {"from": from_day, "to": to_day}
+        return self.request("GET", f"/v1/calendars/{quote(name, safe='')}/days", query=query)

@@ -112,13 +112,12 @@ def calendar_days(
     if (last - first).days >= MAX_RANGE_DAYS:
         raise InvalidInput(f"at most {MAX_RANGE_DAYS} days at once", "to")
     excluded: list[ExcludedDayView] = []
-    day = first
     try:
-        while day <= last:
+        for offset in range((last - first).days + 1):
+            day = first + timedelta(days=offset)
             reason = calendar.excludes(day)
             if reason is not None:
                 excluded.append({"date": day.isoformat(), "reason": reason})
-            day += timedelta(days=1)
     except CalendarError as error:  # an exchange's day beyond what was expanded
         raise InvalidInput(f"{error} (a PUT of the calendar expands it again)", "to") from error
     return {"name": calendar.name, "from": first.isoformat(), "to": last.isoformat(), "excluded": excluded}
@@ -220,10 +219,15 @@ def _month_day(text: str, field: str) -> tuple[int, int]:
 
 
 def _day(text: str, field: str) -> date:
+    """A bound of ``days``' range: a date of the years 1900 to 2999 (no calendar is asked about
+    others, and a range a month past one could not be counted to its end)."""
     try:
-        return _date(text, field)
+        day = _date(text, field)
     except CalendarError as error:
         raise InvalidInput(str(error), field) from error
+    if not 1900 <= day.year <= 2999:
+        raise InvalidInput(f"{text!r}: a date of the years 1900 to 2999", field)
+    return day
 
 
 def calendar_view(calendar: Calendar) -> CalendarView:

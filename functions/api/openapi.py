@@ -99,8 +99,8 @@ def server_url(request: Request) -> str:
 ERRORS: Final = {
     400: "Malformed request",
     401: "Missing or bad credentials",
-    404: "No such job or run (or not yours)",
-    409: "Conflicts with the job's state",
+    404: "No such job, run or calendar (or not yours)",
+    409: "Conflicts with the state of the job, run or calendar",
     413: "Body larger than 64 KiB",
     422: "Invalid input: the body names the field and the reason",
 }
@@ -243,9 +243,10 @@ def swagger_asset(name: str) -> tuple[str, str] | None:
 
 # OpenAPI links: which answer's ids feed which operation, so a client (and schemathesis's stateful
 # phase) can chain calls with real ids: create a job, read, change, pause, resume, run and cancel it,
-# then read and cancel the run it started. Every answer carrying a job (JobOut) leads to the job's
-# other operations; every answer carrying a run (RunOut) to the run's and to its job. Lists have no
-# links: `items/0` of an empty page does not resolve.
+# then read and cancel the run it started; create a calendar, read, replace, list its days, delete
+# it. Every answer carrying a job (JobOut) leads to the job's other operations; every answer carrying
+# a run (RunOut) to the run's and to its job. Lists have no links: `items/0` of an empty page does
+# not resolve.
 _JOB = "/v1/jobs/{job_id}"
 _RUN = "/v1/jobs/{job_id}/runs/{run_id}"
 JOB_OPERATIONS: dict[str, tuple[str, str]] = {
@@ -271,6 +272,15 @@ JOB_ANSWERS = [
     ("post", _JOB + "/resume", "200"),
 ]
 RUN_ANSWERS = [("post", _JOB + "/run", "202"), ("get", _RUN, "200"), ("post", _RUN + "/cancel", "200")]
+# A calendar's answers lead to its other operations by its name (a deleted one's would answer 404).
+_CALENDAR = "/v1/calendars/{name}"
+CALENDAR_OPERATIONS: dict[str, tuple[str, str]] = {
+    "GetCalendar": ("get", _CALENDAR),
+    "ReplaceCalendar": ("put", _CALENDAR),
+    "DeleteCalendar": ("delete", _CALENDAR),
+    "CalendarDays": ("get", _CALENDAR + "/days"),
+}
+CALENDAR_ANSWERS = [("post", "/v1/calendars", "201"), ("get", _CALENDAR, "200"), ("put", _CALENDAR, "200")]
 
 
 def add_links(document: dict[str, Any]) -> None:
@@ -290,6 +300,7 @@ def add_links(document: dict[str, Any]) -> None:
     for answers, targets, ids in (
         (JOB_ANSWERS, JOB_OPERATIONS, job),
         (RUN_ANSWERS, {**RUN_OPERATIONS, "GetJob": JOB_OPERATIONS["GetJob"]}, run),
+        (CALENDAR_ANSWERS, CALENDAR_OPERATIONS, {"name": "$response.body#/name"}),
     ):
         for method, path, status in answers:
             response = paths[path][method]["responses"][status]

@@ -1,10 +1,10 @@
 """The ``punctual`` command line: a client for the API, and the local stack.
 
 One module per command group: ``common`` (the root group ``main``, ``Context``, ``api_command``,
-option helpers), ``jobs`` (with ``jobs_bulk``, its commands over many jobs, and ``jobs_runs``, a
-job's history and its watch), ``runs``, ``schedule``, ``stats``, ``config``, ``console``, ``local`` and
-``dlq`` (which talks to SQS and DynamoDB directly), ``plan`` (the capacity planner); ``stack``
-reads a deployed stack's outputs.
+option helpers), ``calendars`` (business calendars), ``jobs`` (with ``jobs_bulk``, its commands over
+many jobs, and ``jobs_runs``, a job's history and its watch), ``runs``, ``schedule``, ``stats``,
+``config``, ``console``, ``local`` and ``dlq`` (which talks to SQS and DynamoDB directly), ``plan``
+(the capacity planner); ``stack`` reads a deployed stack's outputs.
 Importing each command module attaches its commands to ``main``.
 
 Exit codes: 0 success; 1 the API refused the request (4xx); 2 bad usage; 3 not found; 4 conflict with
@@ -12,6 +12,7 @@ the job's state (409); 5 the API could not be reached or failed (5xx).
 """
 
 from punctual.cli import (
+    calendars,
     config,
     console,
     dlq,
@@ -44,6 +45,7 @@ __all__ = [
     "EXIT_USAGE",
     "Context",
     "api_command",
+    "calendars",
     "config",
     "console",
     "dlq",

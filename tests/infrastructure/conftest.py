@@ -100,9 +100,10 @@ def synthesize(overrides: dict[str, Any] | None = None) -> Synthesized:
     from aws_cdk.assertions import Template
 
     from infra.app import build_app
-    from infra.assets import build_dependency_layer
+    from infra.assets import build_dependency_layer, build_exchange_layer
 
     build_dependency_layer()  # cached: a no-op when `make infra-setup` already built it
+    build_exchange_layer()
     app, stack = build_app({**cdk_json_context(), **(overrides or {})})
     assembly = app.synth()
     template = Template.from_stack(stack)

@@ -19,13 +19,16 @@ from pathlib import Path
 import pytest
 
 from infra.assets import (
+    EXCHANGE_REQUIREMENTS,
     LAMBDA_PYTHON_VERSION,
     LAYER_REQUIREMENTS,
     REPO_ROOT,
     AssetError,
+    build_exchange_twin,
     build_twin,
     find_runtime_python,
     require_dependency_layer,
+    require_exchange_layer,
     runtime_python,
     stage_code,
 )
@@ -114,7 +117,7 @@ def test_given_the_staged_code_and_the_layer_then_every_module_has_unchecked_has
     code: Path,
 ) -> None:
     layer = require_dependency_layer() / "python"
-    for root in (code, layer):
+    for root in (code, layer, require_exchange_layer() / "python"):
         missing = _missing_bytecode(root)
         assert missing == [], f"{root}: no {PYC_TAG} hash-based bytecode for {missing[:10]}"
 
@@ -128,7 +131,8 @@ def test_given_the_functions_imports_then_every_third_party_package_is_pinned_in
     distributions = metadata.packages_distributions()
     pins = {
         line.split("==")[0].strip().lower().replace("_", "-")
-        for line in LAYER_REQUIREMENTS.read_text().splitlines()
+        for requirements in (LAYER_REQUIREMENTS, EXCHANGE_REQUIREMENTS)  # the API's own layer too
+        for line in requirements.read_text().splitlines()
         if "==" in line and not line.lstrip().startswith("#")
     }
     unpinned = {
@@ -153,6 +157,32 @@ def _runtime_imports(tree: ast.AST) -> set[str]:
             found.add(node.module.split(".")[0])
         found |= _runtime_imports(node)
     return found
+
+
+EXPAND = """
+import json, sys
+sys.path[:0] = {paths!r}
+from datetime import date
+from functions.api.exchanges import closed_days
+closed, until = closed_days(["XNYS"], {{1, 2, 3, 4, 5}}, date(2026, 11, 22))
+print(json.dumps({{"thanksgiving": date(2026, 11, 26) in closed, "until": until.isoformat()}}))
+"""
+
+
+def test_given_the_api_with_its_exchange_layer_when_a_calendar_names_an_exchange_then_it_is_expanded(
+    code: Path, twin: list[Path]
+) -> None:
+    # The API function's packages in Lambda's order (code, dependencies layer, exchange layer, SDK),
+    # in the runtime's Python: exchange-calendars and pandas import and expand NYSE's closed days.
+    paths = [str(code), str(twin[0]), str(build_exchange_twin()), *map(str, twin[1:])]
+    result = subprocess.run(
+        [runtime_python(), "-I", "-S", "-B", "-c", EXPAND.format(paths=paths)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.splitlines()[-1]) == {"thanksgiving": True, "until": "2029-11-22"}
 
 
 def test_given_the_code_asset_when_it_is_imported_module_by_module_then_every_module_loads(

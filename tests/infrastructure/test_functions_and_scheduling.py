@@ -12,7 +12,13 @@ from packaging.requirements import Requirement
 from pydantic import ValidationError
 
 from functions.core.settings import Settings
-from infra.assets import LAMBDA_PYTHON_VERSION, LAYER_REQUIREMENTS
+from infra.assets import (
+    EXCHANGE_REQUIREMENTS,
+    LAMBDA_PYTHON_VERSION,
+    LAYER_REQUIREMENTS,
+    UNZIPPED_LIMIT_BYTES,
+    tree_size,
+)
 from infra.config import DeploymentConfig
 from tests.infrastructure.conftest import PRODUCTION_CONTEXT, REPO_ROOT, Synthesized, synthesize
 
@@ -71,22 +77,75 @@ def test_given_each_role_when_synthesized_then_it_has_a_role_of_its_own(default_
         }
 
 
+def _layers(stack: Synthesized) -> dict[str, str]:
+    """The layers by what they hold: "dependencies" (every function's) and "exchange" (the API's)."""
+    found = {}
+    for layer_id in stack.resources("AWS::Lambda::LayerVersion"):
+        description = stack.raw["Resources"][layer_id]["Properties"]["Description"]
+        found["exchange" if "exchange-calendars" in description else "dependencies"] = layer_id
+    return found
+
+
+def _layer_packages(stack: Synthesized, layer_id: str) -> Any:
+    layer_key = stack.raw["Resources"][layer_id]["Properties"]["Content"]["S3Key"]
+    return stack.assembly_dir / f"asset.{layer_key.removesuffix('.zip')}" / "python"
+
+
 def test_given_each_role_when_synthesized_then_powertools_and_dependencies_come_from_the_built_layer(
     default_stack: Synthesized,
 ) -> None:
-    (layer_id,) = default_stack.resources("AWS::Lambda::LayerVersion")
-    layer = default_stack.raw["Resources"][layer_id]["Properties"]
-    assert layer["CompatibleArchitectures"] == ["arm64"]
-    assert layer["CompatibleRuntimes"] == [f"python{LAMBDA_PYTHON_VERSION}"]
+    layers = _layers(default_stack)
+    assert set(layers) == {"dependencies", "exchange"}, "two layers: every function's, and the API's"
+    for layer_id in layers.values():
+        layer = default_stack.raw["Resources"][layer_id]["Properties"]
+        assert layer["CompatibleArchitectures"] == ["arm64"]
+        assert layer["CompatibleRuntimes"] == [f"python{LAMBDA_PYTHON_VERSION}"]
     for role in ROLES:
-        assert default_stack.function(role)["Properties"]["Layers"] == [{"Ref": layer_id}]
+        assert default_stack.function(role)["Properties"]["Layers"][0] == {"Ref": layers["dependencies"]}
+
+
+def test_given_the_functions_when_synthesized_then_only_the_api_has_the_exchange_calendars_layer(
+    default_stack: Synthesized,
+) -> None:
+    # The dispatcher and the worker never import pandas: their cold starts must not pay for it.
+    exchange = {"Ref": _layers(default_stack)["exchange"]}
+    assert default_stack.function("api")["Properties"]["Layers"][1:] == [exchange]
+    for role in ("dispatcher", "worker"):
+        assert default_stack.function(role)["Properties"]["Layers"] == [
+            {"Ref": _layers(default_stack)["dependencies"]}
+        ]
+    packages = _layer_packages(default_stack, exchange["Ref"])
+    for package in (
+        "exchange_calendars",
+        "pandas",
+        "numpy",
+        "pytz",
+        "pyluach",
+        "toolz",
+        "korean_lunar_calendar",
+    ):
+        assert (packages / package).is_dir(), f"{package} missing from the exchange layer"
+    shared = {path.name for path in packages.iterdir()} & {
+        path.name for path in _layer_packages(default_stack, _layers(default_stack)["dependencies"]).iterdir()
+    }
+    assert shared == set(), f"in both layers (the API has both; one would overwrite the other): {shared}"
+
+
+def test_given_the_api_function_when_synthesized_then_its_code_and_layers_fit_lambdas_unzipped_limit(
+    default_stack: Synthesized,
+) -> None:
+    properties = default_stack.function("api")["Properties"]
+    code = default_stack.assembly_dir / f"asset.{properties['Code']['S3Key'].removesuffix('.zip')}"
+    layers = [_layer_packages(default_stack, layer["Ref"]).parent for layer in properties["Layers"]]
+    total = tree_size(code) + sum(tree_size(layer) for layer in layers)
+    # Measured: about 152 MB (code 1.4, dependencies 26, exchange-calendars with pandas and numpy 125).
+    assert total < UNZIPPED_LIMIT_BYTES * 0.8, f"{total / 2**20:.0f} MB of Lambda's 250 MB: little room left"
 
 
 def test_given_the_layer_when_built_without_docker_then_it_holds_arm64_wheels_for_the_runtime(
     default_stack: Synthesized,
 ) -> None:
-    layer_key = default_stack.only("AWS::Lambda::LayerVersion")["Properties"]["Content"]["S3Key"]
-    packages = default_stack.assembly_dir / f"asset.{layer_key.removesuffix('.zip')}" / "python"
+    packages = _layer_packages(default_stack, _layers(default_stack)["dependencies"])
     assert packages.is_dir(), "the uploaded layer must hold its packages under python/"
     for package in ("aws_lambda_powertools", "pydantic", "pydantic_core", "croniter", "dateutil", "tzdata"):
         assert (packages / package).is_dir(), f"{package} missing from the layer"
@@ -94,10 +153,14 @@ def test_given_the_layer_when_built_without_docker_then_it_holds_arm64_wheels_fo
     extensions = [path.name for path in (packages / "pydantic_core").glob("*.so")]
     assert extensions == [f"_pydantic_core.cpython-{version}-aarch64-linux-gnu.so"], extensions
     assert not (packages / "boto3").exists(), "boto3 comes with the Lambda runtime"
-    foreign = [pyc.name for pyc in packages.rglob("*.pyc") if f".cpython-{version}." not in pyc.name]
-    assert foreign == [], f"bytecode for another Python than the runtime's: {foreign[:5]}"
-    for record in packages.glob("*.dist-info/RECORD"):
-        assert "../../bin/" not in record.read_text(), f"{record}: console scripts are machine-specific"
+    exchange = _layer_packages(default_stack, _layers(default_stack)["exchange"])
+    for root in (packages, exchange):
+        foreign = [pyc.name for pyc in root.rglob("*.pyc") if f".cpython-{version}." not in pyc.name]
+        assert foreign == [], f"bytecode for another Python than the runtime's: {foreign[:5]}"
+        for record in root.glob("*.dist-info/RECORD"):
+            assert "../../bin/" not in record.read_text(), f"{record}: console scripts are machine-specific"
+    numpy_extensions = [path.name for path in (exchange / "numpy" / "_core").glob("_multiarray_umath*.so")]
+    assert numpy_extensions == [f"_multiarray_umath.cpython-{version}-aarch64-linux-gnu.so"], numpy_extensions
 
 
 def test_given_the_code_asset_when_staged_then_it_holds_the_functions_package_and_nothing_else(
@@ -121,7 +184,8 @@ def test_given_pyproject_dependencies_when_the_layer_is_pinned_then_every_pin_sa
     }
     pins = {
         Requirement(line).name.lower().replace("_", "-"): Requirement(line)
-        for line in LAYER_REQUIREMENTS.read_text().splitlines()
+        for requirements in (LAYER_REQUIREMENTS, EXCHANGE_REQUIREMENTS)
+        for line in requirements.read_text().splitlines()
         if line.strip() and not line.startswith("#")
     }
     # boto3 ships with the Lambda runtime; click is the CLI's alone.

@@ -436,3 +436,25 @@ def test_given_the_deploy_guide_when_it_names_the_table_actions_then_they_are_ex
     assert named_for("the worker") == set(TABLE_ITEM_ACTIONS["worker"])
     for role, actions in TABLE_ITEM_ACTIONS.items():
         assert not {"dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem"} & set(actions), role
+
+
+@pytest.mark.parametrize(
+    ("role", "calendar_actions"),
+    [
+        # the API manages calendars: lists an owner's (Query), reads, creates or replaces, deletes
+        ("api", {"dynamodb:Query", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"}),
+        # a dispatch reads the calendars its jobs name (one BatchGetItem; GetItem for keys left over)
+        ("dispatcher", {"dynamodb:GetItem", "dynamodb:BatchGetItem"}),
+    ],
+)
+def test_given_calendar_items_when_synthesized_then_the_roles_that_use_them_may_whatever_their_key(
+    default_stack: Synthesized, role: str, calendar_actions: set[str]
+) -> None:
+    # Calendars are items of the table (CAL#<owner>): a grant narrowed by key (dynamodb:LeadingKeys)
+    # would refuse them on AWS while moto, which checks no IAM, never does.
+    table = default_stack.logical_id("AWS::DynamoDB::Table")
+    on_items = [
+        s for s in _statements_of(default_stack, role) if s["Resource"] == {"Fn::GetAtt": [table, "Arn"]}
+    ]
+    granted = {a for s in on_items if "Condition" not in s for a in _as_list(s["Action"])}
+    assert calendar_actions <= granted

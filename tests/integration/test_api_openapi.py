@@ -140,6 +140,16 @@ def test_given_the_document_when_read_then_a_created_job_and_a_started_run_lead_
     assert targets("post", JOB + "/run", "202") == {("GET", RUN), ("POST", RUN + "/cancel"), ("GET", JOB)}
     assert targets("get", RUN, "200") == {("POST", RUN + "/cancel"), ("GET", JOB)}
     assert targets("post", RUN + "/cancel", "200") == {("GET", RUN), ("GET", JOB)}
+    calendar = "/v1/calendars/{name}"
+    calendar_operations = {
+        ("GET", calendar),
+        ("PUT", calendar),
+        ("DELETE", calendar),
+        ("GET", calendar + "/days"),
+    }
+    assert targets("post", "/v1/calendars", "201") == calendar_operations
+    assert targets("put", calendar, "200") == calendar_operations - {("PUT", calendar)}
+    assert "links" not in document["paths"][calendar]["delete"]["responses"]["200"], "a deleted one is gone"
 
 
 def test_given_the_document_when_schemathesis_loads_it_then_it_follows_every_link(

@@ -237,6 +237,8 @@ def test_the_routes_answer_as_documented(call: Call) -> None:
     assert call("GET", "/v1/calendars/ops/days?from=2027-03-10&to=2027-03-01")[1]["field"] == "to"
     assert call("GET", "/v1/calendars/ops/days?from=2027-01-01&to=2028-02-05")[0] == 422  # over 400 days
     assert call("GET", "/v1/calendars/ops/days?from=tomorrow")[1]["field"] == "from"
+    assert call("GET", "/v1/calendars/ops/days?from=9999-12-20")[1]["field"] == "from"  # not a 500
+    assert call("GET", "/v1/calendars/ops/days?from=2999-12-20&to=2999-12-31")[0] == 200
     assert call("DELETE", "/v1/calendars/ops") == (200, replaced)
     assert call("GET", "/v1/calendars/ops")[0] == 404
     assert call("GET", "/v1/calendars/ops/days")[0] == 404

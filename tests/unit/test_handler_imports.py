@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +29,9 @@ def modules_after_import(module: str) -> set[str]:
         # pydantic was a fifth of these two handlers' import time, for Settings alone
         ("functions.dispatcher.handler", ["pydantic", "functions.core.targets", "functions.core.ssrf_guard"]),
         ("functions.worker.handler", ["pydantic", "functions.api", "functions.core.dispatching"]),
+        # exchange-calendars and pandas are the API's, and there only once a calendar names an exchange
+        ("functions.dispatcher.handler", ["exchange_calendars", "pandas", "numpy", "holidays"]),
+        ("functions.worker.handler", ["exchange_calendars", "pandas", "numpy", "holidays"]),
         # The document and Swagger UI load only when /openapi.json or /docs is asked for, pydantic and
         # the request models with the first request that has a body; the routes are our own resolver's
         # (Powertools' event_handler imports every resolver it has: issue 11's cold start).
@@ -36,6 +41,10 @@ def modules_after_import(module: str) -> set[str]:
                 "functions.worker",
                 "functions.dispatcher",
                 "functions.api.openapi",
+                "functions.api.exchanges",
+                "exchange_calendars",
+                "pandas",
+                "holidays",
                 "functions.api.requests",
                 "functions.api.responses",
                 "functions.api.targets",
@@ -68,3 +77,15 @@ def test_the_worker_finds_the_delivery_code_through_the_targets_package() -> Non
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["functions.core.targets.executor", "functions.core.targets.validation"]
+
+
+def test_only_the_apis_exchange_module_imports_exchange_calendars() -> None:
+    # The dispatcher and the worker read an exchange's closed days as the API stored them: their
+    # Lambda functions do not even have the package (infra/functions.py: the API's layer alone).
+    root = Path(__file__).resolve().parents[2] / "functions"
+    importers = sorted(
+        str(path.relative_to(root.parent))
+        for path in root.rglob("*.py")
+        if re.search(r"^\s*(import|from) (exchange_calendars|pandas|numpy)\b", path.read_text(), re.MULTILINE)
+    )
+    assert importers == ["functions/api/exchanges.py"]
