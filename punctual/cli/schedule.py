@@ -143,7 +143,7 @@ def preview(
         for index, time_ in enumerate(data["fire_times"], start=1)
     ]
     headers = ["#", "utc", "local", "dst"]
-    if data.get("calendar"):
+    if any(time_.get("moved_from") for time_ in data["fire_times"]):
         headers.append("moved here from")
         for row, time_ in zip(rows, data["fire_times"], strict=True):
             row.append(_moved_text(time_.get("moved_from")))
