@@ -171,6 +171,7 @@ SUCCESS = {
     ("POST", "/v1/jobs"): "201",
     ("POST", "/v1/jobs/{job_id}/run"): "202",
     ("POST", "/v1/jobs/{job_id}/backfill"): "202",
+    ("POST", "/v1/calendars"): "201",
 }
 
 

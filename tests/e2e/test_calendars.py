@@ -6,21 +6,19 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from functions.core.model import Job, new_job_id
-from functions.core.schedule import parse_schedule
+from functions.core.model import new_job_id
 from functions.core.store import DynamoStore
 from punctual.cli import main
 from tests.e2e.conftest import Api, emulator_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
-
-OWNER = "local"  # the owner of the stack's development token
 
 
 def job_using(api: Api, calendar: str) -> str:
@@ -39,21 +37,19 @@ def job_using(api: Api, calendar: str) -> str:
     if status == 201:
         return str(answer["job_id"])
     assert (status, answer["field"]) == (422, "calendar"), answer  # not accepted yet: nothing else wrong
+    # The job as the API writes one (its target with the defaults filled in), then a copy of it that
+    # names the calendar; the original is cancelled.
+    del body["calendar"]
+    status, template = api.call("POST", "/v1/jobs", body)
+    assert status == 201, template
     client = emulator_client(api, "dynamodb")
     (table,) = client.list_tables()["TableNames"]  # the stack's one table
-    now = datetime.now(UTC)
-    job = Job(
-        job_id=new_job_id(),
-        owner=OWNER,
-        name=name,
-        schedule=parse_schedule(cron="0 9 * * *", timezone="Europe/Berlin", now=now),
-        target=target,
-        payload=None,
-        created_at=now,
-        updated_at=now,
-        calendar=calendar,
-    )
-    DynamoStore(client, table, timedelta(days=30)).create_job(job, None)
+    store = DynamoStore(client, table, timedelta(days=30))
+    written = store.get_job(template["job_id"])
+    assert written is not None
+    job = replace(written, job_id=new_job_id(), name=None, calendar=calendar)
+    store.create_job(job, None)
+    assert api.call("DELETE", f"/v1/jobs/{template['job_id']}")[0] == 200
     return job.job_id
 
 
