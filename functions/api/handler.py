@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         BulkIn,
         CreateJobIn,
         CreateJobsIn,
+        LimitIn,
         PatchJobIn,
         PauseIn,
         PreviewIn,
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
         CreatedJobsView,
         JobPageView,
         JobView,
+        LimitPageView,
+        LimitView,
         PreviewView,
         RunPageView,
         RunView,
@@ -281,6 +284,50 @@ def preview_schedule(request: Request, preview: PreviewIn) -> PreviewView:
     owner(request)  # the caller must be authenticated, as on every /v1 route
     context = deps()
     return preview_of(preview, context.settings, context.clock())
+
+
+@app.route(
+    "POST", "/v1/limits", body=Body("LimitIn", "limit"), status=201, answer="LimitOut", tags=("limits",)
+)
+def create_limit(request: Request, limit: LimitIn) -> Answer:
+    """Create a target limit: the targets it covers (a URL prefix or an ARN) and how it caps them
+    (max_concurrent, per_second with burst), across all workers. Applies within seconds."""
+    from functions.api import limits
+
+    return Answer(201, limits.create_limit(deps(), owner(request), limit))
+
+
+@app.route("GET", "/v1/limits", answer="LimitPage", tags=("limits",))
+def list_limits(request: Request) -> LimitPageView:
+    """Your target limits, by name, each with its current use and the runs waiting on it."""
+    from functions.api import limits
+
+    return limits.list_limits(deps(), owner(request))
+
+
+@app.route("GET", "/v1/limits/<name>", answer="LimitOut", tags=("limits",))
+def get_limit(request: Request, name: str) -> LimitView:
+    """A target limit with its current use (the runs holding its slots, its tokens) and the runs
+    waiting on it."""
+    from functions.api import limits
+
+    return limits.get_limit(deps(), owner(request), name)
+
+
+@app.route("PUT", "/v1/limits/<name>", body=Body("LimitIn", "limit"), answer="LimitOut", tags=("limits",))
+def replace_limit(request: Request, name: str, limit: LimitIn) -> LimitView:
+    """Replace a target limit as a whole (with version: only that version, else 409)."""
+    from functions.api import limits
+
+    return limits.replace_limit(deps(), owner(request), name, limit)
+
+
+@app.route("DELETE", "/v1/limits/<name>", answer="LimitOut", tags=("limits",))
+def delete_limit(request: Request, name: str) -> LimitView:
+    """Delete a target limit; the runs waiting on it start within seconds, and its slots lapse."""
+    from functions.api import limits
+
+    return limits.delete_limit(deps(), owner(request), name)
 
 
 @app.route("GET", "/v1/stats", answer="StatsOut", tags=("system",))

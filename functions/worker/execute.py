@@ -30,6 +30,7 @@ from functions.worker.context import ReturnLater, Shared, WorkerContext
 from functions.worker.dead_letter import DeadLetters, DeadLetterUndelivered
 from functions.worker.followups import FollowUps
 from functions.worker.last_delivery import LAST_DELIVERY_RETRY_SECONDS, LastDelivery
+from functions.worker.limiting import Limiting
 from functions.worker.outcome import Outcomes
 from functions.worker.overlap import Overlap
 
@@ -63,11 +64,15 @@ class RunExecutor:
         self.last_delivery = LastDelivery(self.context, self.outcomes)
         self.overlap = Overlap(self.context, self.arrival, self.alerts, self.outcomes)
         self.attempts = Attempts(self.context, self.arrival, self.alerts, self.outcomes)
+        self.limiting = Limiting(self.context, self.alerts)
 
     def arrive(self, records: list[tuple[WorkMessage, str]]) -> None:
         """A batch arrived: its holds and first reads in two requests (``Arrival.receive``), before
         its records are handled one by one."""
         self.arrival.receive(records)
+        # The owners' limits with it, once per container every few seconds (``limiting``).
+        arrived = (self.arrival.arrived.get(receipt_handle) for _, receipt_handle in records)
+        self.limiting.cache.refresh(a.job.owner for a in arrived if a is not None and a.job is not None)
 
     def handle(
         self,
@@ -212,7 +217,11 @@ class RunExecutor:
                 return
         if lifecycle.overlap_applies(run, job) and self.overlap.meet(run, job, receipt_handle, create=create):
             return
-        self.attempts.run(job, run, receipt_handle, create=create, arrived_at=arrived_at)
+        slots = self.limiting.enter(job, run, create=create)  # None: under no limit (nothing read)
+        try:
+            self.attempts.run(job, run, receipt_handle, create=create, arrived_at=arrived_at)
+        finally:  # after the outcome's write (or a start another delivery won)
+            self.limiting.release(slots)
 
     def _check_time_left(self, run: Run, job: Job, deadline: datetime | None) -> None:
         """Give the message back at once if this invocation would be stopped before the attempt ends.

@@ -15,6 +15,7 @@ from functions.core.resources import GSI1_SK, PK, SK
 from functions.core.store.items import embeds, job_to_item, trigger_to_item
 from functions.core.store.jobs import IDEMPOTENCY_TTL
 from functions.core.store.keys import cursor_key, idempotency_key, name_key, owner_index_pk, trigger_pk
+from functions.core.store.limits import limit_to_item
 from functions.core.store.pages import decode_cursor
 from sim.table_requests.units import (
     _FRONTIER_BYTES,
@@ -267,6 +268,14 @@ class _Call:
         self.batches(
             [(cursor_key(s)[PK]["S"], _cursor_size(s, cursors.get(s))) for s in self.p["shards"]], False
         )
+
+    # ------------------------------------------------------------------------------- limits
+
+    def list_limits(self) -> None:
+        """One consistent Query of the owner's limits (a worker's, once per container and owner every
+        few seconds; a job under no limit reads nothing else)."""
+        items = ((item_size(limit_to_item(self.p["owner"], limit)), True) for limit in self.result)
+        self.queries(f"LIMIT#{self.p['owner']}", _pages(items, None, None), True)
 
     # ---------------------------------------------------------------------------------- runs
 

@@ -21,6 +21,7 @@ import pytest
 
 from bench.timed_role import item_size
 from functions.core import aws
+from functions.core.limits import Limit
 from functions.core.model import Job, JobStatus, Run, RunStatus, Trigger, bucket_of, new_job_id, run_id_for
 from functions.core.ports import JobStore, RunStore, TriggerStore
 from functions.core.resources import table_definition
@@ -514,6 +515,17 @@ def test_a_history_is_read_in_pages_newest_first_and_around_a_run(twins: Twins) 
     twins.check("runs_after", job.job_id, between, limit=3)
     twins.check("runs_after", job.job_id, runs[-1].run_id, limit=3)
     twins.check("recent_runs", "job_none", limit=5)
+
+
+def test_an_owners_limits_are_one_query(twins: Twins) -> None:
+    twins.check("list_limits", "alice")
+    for n in range(3):
+        limit = Limit(
+            f"l{n}", "https://api.example.com/v1", max_concurrent=n + 1, per_second=2.5, created_at=NOW
+        )
+        for store in (twins.dynamo, twins.memory):  # written by the api alone: not modelled
+            store.put_limit("alice", limit, expected_version=None)
+    assert _operations(twins.check("list_limits", "alice")) == ["Query"]
 
 
 def test_every_method_of_the_port_is_checked_here() -> None:

@@ -54,6 +54,7 @@ from functions.core.store.items import (
 from functions.core.store.jobs import API_OWNED, IDEMPOTENCY_TTL, api_view
 from functions.core.store.keys import in_job_listing, in_run_listing, job_key, owner_index_pk
 from functions.core.store.pages import decode_cursor, encode_cursor
+from tests.fakes.limits import MemoryLimits
 
 T = TypeVar("T")
 _TriggerKey = tuple[str, int, str]  # bucket, shard, sort key
@@ -118,7 +119,7 @@ def _run_index_key(run: Run) -> dict[str, Any]:
     return {PK: {"S": f"JOB#{run.job_id}"}, SK: {"S": f"RUN#{run.run_id}"}}
 
 
-class MemoryStore:
+class MemoryStore(MemoryLimits):
     """Implements ``functions.core.ports.Tables``."""
 
     def __init__(self) -> None:
@@ -483,6 +484,8 @@ class MemoryStore:
                 started_at=_ms(started.started_at or now),
                 lateness_ms=started.lateness_ms,
                 executions=stored.executions + 1,
+                reason=started.reason if run.reason is Reason.LIMITED else stored.reason,
+                limited_ms=started.limited_ms if run.reason is Reason.LIMITED else stored.limited_ms,
             )
             return started
 

@@ -37,6 +37,10 @@ PAIRS: dict[type[BaseModel], Any] = {
     responses.MissedOut: views.MissedView,
     responses.OutageOut: views.OutageView,
     responses.PreviewOut: views.PreviewView,
+    responses.LimitSlotOut: views.LimitSlotView,
+    responses.LimitWaiterOut: views.LimitWaiterView,
+    responses.LimitOut: views.LimitView,
+    responses.LimitPage: views.LimitPageView,
 }
 # Refusals are ApiError.body(), not a view.
 WITHOUT_VIEW = {responses.ErrorOut}

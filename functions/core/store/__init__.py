@@ -3,7 +3,7 @@
 The only code that knows keys and attribute names. One module per concern: ``keys`` (every item's
 key), ``items`` (item ↔ domain object), ``pages`` (cursors and filtered listings), ``base`` (the
 client, conditional writes and "did our write land"), and one module per aggregate: ``jobs``,
-``triggers`` (with the sweep cursors) and ``runs``. ``DynamoStore`` is all three: the
+``triggers`` (with the sweep cursors), ``runs`` and ``limits``. ``DynamoStore`` is all four: the
 real implementation of ``functions.core.ports.Tables``.
 
 Conditional writes are what make the system correct with several dispatchers and workers: a run's
@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from functions.core.ports import BadCursorError, ConflictError
 from functions.core.store.jobs import JobTable
+from functions.core.store.limits import LimitTable
 from functions.core.store.runs import RunTable
 from functions.core.store.triggers import TriggerTable
 
 __all__ = ["BadCursorError", "ConflictError", "DynamoStore", "Store"]
 
 
-class DynamoStore(JobTable, TriggerTable, RunTable):
-    """Jobs, triggers with cursors, and runs, in one DynamoDB table."""
+class DynamoStore(JobTable, TriggerTable, RunTable, LimitTable):
+    """Jobs, triggers with cursors, runs and target limits, in one DynamoDB table."""
 
 
 Store = DynamoStore

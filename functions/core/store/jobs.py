@@ -41,6 +41,7 @@ API_OWNED = (
     "paused_by",
     "pause_until",
     "pause_on_failures",
+    "max_concurrent",
     "max_runs",
     "alerts",
     "dead_letter",

@@ -255,6 +255,13 @@ class RunTable(TableBase):
             "#status = :running, attempt = :attempt, lease_token = :token, lease_until = :lease,"
             " started_at = :started, lateness_ms = :lateness"
         ]
+        removes = ""
+        if run.reason is Reason.LIMITED:  # it waited on a limit: no longer, and for how long in all
+            removes = " REMOVE #reason"
+            names["#reason"] = "reason"
+            if started.limited_ms is not None:
+                sets.append("limited_ms = :limited_ms")
+                values[":limited_ms"] = {"N": str(started.limited_ms)}
         if run.status is RunStatus.RUNNING:  # a takeover: pin the lease that lapsed
             condition += " AND lease_until = :seen_lease"
             values[":seen_lease"] = {"N": str(optional_ms(run.lease_until))}
@@ -265,7 +272,7 @@ class RunTable(TableBase):
         if not self.conditional(
             self.client.update_item,
             Key=run_key(run.job_id, run.run_id),
-            UpdateExpression="SET " + ", ".join(sets) + " ADD executions :one",
+            UpdateExpression="SET " + ", ".join(sets) + " ADD executions :one" + removes,
             ConditionExpression=condition,
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
