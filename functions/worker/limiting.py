@@ -19,12 +19,15 @@ from functions.core.alerts import AlertSender
 from functions.core.limits import Limit
 from functions.core.model import AlertKind, Job, Reason, Run
 from functions.core.observability import logger
-from functions.core.resources import OUTCOME_MARGIN_SECONDS
 from functions.worker.context import ReturnLater, WorkerContext
 
 # How long a container trusts the owner's limits it read: a limit's change reaches every worker
 # within this, and a job under no limit costs its owner one Query per container this often.
 LIMITS_CACHE_SECONDS = 10.0
+# A slot's lease: the job's timeout and a run lease's length beyond it, and this margin for the start
+# and outcome writes. A worker that dies holding a slot keeps it from others that long at most; an
+# outcome's write slower than the margin (a throttled table) may let one more attempt start meanwhile.
+SLOT_MARGIN_SECONDS = 10
 
 
 @dataclass(frozen=True)
@@ -100,13 +103,10 @@ class Limiting:
             return None
         store, now = self.context.store, self.context.clock()
         held = Held(job.owner, run.run_id)
-        # The slot outlives the attempt's longest course (its wait for the second, its call, its
+        # The slot outlives the attempt's course (the last moment before its second, its call, its
         # outcome's write): a worker that dies holding it loses it then.
         lease_until = now + timedelta(
-            seconds=self.context.settings.max_early_wait_seconds
-            + job.timeout_seconds
-            + OUTCOME_MARGIN_SECONDS
-            + self.context.settings.lease_seconds
+            seconds=job.timeout_seconds + self.context.settings.lease_seconds + SLOT_MARGIN_SECONDS
         )
         for gate in gates:
             if gate.max_concurrent is None:
