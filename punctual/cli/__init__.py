@@ -2,9 +2,9 @@
 
 One module per command group: ``common`` (the root group ``main``, ``Context``, ``api_command``,
 option helpers), ``jobs`` (with ``jobs_bulk``, its commands over many jobs, and ``jobs_runs``, a
-job's history and its watch), ``runs``, ``schedule``, ``stats``, ``config``, ``console``, ``local`` and
-``dlq`` (which talks to SQS and DynamoDB directly), ``plan`` (the capacity planner); ``stack``
-reads a deployed stack's outputs.
+job's history and its watch), ``limits`` (target limits), ``runs``, ``schedule``, ``stats``,
+``config``, ``console``, ``local`` and ``dlq`` (which talks to SQS and DynamoDB directly), ``plan``
+(the capacity planner); ``stack`` reads a deployed stack's outputs.
 Importing each command module attaches its commands to ``main``.
 
 Exit codes: 0 success; 1 the API refused the request (4xx); 2 bad usage; 3 not found; 4 conflict with
@@ -18,6 +18,7 @@ from punctual.cli import (
     jobs,
     jobs_bulk,
     jobs_runs,
+    limits,
     local,
     plan,
     runs,
@@ -50,6 +51,7 @@ __all__ = [
     "jobs",
     "jobs_bulk",
     "jobs_runs",
+    "limits",
     "local",
     "main",
     "parse_when",

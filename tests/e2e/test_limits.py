@@ -8,12 +8,14 @@ from __future__ import annotations
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from functions.core.model import iso
 from tests.e2e.conftest import Api, wait_until
+from tests.e2e.test_cli import Cli, clean_env, field
 from tests.support.receiver import Receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
@@ -106,3 +108,39 @@ def test_300_jobs_due_at_one_second_never_exceed_the_limit_and_all_run_once(loca
     assert status == 200, limit
     assert (limit["in_use"], limit["waiting_count"]) == (0, 0), limit
     local_stack.call("DELETE", f"/v1/limits/{name}")
+
+
+def test_punctual_limits_creates_shows_updates_and_deletes_a_limit(local_stack: Api, tmp_path: Path) -> None:
+    cli = Cli(clean_env(tmp_path, PUNCTUAL_ENDPOINT=local_stack.base_url))
+    name = f"cli-{time.time_ns()}"
+    shown = cli.ok(
+        "limits", "create", name, "--match", "https://api.partner.test/v1", "--max-concurrent", "5"
+    )
+    assert field(shown.out, "caps") == "5 at once" and field(shown.out, "in use") == "0/5"
+    listed = cli.ok("limits", "list")
+    assert name in listed.out
+    updated = cli.ok(
+        "limits",
+        "update",
+        name,
+        "--match",
+        "https://api.partner.test",
+        "--per-second",
+        "2",
+        "--burst",
+        "4",
+        "--json",
+    ).json
+    assert (updated["max_concurrent"], updated["per_second"], updated["burst"], updated["version"]) == (
+        None,
+        2,
+        4,
+        2,
+    )
+    assert cli.ok("limits", "get", name, "--json").json["tokens"] == 4
+    refused = cli("limits", "create", name, "--match", "https://x.test", "--max-concurrent", "1")
+    assert refused.code == 4, refused.err  # 409: the name is taken
+    bad = cli("limits", "create", "other", "--match", "ftp://x.test", "--max-concurrent", "1")
+    assert bad.code == 1 and "match" in bad.err
+    cli.ok("limits", "delete", name)
+    assert cli("limits", "get", name).code == 3

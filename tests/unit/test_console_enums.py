@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from functions.core.model import JobStatus, MisfirePolicy, OnComplete, OverlapPolicy, Reason, RunStatus
+from functions.core.model import (
+    AlertKind,
+    JobStatus,
+    MisfirePolicy,
+    OnComplete,
+    OverlapPolicy,
+    Reason,
+    RunStatus,
+)
 
 STATIC = Path(__file__).resolve().parents[2] / "punctual" / "console" / "static"
 
@@ -35,6 +43,7 @@ def _values(file: str, name: str) -> list[str]:
         ("form.js", "OVERLAPS", OverlapPolicy),
         ("form.js", "MISFIRES", MisfirePolicy),
         ("job.js", "REASONS", Reason),
+        ("job.js", "ALERT_KINDS", AlertKind),
     ],
 )
 def test_a_console_list_names_every_value_of_its_enum_and_nothing_else(
