@@ -302,6 +302,13 @@ class LimitStore(Protocol):
     items), token buckets and the runs waiting on them (docs/architecture.md, "Target limits").
     ``name`` is a limit's name, or a job's own (``limits.job_limit_name``) for its slots."""
 
+    def get_runs_jobs_and_limits(
+        self, keys: list[tuple[str, str]], owners: Collection[str]
+    ) -> tuple[dict[tuple[str, str], Run], dict[str, Job], dict[str, list[Limit]]]:
+        """``get_runs_and_jobs``, and in the same round trips the limits of ``owners`` (each owner's
+        in one summary item; [] for an owner without limits): a worker's first read of a batch, so
+        that knowing a job is under no limit costs no request."""
+
     def get_limit(self, owner: str, name: str) -> Limit | None: ...
 
     def list_limits(self, owner: str) -> list[Limit]:

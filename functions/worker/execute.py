@@ -69,10 +69,11 @@ class RunExecutor:
     def arrive(self, records: list[tuple[WorkMessage, str]]) -> None:
         """A batch arrived: its holds and first reads in two requests (``Arrival.receive``), before
         its records are handled one by one."""
-        self.arrival.receive(records)
-        # The owners' limits with it, once per container every few seconds (``limiting``).
-        arrived = (self.arrival.arrived.get(receipt_handle) for _, receipt_handle in records)
-        self.limiting.cache.refresh(a.job.owner for a in arrived if a is not None and a.job is not None)
+        # With the batch's read, the target limits of the owners its dispatched messages name, when a
+        # container's copy is older than a few seconds (``limiting``): no request of their own.
+        cache = self.limiting.cache
+        owners = cache.stale(message.queued.owner for message, _ in records if message.queued is not None)
+        cache.put(self.arrival.receive(records, owners))
 
     def handle(
         self,

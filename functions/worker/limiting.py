@@ -3,13 +3,14 @@ a slot of each limit covering the job's target (and of the job's own ``max_concu
 of each rate; refused, the run waits its turn (``QUEUED``/``RETRYING`` with reason ``limited``) and its
 message comes back in a second or two. Slots are leases: released on the outcome, or lapsed.
 
-A job under no limit pays nothing per run: the owner's limits are read once per container every
-``LIMITS_CACHE_SECONDS`` (one Query), never per message.
+A job under no limit pays no request: the owner's limits come with the batch's read of its runs and
+jobs (one summary item per owner, in the same BatchGetItem), once per container every
+``LIMITS_CACHE_SECONDS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NoReturn
@@ -57,20 +58,27 @@ class LimitsCache:
         self.context = context
         self.owners: dict[str, tuple[datetime, list[Limit]]] = {}
 
-    def refresh(self, owners: Iterable[str]) -> None:
-        """Read the limits of the ``owners`` not read within ``LIMITS_CACHE_SECONDS`` (best effort:
-        a record whose owner's read failed here reads for itself)."""
-        for owner in sorted(set(owners)):
-            try:
-                self.of(owner)
-            except Exception:
-                logger.exception("limits not read", extra={"owner": owner})
+    def stale(self, owners: Iterable[str]) -> list[str]:
+        """Those of ``owners`` whose limits this container read more than ``LIMITS_CACHE_SECONDS`` ago
+        (or never): a batch reads them with its runs and jobs."""
+        now = self.context.clock()
+        return sorted(owner for owner in set(owners) if not self._fresh(owner, now))
+
+    def put(self, limits: Mapping[str, list[Limit]]) -> None:
+        now = self.context.clock()
+        for owner, found in limits.items():
+            self.owners[owner] = (now, found)
+
+    def _fresh(self, owner: str, now: datetime) -> bool:
+        seen = self.owners.get(owner)
+        return seen is not None and timedelta(0) <= now - seen[0] < timedelta(seconds=LIMITS_CACHE_SECONDS)
 
     def of(self, owner: str) -> list[Limit]:
+        """The owner's limits: as read with the batch, or (a message that did not name its owner: a
+        retry's, a wake-up's) read now, once per container every few seconds."""
         now = self.context.clock()
-        seen = self.owners.get(owner)
-        if seen is not None and timedelta(0) <= now - seen[0] < timedelta(seconds=LIMITS_CACHE_SECONDS):
-            return seen[1]
+        if self._fresh(owner, now):
+            return self.owners[owner][1]
         limits = self.context.store.list_limits(owner)
         self.owners[owner] = (now, limits)
         return limits

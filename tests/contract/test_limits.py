@@ -127,3 +127,24 @@ def test_a_run_waits_on_a_limit_and_its_start_records_how_long(world: World, tab
     )
     tables.remove_waiter("alice", "api", run)
     assert tables.limit_use("alice", "api").waiting == ()
+
+
+def test_a_batch_read_brings_its_owners_limits(world: World, tables: Tables) -> None:
+    job, run = world.dispatched_run()
+    keys = [(job.job_id, run.run_id)]
+    runs, jobs, limits = tables.get_runs_jobs_and_limits(keys, ["alice", "bob"])
+    assert set(runs) == set(keys) and set(jobs) == {job.job_id} and limits == {"alice": [], "bob": []}
+    tables.put_limit("alice", Limit("b", "https://b.test", per_second=1.5, burst=3), expected_version=None)
+    tables.put_limit("alice", Limit("a", "https://a.test", max_concurrent=2), expected_version=None)
+    _, _, limits = tables.get_runs_jobs_and_limits(keys, ["alice"])
+    assert [
+        (lim.name, lim.match, lim.max_concurrent, lim.per_second, lim.burst) for lim in limits["alice"]
+    ] == [
+        ("a", "https://a.test", 2, None, None),
+        ("b", "https://b.test", None, 1.5, 3),
+    ]
+    tables.put_limit("alice", Limit("a", "https://a.test", max_concurrent=5, version=2), expected_version=1)
+    assert tables.delete_limit("alice", "b")
+    _, _, limits = tables.get_runs_jobs_and_limits([], ["alice"])
+    assert [(lim.name, lim.max_concurrent, lim.version) for lim in limits["alice"]] == [("a", 5, 2)]
+    assert [lim.name for lim in tables.list_limits("alice")] == ["a"], "the summary is no limit"

@@ -525,7 +525,22 @@ def test_an_owners_limits_are_one_query(twins: Twins) -> None:
         )
         for store in (twins.dynamo, twins.memory):  # written by the api alone: not modelled
             store.put_limit("alice", limit, expected_version=None)
-    assert _operations(twins.check("list_limits", "alice")) == ["Query"]
+    assert _operations(twins.check("list_limits", "alice")) == ["Query"], "its summary item left out"
+
+
+def test_a_batch_reads_its_owners_limits_in_its_one_request(twins: Twins) -> None:
+    job, _ = _create(twins)
+    run = _run(twins, job, 10)
+    twins.both("put_run", run)
+    keys = [(job.job_id, run.run_id), (job.job_id, "nope")]
+    assert _operations(twins.check("get_runs_jobs_and_limits", keys, ["bob"])) == ["BatchGetItem"]
+    limit = Limit("partner", "https://api.example.com/v1", max_concurrent=10, created_at=NOW)
+    for store in (twins.dynamo, twins.memory):
+        store.put_limit("alice", limit, expected_version=None)
+    both = twins.check("get_runs_jobs_and_limits", keys, ["alice", "bob"])
+    assert _operations(both) == ["BatchGetItem"]
+    summary = {"alice": [replace(limit, created_at=None)], "bob": []}  # what a worker needs of each
+    assert twins.dynamo.get_runs_jobs_and_limits(keys, ["alice", "bob"])[2] == summary
 
 
 def test_every_method_of_the_port_is_checked_here() -> None:

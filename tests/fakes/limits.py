@@ -4,12 +4,14 @@ into ``MemoryStore``, under its lock)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from functions.core import limits as rules
 from functions.core.limits import Bucket, Limit, LimitUse, Slot, TokenTaken, Waiter
-from functions.core.model import Reason, Run, RunStatus, from_ms, to_ms
+from functions.core.model import Job, Reason, Run, RunStatus, from_ms, to_ms
 from functions.core.ports import LimitExists, VersionChanged
 
 
@@ -22,6 +24,12 @@ class MemoryLimits:
 
     lock: threading.RLock
     runs: dict[str, dict[str, Run]]
+
+    if TYPE_CHECKING:  # MemoryStore's
+
+        def get_runs_and_jobs(
+            self, keys: list[tuple[str, str]]
+        ) -> tuple[dict[tuple[str, str], Run], dict[str, Job]]: ...
 
     @property
     def limits(self) -> dict[tuple[str, str], Limit]:
@@ -45,11 +53,21 @@ class MemoryLimits:
                 self.__dict__[name] = {}
             return self.__dict__[name]  # type: ignore[no-any-return]
 
+    def get_runs_jobs_and_limits(
+        self, keys: list[tuple[str, str]], owners: Collection[str]
+    ) -> tuple[dict[tuple[str, str], Run], dict[str, Job], dict[str, list[Limit]]]:
+        with self.lock:
+            runs, jobs = self.get_runs_and_jobs(keys)
+            return runs, jobs, {owner: self._limits_of(owner) for owner in owners}
+
     def get_limit(self, owner: str, name: str) -> Limit | None:
         with self.lock:
             return self.limits.get((owner, name))
 
     def list_limits(self, owner: str) -> list[Limit]:
+        return self._limits_of(owner)
+
+    def _limits_of(self, owner: str) -> list[Limit]:
         with self.lock:
             return sorted(
                 (limit for (o, _), limit in self.limits.items() if o == owner), key=lambda lim: lim.name

@@ -21,7 +21,7 @@ from functions.core.store.triggers import TriggerTable
 __all__ = ["BadCursorError", "ConflictError", "DynamoStore", "Store"]
 
 
-class DynamoStore(JobTable, TriggerTable, RunTable, LimitTable):
+class DynamoStore(JobTable, TriggerTable, LimitTable, RunTable):
     """Jobs, triggers with cursors, runs and target limits, in one DynamoDB table."""
 
 

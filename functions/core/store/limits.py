@@ -5,18 +5,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from functions.core import limits as rules
 from functions.core.limits import Bucket, Limit, LimitUse, Slot, TokenTaken, Waiter
-from functions.core.model import Reason, Run, from_ms, to_ms
+from functions.core.model import Job, Reason, Run, from_ms, to_ms
 from functions.core.ports import LimitExists, VersionChanged
 from functions.core.resources import PK, SK, TTL_ATTRIBUTE
-from functions.core.store.base import TableBase
-from functions.core.store.keys import run_key
+from functions.core.store.items import job_from_item, run_from_item
+from functions.core.store.keys import job_key, run_key
+from functions.core.store.runs import RunTable
 
+# The owner's limits in one item beside them (``LIMIT#<owner>`` / ``#``: the API rewrites it with each
+# change), which a worker reads with its batch's runs and jobs: no request of its own.
+SUMMARY = "#"
 # How many times a take reads the slots again after losing a race for one.
 TAKE_ROUNDS = 3
 # Slot, bucket and waiter items expire (TTL) this long after they last mattered.
@@ -67,6 +72,20 @@ def _n(item: Mapping[str, Any], name: str) -> str | None:
     return None if value is None else str(value["N"])
 
 
+def summary_key(owner: str) -> dict[str, Any]:
+    return limit_key(owner, SUMMARY)
+
+
+def summary_text(limits: list[Limit]) -> str:
+    """The summary item's ``limits``: what a worker needs of each, as compact JSON."""
+    specs = [{key: value for key, value in limit.to_dict().items() if value is not None} for limit in limits]
+    return json.dumps(specs, separators=(",", ":"), sort_keys=True)
+
+
+def limits_of_summary(item: Mapping[str, Any]) -> list[Limit]:
+    return [Limit(**spec) for spec in json.loads(item["limits"]["S"])]
+
+
 def limit_from_item(item: Mapping[str, Any]) -> Limit:
     def number(name: str) -> int | None:
         value = _n(item, name)
@@ -101,8 +120,30 @@ def _ttl(moment: datetime) -> dict[str, str]:
     return {"N": str(int((moment + LIMIT_ITEM_TTL).timestamp()))}
 
 
-class LimitTable(TableBase):
+class LimitTable(RunTable):
     """``functions.core.ports.LimitStore`` on DynamoDB."""
+
+    def get_runs_jobs_and_limits(
+        self, keys: list[tuple[str, str]], owners: Collection[str]
+    ) -> tuple[dict[tuple[str, str], Run], dict[str, Job], dict[str, list[Limit]]]:
+        pairs = list(dict.fromkeys(keys))
+        wanted = [run_key(job_id, run_id) for job_id, run_id in pairs]
+        wanted += [job_key(job_id) for job_id in dict.fromkeys(job_id for job_id, _ in pairs)]
+        wanted += [summary_key(owner) for owner in dict.fromkeys(owners)]
+        runs: dict[tuple[str, str], Run] = {}
+        jobs: dict[str, Job] = {}
+        limits: dict[str, list[Limit]] = {owner: [] for owner in owners}
+        for item in self.read_consistently(wanted):
+            sk = item[SK]["S"]
+            if sk.startswith("RUN#"):
+                run = run_from_item(item)
+                runs[(run.job_id, run.run_id)] = run
+            elif sk == SUMMARY and item[PK]["S"].startswith("LIMIT#"):
+                limits[item[PK]["S"][len("LIMIT#") :]] = limits_of_summary(item)
+            else:
+                job = job_from_item(item)
+                jobs[job.job_id] = job
+        return runs, jobs, limits
 
     def get_limit(self, owner: str, name: str) -> Limit | None:
         item = self.client.get_item(
@@ -112,7 +153,7 @@ class LimitTable(TableBase):
 
     def list_limits(self, owner: str) -> list[Limit]:
         items = self._partition(f"LIMIT#{owner}", None)
-        return [limit_from_item(item) for item in items]
+        return [limit_from_item(item) for item in items if item[SK]["S"] != SUMMARY]
 
     def put_limit(self, owner: str, limit: Limit, *, expected_version: int | None) -> None:
         if expected_version is None:
@@ -122,6 +163,7 @@ class LimitTable(TableBase):
                 ConditionExpression="attribute_not_exists(pk)",
             ):
                 raise LimitExists(f"limit {limit.name} exists")
+            self._summarise(owner)
             return
         if not self.conditional(
             self.client.put_item,
@@ -130,11 +172,40 @@ class LimitTable(TableBase):
             ExpressionAttributeValues={":seen": {"N": str(expected_version)}},
         ):
             raise VersionChanged(f"limit {limit.name} changed")
+        self._summarise(owner)
 
     def delete_limit(self, owner: str, name: str) -> bool:
-        return self.conditional(
+        deleted = self.conditional(
             self.client.delete_item, Key=limit_key(owner, name), ConditionExpression="attribute_exists(pk)"
         )
+        self._summarise(owner)  # also after a delete that found nothing: a summary a crash left behind
+        return deleted
+
+    def _summarise(self, owner: str) -> None:
+        """Rewrite the owner's summary from its limits as they are now, unless another writer
+        rewrote it meanwhile (then read again: the last writer's view wins)."""
+        for _ in range(TAKE_ROUNDS):
+            items = self._partition(f"LIMIT#{owner}", None)
+            seen = next((item for item in items if item[SK]["S"] == SUMMARY), None)
+            limits = [limit_from_item(item) for item in items if item[SK]["S"] != SUMMARY]
+            condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
+            if seen is not None:
+                condition = {
+                    "ConditionExpression": "written = :seen",
+                    "ExpressionAttributeValues": {":seen": seen["written"]},
+                }
+            written = int(seen["written"]["N"]) + 1 if seen is not None else 1
+            if self.conditional(
+                self.client.put_item,
+                Item={
+                    **summary_key(owner),
+                    "limits": {"S": summary_text(limits)},
+                    "written": {"N": str(written)},
+                },
+                **condition,
+            ):
+                return
+        raise VersionChanged(f"the limits of {owner} kept changing")
 
     def limit_use(self, owner: str, name: str) -> LimitUse:
         slots: list[Slot] = []

@@ -58,6 +58,21 @@ class RunTable(TableBase):
         pairs = list(dict.fromkeys(keys))
         wanted = [run_key(job_id, run_id) for job_id, run_id in pairs]
         wanted += [job_key(job_id) for job_id in dict.fromkeys(job_id for job_id, _ in pairs)]
+        items = self.read_consistently(wanted)
+        runs: dict[tuple[str, str], Run] = {}
+        jobs: dict[str, Job] = {}
+        for item in items:
+            if item[SK]["S"].startswith("RUN#"):
+                run = run_from_item(item)
+                runs[(run.job_id, run.run_id)] = run
+            else:
+                job = job_from_item(item)
+                jobs[job.job_id] = job
+        return runs, jobs
+
+    def read_consistently(self, wanted: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The items of ``wanted`` keys that exist, consistent, a hundred to a request. Keys the table
+        left unprocessed (throttled) are asked again, then read one by one rather than reported missing."""
         items: list[dict[str, Any]] = []
         for chunk in chunks(wanted, 100):
             pending: list[Any] = chunk
@@ -74,16 +89,7 @@ class RunTable(TableBase):
                 item = self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
                 if item is not None:
                     items.append(item)
-        runs: dict[tuple[str, str], Run] = {}
-        jobs: dict[str, Job] = {}
-        for item in items:
-            if item[SK]["S"].startswith("RUN#"):
-                run = run_from_item(item)
-                runs[(run.job_id, run.run_id)] = run
-            else:
-                job = job_from_item(item)
-                jobs[job.job_id] = job
-        return runs, jobs
+        return items
 
     def get_runs(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Run]:
         """The runs of these (job_id, run_id) pairs that exist, eventually consistent (the sweep's
