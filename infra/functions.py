@@ -266,6 +266,7 @@ class Functions(Construct):
     def _grant_worker(self, table: dynamodb.ITable, queues: WorkQueues) -> None:
         role = self._role(self.worker)
         role.add_to_principal_policy(permissions.table_items(table, "worker"))
+        role.add_to_principal_policy(permissions.scoped_table_items(table, "worker"))  # limits' slots
         # Receive and delete come with the event source; the heartbeat and retries set visibility.
         role.add_to_principal_policy(
             permissions.queue_actions(["sqs:ChangeMessageVisibility"], queues.work_queue)

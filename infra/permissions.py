@@ -28,9 +28,26 @@ TABLE_ITEM_ACTIONS: Final[dict[str, tuple[str, ...]]] = {
     # Everything the dispatcher does (a job due soon is dispatched at once), and the jobs themselves.
     "api": (*_READS, *_WRITES),
     # Runs: start, lease, outcome (on the run alone; a long retry's trigger with it); the runs before
-    # one (a Query) when its job skips overlapping runs. It never deletes an item.
+    # one (a Query) when its job skips overlapping runs; target limits' slots and waiters (below). It
+    # deletes no other item.
     "worker": (*_READS, "dynamodb:PutItem", "dynamodb:UpdateItem"),
 }
+
+
+# Item actions a role may make in some partitions only (IAM's dynamodb:LeadingKeys): the worker
+# deletes the slots it releases and the waiters of target limits (``SLOT#...``), and nothing else.
+SCOPED_ITEM_ACTIONS: Final[dict[str, tuple[tuple[str, ...], str]]] = {
+    "worker": (("dynamodb:DeleteItem",), "SLOT#*"),
+}
+
+
+def scoped_table_items(table: dynamodb.ITable, role: str) -> iam.PolicyStatement:
+    actions, leading_keys = SCOPED_ITEM_ACTIONS[role]
+    return iam.PolicyStatement(
+        actions=list(actions),
+        resources=[table.table_arn],
+        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [leading_keys]}},
+    )
 
 
 def table_items(table: dynamodb.ITable, role: str) -> iam.PolicyStatement:

@@ -315,3 +315,18 @@ class Client:
         """GET /v1/calendars/{name}/days: the days of a range the calendar excludes, with why."""
         query = {"from": from_day, "to": to_day}
         return self.request("GET", f"/v1/calendars/{quote(name, safe='')}/days", query=query)
+
+    def create_limit(self, body: dict[str, Any]) -> Any:
+        return self.request("POST", "/v1/limits", body)
+
+    def list_limits(self) -> Any:
+        return self.request("GET", "/v1/limits")
+
+    def get_limit(self, name: str) -> Any:
+        return self.request("GET", f"/v1/limits/{quote(name, safe='')}")
+
+    def replace_limit(self, name: str, body: dict[str, Any]) -> Any:
+        return self.request("PUT", f"/v1/limits/{quote(name, safe='')}", body)
+
+    def delete_limit(self, name: str) -> Any:
+        return self.request("DELETE", f"/v1/limits/{quote(name, safe='')}")

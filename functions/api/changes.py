@@ -69,6 +69,8 @@ def patch_job(deps: Deps, owner: str, job_id: str, request: PatchJobIn) -> JobVi
         changes["pause_on_failures"] = request.pause_on_failures
     if "jitter_seconds" in given and request.jitter_seconds is not None:
         changes["jitter_seconds"] = request.jitter_seconds
+    if "max_concurrent" in given:
+        changes["max_concurrent"] = request.max_concurrent
     if "max_runs" in given:
         changes["max_runs"] = request.max_runs
     if "alerts" in given:

@@ -135,6 +135,7 @@ def _create(
         jitter_seconds=request.jitter_seconds,
         pause_on_failures=request.pause_on_failures,
         max_runs=request.max_runs,
+        max_concurrent=request.max_concurrent,
         alerts=alerts,
         dead_letter=checked_dead_letter(deps, request.dead_letter),
         on_complete=request.on_complete,

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         CreateCalendarIn,
         CreateJobIn,
         CreateJobsIn,
+        LimitIn,
         PatchJobIn,
         PauseIn,
         PreviewIn,
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
         CreatedJobsView,
         JobPageView,
         JobView,
+        LimitPageView,
+        LimitView,
         PreviewView,
         RunPageView,
         RunView,
@@ -343,6 +346,50 @@ def delete_calendar(request: Request, name: str) -> CalendarView:
 def calendar_days(request: Request, name: str, from_day: str | None, to_day: str | None) -> CalendarDaysView:
     """The days from ``from`` to ``to`` (at most 400) the calendar excludes, each with its reason."""
     return calendars.calendar_days(deps(), owner(request), name, from_day, to_day)
+
+
+@app.route(
+    "POST", "/v1/limits", body=Body("LimitIn", "limit"), status=201, answer="LimitOut", tags=("limits",)
+)
+def create_limit(request: Request, limit: LimitIn) -> Answer:
+    """Create a target limit: the targets it covers (a URL prefix or an ARN) and how it caps them
+    (max_concurrent, per_second with burst), across all workers. Applies within seconds."""
+    from functions.api import limits
+
+    return Answer(201, limits.create_limit(deps(), owner(request), limit))
+
+
+@app.route("GET", "/v1/limits", answer="LimitPage", tags=("limits",))
+def list_limits(request: Request) -> LimitPageView:
+    """Your target limits, by name, each with its current use and the runs waiting on it."""
+    from functions.api import limits
+
+    return limits.list_limits(deps(), owner(request))
+
+
+@app.route("GET", "/v1/limits/<name>", answer="LimitOut", tags=("limits",))
+def get_limit(request: Request, name: str) -> LimitView:
+    """A target limit with its current use (the runs holding its slots, its tokens) and the runs
+    waiting on it."""
+    from functions.api import limits
+
+    return limits.get_limit(deps(), owner(request), name)
+
+
+@app.route("PUT", "/v1/limits/<name>", body=Body("LimitIn", "limit"), answer="LimitOut", tags=("limits",))
+def replace_limit(request: Request, name: str, limit: LimitIn) -> LimitView:
+    """Replace a target limit as a whole (with version: only that version, else 409)."""
+    from functions.api import limits
+
+    return limits.replace_limit(deps(), owner(request), name, limit)
+
+
+@app.route("DELETE", "/v1/limits/<name>", answer="LimitOut", tags=("limits",))
+def delete_limit(request: Request, name: str) -> LimitView:
+    """Delete a target limit; the runs waiting on it start within seconds, and its slots lapse."""
+    from functions.api import limits
+
+    return limits.delete_limit(deps(), owner(request), name)
 
 
 @app.route("GET", "/v1/stats", answer="StatsOut", tags=("system",))

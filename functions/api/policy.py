@@ -54,10 +54,12 @@ def checked_alerts(deps: Deps, request: AlertsIn | None) -> Alerts | None:
         missed=request.missed,
         late_seconds=request.late_seconds,
         running_seconds=request.running_seconds,
+        limited_seconds=request.limited_seconds,
     )
     if not any(alerts.wants(kind) for kind in AlertKind):
         raise InvalidInput(
-            "name at least one alert: failed, missed, late_seconds or running_seconds", "alerts"
+            "name at least one alert: failed, missed, late_seconds, running_seconds or limited_seconds",
+            "alerts",
         )
     return alerts
 

@@ -44,6 +44,12 @@ OVERLAP_TEXT = (
 )
 
 
+MAX_CONCURRENT_TEXT = (
+    "at most this many of the job's attempts in flight at once, across all workers (a limit of its own: "
+    "a run over it waits its turn, QUEUED with reason limited); a cap for overlap allow"
+)
+
+
 class ScheduleIn(BaseModel):
     """Exactly one of ``at``, ``cron`` or ``rate``, with its options."""
 
@@ -171,8 +177,15 @@ class AlertsIn(BaseModel):
     running_seconds: int | None = Field(
         default=None, ge=1, le=86_400, strict=True, description="an attempt still running after this long"
     )
+    limited_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=86_400,
+        strict=True,
+        description="a run waited on a target limit longer than this",
+    )
 
-    _whole_numbers = whole_numbers("late_seconds", "running_seconds")
+    _whole_numbers = whole_numbers("late_seconds", "running_seconds", "limited_seconds")
 
 
 class CreateJobIn(BaseModel):
@@ -195,13 +208,21 @@ class CreateJobIn(BaseModel):
         default=None, ge=1, le=100, strict=True, description=PAUSE_ON_FAILURES_TEXT
     )
     max_runs: int | None = Field(default=None, ge=1, le=1000, strict=True, description=MAX_RUNS_TEXT)
+    max_concurrent: int | None = Field(
+        default=None, ge=1, le=1000, strict=True, description=MAX_CONCURRENT_TEXT
+    )
     alerts: AlertsIn | None = None
     dead_letter: SqsTargetIn | None = Field(default=None, description=DEAD_LETTER_TEXT)
     on_complete: OnComplete = Field(default=OnComplete.KEEP, description=ON_COMPLETE_TEXT)
     delete_after_days: int = Field(default=7, ge=1, le=365, strict=True, description=DELETE_AFTER_TEXT)
 
     _whole_numbers = whole_numbers(
-        "timeout_seconds", "jitter_seconds", "pause_on_failures", "max_runs", "delete_after_days"
+        "timeout_seconds",
+        "jitter_seconds",
+        "pause_on_failures",
+        "max_runs",
+        "max_concurrent",
+        "delete_after_days",
     )
 
 
@@ -225,6 +246,9 @@ class PatchJobIn(BaseModel):
         default=None, ge=1, le=100, strict=True, description=PAUSE_ON_FAILURES_TEXT
     )
     max_runs: int | None = Field(default=None, ge=1, le=1000, strict=True, description=MAX_RUNS_TEXT)
+    max_concurrent: int | None = Field(
+        default=None, ge=1, le=1000, strict=True, description=MAX_CONCURRENT_TEXT
+    )
     alerts: AlertsIn | None = Field(default=None, description="replaced as a whole; null removes them")
     dead_letter: SqsTargetIn | None = Field(default=None, description=DEAD_LETTER_TEXT + "; null removes it")
     on_complete: OnComplete | None = Field(default=None, description=ON_COMPLETE_TEXT)
@@ -233,7 +257,12 @@ class PatchJobIn(BaseModel):
     )
 
     _whole_numbers = whole_numbers(
-        "timeout_seconds", "jitter_seconds", "pause_on_failures", "max_runs", "delete_after_days"
+        "timeout_seconds",
+        "jitter_seconds",
+        "pause_on_failures",
+        "max_runs",
+        "max_concurrent",
+        "delete_after_days",
     )
 
 
@@ -343,3 +372,41 @@ class CreateCalendarIn(CalendarRulesIn):
     """A new calendar: its name (unique among the caller's calendars) and its rules."""
 
     name: str = Field(min_length=1, max_length=128, pattern=NAME_PATTERN)
+
+
+class LimitIn(BaseModel):
+    """A target limit (docs/api.md, "Target limits"): which targets it covers and how it caps them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description="the limit's name (required to create; on PUT, the path's)",
+    )
+    match: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="the targets it covers: an http(s) URL prefix (scheme, host, port and an optional path "
+        "prefix, matched on path segments) or an ARN (exact, with a qualifier, or a prefix ending in *)",
+    )
+    max_concurrent: int | None = Field(
+        default=None, ge=1, le=1000, strict=True, description="attempts in flight at once, across all workers"
+    )
+    per_second: float | None = Field(
+        default=None, gt=0, le=10_000, description="calls started per second (a token bucket)"
+    )
+    burst: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        strict=True,
+        description="with per_second: the bucket's size (default: per_second rounded up)",
+    )
+    version: int | None = Field(
+        default=None, ge=1, strict=True, description="on PUT: replace only this version (else 409)"
+    )
+
+    _whole_numbers = whole_numbers("max_concurrent", "burst", "version")

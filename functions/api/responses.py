@@ -95,6 +95,7 @@ class AlertsOut(Answer):
     missed: bool
     late_seconds: int | None
     running_seconds: int | None
+    limited_seconds: int | None = None
 
 
 class BackfillOut(Answer):
@@ -176,6 +177,15 @@ class RunOut(Answer):
         description="the occurrences of excluded days moved onto this run's time (on_excluded: "
         "next_business_day or previous_business_day), at their original times",
     )
+    limited_by: str | None = Field(
+        default=None,
+        description="the target limit it waits on (reason limited) or waited on; job:<job_id> for the job's "
+        "own max_concurrent",
+    )
+    limited_since: Instant | None = Field(default=None, description="since when it waits (or waited) on it")
+    limited_ms: int | None = Field(
+        default=None, description="how long its attempts waited on target limits before they started, in all"
+    )
     attempt: int = Field(description="attempts started")
     duration_ms: int | None = Field(
         default=None, description="how long the target took on the last attempt that finished"
@@ -204,6 +214,9 @@ class JobOut(Answer):
     jitter_seconds: int = 0
     pause_on_failures: int | None = None
     max_runs: int | None = None
+    max_concurrent: int | None = Field(
+        default=None, description="at most this many of its attempts in flight at once (its own limit)"
+    )
     alerts: AlertsOut | None = Field(default=None, description="where the job's alerts go, and on what")
     remaining_runs: int | None = Field(
         default=None, description="with max_runs: the runs left, max_runs less those set off so far"
@@ -393,3 +406,37 @@ class CalendarDaysOut(Answer):
     excluded: list[ExcludedDayOut] = Field(
         description="the days of the range the calendar excludes, in order"
     )
+
+
+class LimitSlotOut(Answer):
+    job_id: str | None
+    run_id: str = Field(description="the run holding the slot")
+    taken_at: Instant | None
+    lease_until: Instant | None = Field(description="the slot is free from then on if not released")
+
+
+class LimitWaiterOut(Answer):
+    job_id: str
+    run_id: str
+    since: Instant | None = Field(description="since when it waits on the limit")
+    waited_ms: int
+
+
+class LimitOut(Answer):
+    name: str
+    match: str = Field(description="the targets it covers: a URL prefix or an ARN")
+    max_concurrent: int | None
+    per_second: float | None
+    burst: int | None
+    version: int
+    created_at: Instant | None
+    updated_at: Instant | None
+    in_use: int = Field(description="its slots held now (attempts in flight under it)")
+    running: list[LimitSlotOut] = Field(description="the runs holding its slots")
+    tokens: float | None = Field(description="with per_second: the tokens in its bucket now")
+    waiting_count: int = Field(description="the runs waiting on it (QUEUED, reason limited)")
+    waiting: list[LimitWaiterOut] = Field(description="the first 100 of them, longest waiting first")
+
+
+class LimitPage(Answer):
+    items: list[LimitOut]

@@ -15,6 +15,8 @@ from functions.api.views import (
     CreatedJobView,
     JobPageView,
     JobView,
+    LimitPageView,
+    LimitView,
     PendingRunView,
     RunPageView,
     RunView,
@@ -23,7 +25,7 @@ from functions.api.views import (
 from functions.core.model import Job, JobStatus, Reason, RunStatus
 
 if TYPE_CHECKING:
-    from functions.api.requests import CreateJobIn, PatchJobIn
+    from functions.api.requests import CreateJobIn, LimitIn, PatchJobIn
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,31 @@ class JobService(Deps):
 
     def cancel_run(self, owner: str, job_id: str, run_id: str) -> RunView:
         return cancel.cancel_run(self, owner, job_id, run_id)
+
+    def create_limit(self, owner: str, request: LimitIn) -> LimitView:
+        from functions.api import limits
+
+        return limits.create_limit(self, owner, request)
+
+    def replace_limit(self, owner: str, name: str, request: LimitIn) -> LimitView:
+        from functions.api import limits
+
+        return limits.replace_limit(self, owner, name, request)
+
+    def get_limit(self, owner: str, name: str) -> LimitView:
+        from functions.api import limits
+
+        return limits.get_limit(self, owner, name)
+
+    def list_limits(self, owner: str) -> LimitPageView:
+        from functions.api import limits
+
+        return limits.list_limits(self, owner)
+
+    def delete_limit(self, owner: str, name: str) -> LimitView:
+        from functions.api import limits
+
+        return limits.delete_limit(self, owner, name)
 
     def settled(self, job: Job) -> Job:
         """The job with its derived status (a one-off job's end is derived from its run)."""

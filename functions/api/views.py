@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from functions.api.jobs import recent_runs
 from functions.api.schedules import job_timing
+from functions.core.limits import Limit, LimitUse, in_use, refill
 from functions.core.model import Job, JobStatus, OnComplete, Run, RunStatus, iso, job_history, runs_made
 from functions.core.schedule import Schedule
 
@@ -55,6 +56,7 @@ class AlertsView(TypedDict):
     missed: bool
     late_seconds: int | None
     running_seconds: int | None
+    limited_seconds: int | None
 
 
 class PauseView(TypedDict):
@@ -86,6 +88,7 @@ class JobView(TypedDict):
     jitter_seconds: int
     pause_on_failures: int | None
     max_runs: int | None
+    max_concurrent: int | None
     alerts: AlertsView | None
     dead_letter: dict[str, Any] | None
     remaining_runs: int | None
@@ -134,6 +137,9 @@ class RunView(TypedDict):
     overlap_with: str | None
     calendar: str | None
     moved_from: list[str]
+    limited_by: str | None
+    limited_since: str | None
+    limited_ms: int | None
     attempt: int
     duration_ms: int | None
     executions: int
@@ -333,6 +339,7 @@ def job_view(
         "jitter_seconds": job.jitter_seconds,
         "pause_on_failures": job.pause_on_failures,
         "max_runs": job.max_runs,
+        "max_concurrent": job.max_concurrent,
         "alerts": cast(AlertsView, job.alerts.to_dict()) if job.alerts is not None else None,
         "dead_letter": job.dead_letter,
         "remaining_runs": remaining,
@@ -385,6 +392,9 @@ def run_view(run: Run, *, with_attempts: bool = False) -> RunView:
         "overlap_with": run.overlap_with,
         "calendar": run.calendar,
         "moved_from": [iso(moment) for moment in run.moved_from],
+        "limited_by": run.limited_by,
+        "limited_since": iso(run.limited_since),
+        "limited_ms": run.limited_ms,
         "attempt": run.attempt,
         # How long its target took on its last attempt that finished (the run's own times include any
         # waits between retries).
@@ -442,3 +452,77 @@ class CalendarInUseView(TypedDict):
     job_id: str
     name: str | None
     status: str
+
+
+class LimitSlotView(TypedDict):
+    job_id: str | None
+    run_id: str
+    taken_at: str | None
+    lease_until: str | None
+
+
+class LimitWaiterView(TypedDict):
+    job_id: str
+    run_id: str
+    since: str | None
+    waited_ms: int
+
+
+class LimitView(TypedDict):
+    name: str
+    match: str
+    max_concurrent: int | None
+    per_second: float | None
+    burst: int | None
+    version: int
+    created_at: str | None
+    updated_at: str | None
+    in_use: int
+    running: list[LimitSlotView]
+    tokens: float | None
+    waiting_count: int
+    waiting: list[LimitWaiterView]
+
+
+class LimitPageView(TypedDict):
+    items: list[LimitView]
+
+
+def limit_view(limit: Limit, use: LimitUse, now: datetime, shown: int = 100) -> LimitView:
+    """A limit with its current use: the slots held now (by which runs) and the runs waiting on it,
+    longest waiting first (the first ``shown``; ``waiting_count`` counts them all)."""
+    held = sorted(in_use(use.slots, now), key=lambda slot: (slot.taken_at or now, slot.index))
+    tokens = None
+    if limit.per_second is not None:
+        tokens = round(refill(use.bucket, now, limit.per_second, limit.bucket_size).tokens, 3)
+    return {
+        "name": limit.name,
+        "match": limit.match,
+        "max_concurrent": limit.max_concurrent,
+        "per_second": limit.per_second,
+        "burst": limit.burst,
+        "version": limit.version,
+        "created_at": iso(limit.created_at),
+        "updated_at": iso(limit.updated_at),
+        "in_use": len(held),
+        "running": [
+            {
+                "job_id": slot.job_id,
+                "run_id": slot.holder,
+                "taken_at": iso(slot.taken_at),
+                "lease_until": iso(slot.lease_until),
+            }
+            for slot in held
+        ],
+        "tokens": tokens,
+        "waiting_count": len(use.waiting),
+        "waiting": [
+            {
+                "job_id": waiter.job_id,
+                "run_id": waiter.run_id,
+                "since": iso(waiter.since),
+                "waited_ms": max(0, round((now - waiter.since).total_seconds() * 1000)),
+            }
+            for waiter in use.waiting[:shown]
+        ],
+    }

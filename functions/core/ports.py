@@ -18,6 +18,7 @@ from functions.core.model import Attempt, Job, JobStatus, Reason, Run, RunStatus
 
 if TYPE_CHECKING:
     from functions.core.calendars import Calendar
+    from functions.core.limits import Limit, LimitUse
     from functions.core.queue import WorkMessage
     from functions.core.targets.outcome import Delivery, TargetOutcome
 
@@ -289,7 +290,74 @@ class CalendarStore(Protocol):
         """Delete the calendar (of that version, if given); False if there was none (or another version)."""
 
 
-class Tables(JobStore, TriggerStore, RunStore, CalendarStore, Protocol):
+class LimitExists(ConflictError):
+    """The owner has a limit of this name already (a create, not a replace)."""
+
+    def __init__(self, message: str = "limit") -> None:
+        super().__init__(message)
+
+
+class LimitStore(Protocol):
+    """An owner's target limits (``functions/core/limits.py``), one item each, with their slots (lease
+    items), token buckets and the runs waiting on them (docs/architecture.md, "Target limits").
+    ``name`` is a limit's name, or a job's own (``limits.job_limit_name``) for its slots."""
+
+    def get_runs_jobs_and_limits(
+        self, keys: list[tuple[str, str]], owners: Collection[str]
+    ) -> tuple[dict[tuple[str, str], Run], dict[str, Job], dict[str, list[Limit]]]:
+        """``get_runs_and_jobs``, and in the same round trips the limits of ``owners`` (each owner's
+        in one summary item; [] for an owner without limits): a worker's first read of a batch, so
+        that knowing a job is under no limit costs no request."""
+
+    def get_limit(self, owner: str, name: str) -> Limit | None: ...
+
+    def list_limits(self, owner: str) -> list[Limit]:
+        """All of the owner's limits, by name, in one Query (what a worker caches)."""
+
+    def put_limit(self, owner: str, limit: Limit, *, expected_version: int | None) -> None:
+        """Write ``limit`` (its ``version`` as given). ``expected_version`` None: a create, refused
+        with ``LimitExists`` if the name is taken; else a replace of that version, refused with
+        ``VersionChanged`` if the stored one is another (or gone)."""
+
+    def delete_limit(self, owner: str, name: str) -> bool:
+        """Delete the limit (its slots lapse on their own leases); False if there was none."""
+
+    def limit_use(self, owner: str, name: str) -> LimitUse:
+        """Its slots (held or lapsed), its bucket and the runs waiting on it: one Query."""
+
+    def take_slot(
+        self,
+        owner: str,
+        name: str,
+        max_concurrent: int,
+        *,
+        holder: str,
+        job_id: str,
+        now: datetime,
+        lease_until: datetime,
+    ) -> bool:
+        """Take one of the limit's ``max_concurrent`` slots for ``holder`` (a run) until
+        ``lease_until``: a free one, one whose lease ended, or the holder's own (a retake). False when
+        all are held. Two takers never get the same slot (a conditional write)."""
+
+    def release_slot(self, owner: str, name: str, *, holder: str) -> None:
+        """Free ``holder``'s slot (nothing if it is no longer the holder's: its lease lapsed and
+        someone took it)."""
+
+    def take_token(self, owner: str, name: str, per_second: float, burst: int, *, now: datetime) -> float:
+        """Take a token of the limit's bucket: 0 when taken, else the seconds until the next one."""
+
+    def add_waiter(self, owner: str, name: str, run: Run, *, since: datetime) -> None:
+        """Record that ``run`` waits on the limit (what the API lists; expires on its own)."""
+
+    def remove_waiter(self, owner: str, name: str, run: Run) -> None: ...
+
+    def mark_limited(self, run: Run, limit: str, *, since: datetime) -> bool:
+        """Record on a ``QUEUED`` or ``RETRYING`` run that it waits on ``limit`` (reason ``limited``),
+        unless it changed since it was read (its status or job version)."""
+
+
+class Tables(JobStore, TriggerStore, RunStore, CalendarStore, LimitStore, Protocol):
     """The whole table: what a role's logic is given (each uses the parts it needs)."""
 
 

@@ -9,12 +9,14 @@ moment (or the local emulator, which serves one request at a time) answered one 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
 from functions.core import pacing
 from functions.core.clock import sleep_until
+from functions.core.limits import Limit
 from functions.core.model import Job, Run
 from functions.core.observability import logger
 from functions.core.queue import WorkMessage
@@ -53,12 +55,14 @@ class Arrival:
         self.hidden_until: dict[str, float] = {}
         self.arrived: dict[str, Arrived] = {}
 
-    def receive(self, records: list[tuple[WorkMessage, str]]) -> None:
+    def receive(
+        self, records: list[tuple[WorkMessage, str]], owners: Collection[str] = ()
+    ) -> dict[str, list[Limit]]:
         """A batch arrived: hide its dispatched messages for their waits in one request and read its
-        runs and jobs in one more. Best effort: a record whose hold or read failed here makes its
-        own as it is handled."""
+        runs and jobs in one more, with the target limits of ``owners`` (``functions/worker/limiting``).
+        Best effort: a record whose hold or read failed here makes its own as it is handled."""
         if not records:
-            return
+            return {}
         now = self.context.clock()
         holds: dict[str, float] = {}
         for message, receipt_handle in records:
@@ -69,13 +73,14 @@ class Arrival:
             self._hold_all(holds)
         keys = [(message.job_id, message.run_id) for message, _ in records]
         try:
-            runs, jobs = self.context.store.get_runs_and_jobs(keys)
+            runs, jobs, limits = self.context.store.get_runs_jobs_and_limits(keys, owners)
         except Exception:
             logger.exception("batch read failed: each record reads for itself", extra={"count": len(keys)})
-            return
+            return {}
         for message, receipt_handle in records:
             run = runs.get((message.job_id, message.run_id))
             self.arrived[receipt_handle] = Arrived(now, run, jobs.get(message.job_id))
+        return limits
 
     def take(self, receipt_handle: str | None) -> Arrived | None:
         """The record's reads from ``receive``, once (a second look reads the table again)."""

@@ -30,6 +30,7 @@ from functions.worker.context import ReturnLater, Shared, WorkerContext
 from functions.worker.dead_letter import DeadLetters, DeadLetterUndelivered
 from functions.worker.followups import FollowUps
 from functions.worker.last_delivery import LAST_DELIVERY_RETRY_SECONDS, LastDelivery
+from functions.worker.limiting import Limiting
 from functions.worker.outcome import Outcomes
 from functions.worker.overlap import Overlap
 
@@ -63,11 +64,16 @@ class RunExecutor:
         self.last_delivery = LastDelivery(self.context, self.outcomes)
         self.overlap = Overlap(self.context, self.arrival, self.alerts, self.outcomes)
         self.attempts = Attempts(self.context, self.arrival, self.alerts, self.outcomes)
+        self.limiting = Limiting(self.context, self.alerts)
 
     def arrive(self, records: list[tuple[WorkMessage, str]]) -> None:
         """A batch arrived: its holds and first reads in two requests (``Arrival.receive``), before
         its records are handled one by one."""
-        self.arrival.receive(records)
+        # With the batch's read, the target limits of the owners its dispatched messages name, when a
+        # container's copy is older than a few seconds (``limiting``): no request of their own.
+        cache = self.limiting.cache
+        owners = cache.stale(message.queued.owner for message, _ in records if message.queued is not None)
+        cache.put(self.arrival.receive(records, owners))
 
     def handle(
         self,
@@ -212,7 +218,11 @@ class RunExecutor:
                 return
         if lifecycle.overlap_applies(run, job) and self.overlap.meet(run, job, receipt_handle, create=create):
             return
-        self.attempts.run(job, run, receipt_handle, create=create, arrived_at=arrived_at)
+        slots = self.limiting.enter(job, run, create=create)  # None: under no limit (nothing read)
+        try:
+            self.attempts.run(job, run, receipt_handle, create=create, arrived_at=arrived_at)
+        finally:  # after the outcome's write (or a start another delivery won)
+            self.limiting.release(slots)
 
     def _check_time_left(self, run: Run, job: Job, deadline: datetime | None) -> None:
         """Give the message back at once if this invocation would be stopped before the attempt ends.

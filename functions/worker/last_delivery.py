@@ -8,7 +8,7 @@ import uuid
 from dataclasses import replace
 from datetime import timedelta
 
-from functions.core.model import Job, Run, RunStatus
+from functions.core.model import Job, Reason, Run, RunStatus
 from functions.core.observability import logger
 from functions.core.ports import RunNotOurs
 from functions.core.queue import WorkMessage
@@ -42,6 +42,11 @@ class LastDelivery:
             # Waiting behind another run (a buffering policy) is not a failure: it goes on waiting.
             self.context.queue.send([(replace(message, exhausted=False), SQS_MAX_DELAY_SECONDS)])
             logger.warning("last delivery of a waiting run: message renewed", extra=log)
+            return
+        if run.status in (RunStatus.QUEUED, RunStatus.RETRYING) and run.reason is Reason.LIMITED:
+            # Waiting its turn under a target limit is not a failure either.
+            self.context.queue.send([(replace(message, exhausted=False), 1)])
+            logger.warning("last delivery of a run waiting on a limit: message renewed", extra=log)
             return
         if run.status is RunStatus.RUNNING and run.lease_until is not None and now < run.lease_until:
             remaining = math.ceil((run.lease_until - now).total_seconds())

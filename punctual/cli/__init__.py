@@ -1,8 +1,9 @@
 """The ``punctual`` command line: a client for the API, and the local stack.
 
 One module per command group: ``common`` (the root group ``main``, ``Context``, ``api_command``,
-option helpers), ``calendars`` (business calendars), ``jobs`` (with ``jobs_bulk``, its commands over
-many jobs, and ``jobs_runs``, a job's history and its watch), ``runs``, ``schedule``, ``stats``,
+option helpers), ``calendars`` (business calendars), ``jobs`` (with ``jobs_bulk``, its commands
+over many jobs, and ``jobs_runs``, a job's history and its watch), ``limits`` (target limits),
+``runs``, ``schedule``, ``stats``,
 ``config``, ``console``, ``local`` and ``dlq`` (which talks to SQS and DynamoDB directly), ``plan``
 (the capacity planner); ``stack`` reads a deployed stack's outputs.
 Importing each command module attaches its commands to ``main``.
@@ -19,6 +20,7 @@ from punctual.cli import (
     jobs,
     jobs_bulk,
     jobs_runs,
+    limits,
     local,
     plan,
     runs,
@@ -52,6 +54,7 @@ __all__ = [
     "jobs",
     "jobs_bulk",
     "jobs_runs",
+    "limits",
     "local",
     "main",
     "parse_when",

@@ -79,6 +79,11 @@ def jobs() -> None:
     help="A recurring job ends after this many of its occurrences were set off.",
 )
 @click.option(
+    "--max-concurrent",
+    type=click.IntRange(1, 1000),
+    help="At most this many of the job's attempts in flight at once (a limit of its own).",
+)
+@click.option(
     "--on-complete",
     type=choice(OnComplete),
     help="Once the job ends: keep it (default), or delete it with its history --delete-after-days later.",
@@ -98,6 +103,11 @@ def jobs() -> None:
 @click.option("--alert-late", type=click.IntRange(1, 86400), help="Alert when a run starts this many s late.")
 @click.option(
     "--alert-running", type=click.IntRange(1, 86400), help="Alert when an attempt runs this many s."
+)
+@click.option(
+    "--alert-limited",
+    type=click.IntRange(1, 86400),
+    help="Alert when a run waits on a target limit this many s.",
 )
 @click.option(
     "--dead-letter",
@@ -188,7 +198,7 @@ def jobs_create(ctx: Context, **options: Any) -> None:
         body["jitter_seconds"] = options["jitter"]
     if options["pause_on_failures"] is not None:
         body["pause_on_failures"] = options["pause_on_failures"]
-    for key in ("max_runs", "on_complete", "delete_after_days"):
+    for key in ("max_runs", "max_concurrent", "on_complete", "delete_after_days"):
         if options[key] is not None:
             body[key] = options[key]
     alerts = _alerts_of(options)
@@ -206,14 +216,21 @@ def jobs_create(ctx: Context, **options: Any) -> None:
 
 def _alerts_of(options: dict[str, Any]) -> dict[str, Any] | None:
     """The body's ``alerts`` from the --alert-* options (None when none is given)."""
-    kinds = options["alert_on"] or options["alert_late"] is not None or options["alert_running"] is not None
+    kinds = (
+        options["alert_on"]
+        or options["alert_late"] is not None
+        or options["alert_running"] is not None
+        or options["alert_limited"] is not None
+    )
     where = [o for o in ("alert_url", "alert_sns") if options[o]]
     if not kinds and not where:
         return None
     if len(where) != 1:
         raise click.UsageError("alerts need exactly one of --alert-url or --alert-sns")
     if not kinds:
-        raise click.UsageError("name what to alert on: --alert-on, --alert-late or --alert-running")
+        raise click.UsageError(
+            "name what to alert on: --alert-on, --alert-late, --alert-running or --alert-limited"
+        )
     target = (
         {"type": "http", "url": options["alert_url"]}
         if options["alert_url"]
@@ -224,6 +241,8 @@ def _alerts_of(options: dict[str, Any]) -> dict[str, Any] | None:
         alerts["late_seconds"] = options["alert_late"]
     if options["alert_running"] is not None:
         alerts["running_seconds"] = options["alert_running"]
+    if options["alert_limited"] is not None:
+        alerts["limited_seconds"] = options["alert_limited"]
     return alerts
 
 
@@ -344,6 +363,11 @@ def _show_job(ctx: Context, job: dict[str, Any]) -> None:
                     if job.get("max_runs") is not None
                     else []
                 ),
+                *(
+                    [("max concurrent", job["max_concurrent"])]
+                    if job.get("max_concurrent") is not None
+                    else []
+                ),
                 *([("to be deleted", job["deletes_at"])] if job.get("deletes_at") else []),
                 *([("alerts", _alerts_text(job["alerts"]))] if job.get("alerts") else []),
                 *([("failed runs to", job["dead_letter"]["queue_url"])] if job.get("dead_letter") else []),
@@ -362,6 +386,8 @@ def _alerts_text(alerts: dict[str, Any]) -> str:
         kinds.append(f"late > {alerts['late_seconds']} s")
     if alerts.get("running_seconds") is not None:
         kinds.append(f"running > {alerts['running_seconds']} s")
+    if alerts.get("limited_seconds") is not None:
+        kinds.append(f"waiting on a limit > {alerts['limited_seconds']} s")
     return f"{', '.join(kinds)} -> {target_text(alerts['target'])}"
 
 

@@ -35,6 +35,8 @@ def _why(run: dict[str, Any]) -> str | None:
     text = run.get("error")
     if run.get("status") == "QUEUED" and run.get("overlap_with"):
         text = f"waits behind run {run['overlap_with']} (overlap)"
+    if run.get("reason") == "limited" and run.get("limited_by"):
+        text = f"waits on limit {run['limited_by']}"
     if run.get("covers", 1) != 1:
         text = f"{text} ({run['covers']} occurrences)"
     if run.get("note"):
@@ -62,6 +64,8 @@ def show_run(ctx: Context, run: dict[str, Any]) -> None:
                     "started_at",
                     "finished_at",
                     "lateness_ms",
+                    "limited_by",
+                    "limited_ms",
                     "attempt",
                     "executions",
                     "next_attempt_at",

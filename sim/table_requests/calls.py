@@ -24,6 +24,7 @@ from functions.core.store.keys import (
     owner_index_pk,
     trigger_pk,
 )
+from functions.core.store.limits import limit_to_item, summary_key, summary_text
 from functions.core.store.pages import decode_cursor
 from sim.table_requests.units import (
     _FRONTIER_BYTES,
@@ -277,6 +278,14 @@ class _Call:
             [(cursor_key(s)[PK]["S"], _cursor_size(s, cursors.get(s))) for s in self.p["shards"]], False
         )
 
+    # ------------------------------------------------------------------------------- limits
+
+    def list_limits(self) -> None:
+        """One consistent Query of the owner's limits (a worker's, once per container and owner every
+        few seconds; a job under no limit reads nothing else)."""
+        items = ((item_size(limit_to_item(self.p["owner"], limit)), True) for limit in self.result)
+        self.queries(f"LIMIT#{self.p['owner']}", _pages(items, None, None), True)
+
     # ---------------------------------------------------------------------------------- runs
 
     def get_run(self) -> None:
@@ -287,15 +296,21 @@ class _Call:
         self.batches([(f"JOB#{job_id}", self.run_size(run)), (_job_pk(job_id)[0], self.job_size(job))], True)
 
     def get_runs(self) -> None:  # eventually consistent
-        both = self.method == "get_runs_and_jobs"  # and their jobs, consistent
+        both = self.method in ("get_runs_and_jobs", "get_runs_jobs_and_limits")  # and jobs, consistent
         runs, pairs = self.result[0] if both else self.result, dict.fromkeys(self.p["keys"])
         keys = [(f"JOB#{job_id}", self.run_size(runs.get((job_id, run_id)))) for job_id, run_id in pairs]
         if both:
             jobs = dict.fromkeys(job_id for job_id, _ in pairs)
             keys += [(_job_pk(job_id)[0], self.job_size(self.result[1].get(job_id))) for job_id in jobs]
+        if self.method == "get_runs_jobs_and_limits":  # and the owners' summaries of their limits
+            for owner in dict.fromkeys(self.p["owners"]):
+                found = self.result[2].get(owner) or []
+                size = item_size({**summary_key(owner), "limits": {"S": summary_text(found)}}) if found else 0
+                keys.append((f"LIMIT#{owner}", size))
         self.batches(keys, both)
 
     get_runs_and_jobs = get_runs
+    get_runs_jobs_and_limits = get_runs
 
     def runs_before(self) -> None:
         """One request, ``Limit=limit+1``: the run itself if it exists, and those before (or after)."""
@@ -391,7 +406,7 @@ class _Call:
 
 _READS = {"get_job", "name_holder", "get_idempotent_create", "list_jobs", "owner_jobs", "query_bucket"}
 _READS |= {"get_cursor", "oldest_cursor", "get_run", "get_run_and_job", "get_runs_and_jobs", "get_runs"}
-_READS |= {"list_runs", "recent_runs", "runs_before", "runs_after"}
+_READS |= {"list_runs", "recent_runs", "runs_before", "runs_after", "list_limits", "get_runs_jobs_and_limits"}
 _READS |= {"get_calendar", "get_calendars", "list_calendars"}
 
 

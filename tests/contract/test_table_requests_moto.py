@@ -22,6 +22,7 @@ import pytest
 from bench.timed_role import item_size
 from functions.core import aws
 from functions.core.calendars import Calendar, HolidaySource
+from functions.core.limits import Limit
 from functions.core.model import Job, JobStatus, Run, RunStatus, Trigger, bucket_of, new_job_id, run_id_for
 from functions.core.ports import CalendarStore, JobStore, RunStore, TriggerStore
 from functions.core.resources import table_definition
@@ -546,6 +547,32 @@ def test_a_calendar_is_put_read_listed_and_deleted_and_a_refused_write_is_charge
     twins.check("delete_calendar", "alice", "trading", expected_version=1)
     twins.check("delete_calendar", "alice", "trading")
     twins.check("delete_calendar", "alice", "trading")
+
+
+def test_an_owners_limits_are_one_query(twins: Twins) -> None:
+    twins.check("list_limits", "alice")
+    for n in range(3):
+        limit = Limit(
+            f"l{n}", "https://api.example.com/v1", max_concurrent=n + 1, per_second=2.5, created_at=NOW
+        )
+        for store in (twins.dynamo, twins.memory):  # written by the api alone: not modelled
+            store.put_limit("alice", limit, expected_version=None)
+    assert _operations(twins.check("list_limits", "alice")) == ["Query"], "its summary item left out"
+
+
+def test_a_batch_reads_its_owners_limits_in_its_one_request(twins: Twins) -> None:
+    job, _ = _create(twins)
+    run = _run(twins, job, 10)
+    twins.both("put_run", run)
+    keys = [(job.job_id, run.run_id), (job.job_id, "nope")]
+    assert _operations(twins.check("get_runs_jobs_and_limits", keys, ["bob"])) == ["BatchGetItem"]
+    limit = Limit("partner", "https://api.example.com/v1", max_concurrent=10, created_at=NOW)
+    for store in (twins.dynamo, twins.memory):
+        store.put_limit("alice", limit, expected_version=None)
+    both = twins.check("get_runs_jobs_and_limits", keys, ["alice", "bob"])
+    assert _operations(both) == ["BatchGetItem"]
+    summary = {"alice": [replace(limit, created_at=None)], "bob": []}  # what a worker needs of each
+    assert twins.dynamo.get_runs_jobs_and_limits(keys, ["alice", "bob"])[2] == summary
 
 
 def test_every_method_of_the_port_is_checked_here() -> None:

@@ -56,6 +56,7 @@ from functions.core.store.jobs import API_OWNED, IDEMPOTENCY_TTL, api_view
 from functions.core.store.keys import in_job_listing, in_run_listing, job_key, owner_index_pk
 from functions.core.store.pages import decode_cursor, encode_cursor
 from tests.fakes.calendars import MemoryCalendars
+from tests.fakes.limits import MemoryLimits
 
 T = TypeVar("T")
 _TriggerKey = tuple[str, int, str]  # bucket, shard, sort key
@@ -120,8 +121,9 @@ def _run_index_key(run: Run) -> dict[str, Any]:
     return {PK: {"S": f"JOB#{run.job_id}"}, SK: {"S": f"RUN#{run.run_id}"}}
 
 
-class MemoryStore(MemoryCalendars):
-    """Implements ``functions.core.ports.Tables`` (the calendars: ``tests/fakes/calendars.py``)."""
+class MemoryStore(MemoryCalendars, MemoryLimits):
+    """Implements ``functions.core.ports.Tables`` (the calendars: ``tests/fakes/calendars.py``; the
+    limits: ``tests/fakes/limits.py``)."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -486,6 +488,8 @@ class MemoryStore(MemoryCalendars):
                 started_at=_ms(started.started_at or now),
                 lateness_ms=started.lateness_ms,
                 executions=stored.executions + 1,
+                reason=started.reason if run.reason is Reason.LIMITED else stored.reason,
+                limited_ms=started.limited_ms if run.reason is Reason.LIMITED else stored.limited_ms,
             )
             return started
 

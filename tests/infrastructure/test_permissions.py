@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from infra.config import DeploymentConfig
-from infra.permissions import TABLE_ITEM_ACTIONS, target_statements
+from infra.permissions import SCOPED_ITEM_ACTIONS, TABLE_ITEM_ACTIONS, target_statements
 from tests.infrastructure.conftest import PRODUCTION_TARGET_KEYS, PRODUCTION_TARGETS, REPO_ROOT, Synthesized
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
@@ -328,10 +328,18 @@ def test_given_each_role_when_synthesized_then_it_gets_exactly_its_own_item_acti
     granted = {
         a
         for s in statements
-        if s["Resource"] == {"Fn::GetAtt": [table, "Arn"]}
+        if s["Resource"] == {"Fn::GetAtt": [table, "Arn"]} and "Condition" not in s
         for a in _as_list(s["Action"])
     }
     assert granted == set(TABLE_ITEM_ACTIONS[role])
+    scoped = [s for s in statements if s["Resource"] == {"Fn::GetAtt": [table, "Arn"]} and "Condition" in s]
+    if role in SCOPED_ITEM_ACTIONS:
+        actions, leading = SCOPED_ITEM_ACTIONS[role]
+        assert [(set(_as_list(s["Action"])), s["Condition"]) for s in scoped] == [
+            (set(actions), {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [leading]}})
+        ], "only within the partitions of target limits' slots"
+    else:
+        assert scoped == []
     if role == "worker":  # it dispatches nothing and deletes triggers one by one at most
         assert not granted & {"dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"}
 

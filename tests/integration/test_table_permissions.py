@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from functions.api import calendars
-from functions.api.requests import CalendarRulesIn, CreateCalendarIn, PatchJobIn
+from functions.api.requests import CalendarRulesIn, CreateCalendarIn, LimitIn, PatchJobIn
 from functions.core.model import RunKind, iso, make_trigger
-from infra.permissions import TABLE_ITEM_ACTIONS
+from infra.permissions import SCOPED_ITEM_ACTIONS, TABLE_ITEM_ACTIONS
 from tests.integration.conftest import Harness
 from tests.support.receiver import Receiver
 
@@ -79,6 +79,25 @@ def test_every_role_is_granted_exactly_the_table_actions_its_code_paths_make(
         )
         # a job whose runs are skipped while the previous one still runs (the worker reads its history)
         exclusive = h.create(schedule={"cron": "*/10 * * * * *", "overlap": "skip"}, target=target)
+        # a job under its own max_concurrent and an owner's limit: slots taken and released, a run
+        # that waits its turn (the api writes and reads the limit)
+        h.service.create_limit(
+            h.owner, LimitIn.model_validate({"name": "hooks", "match": receiver.url, "max_concurrent": 1})
+        )
+        h.service.get_limit(h.owner, "hooks")
+        h.service.list_limits(h.owner)
+        capped = h.create(
+            schedule={"at": iso(h.clock() + timedelta(seconds=1))}, target=target, max_concurrent=1
+        )
+        h.store.take_slot(
+            h.owner,
+            "hooks",
+            1,
+            holder="busy",
+            job_id="j",
+            now=h.clock(),
+            lease_until=h.clock() + timedelta(seconds=5),
+        )
         h.service.get_job(h.owner, soon["job_id"])
         h.service.list_jobs(h.owner, limit=5, cursor=None, status=None, name=None)
         h.service.list_runs(h.owner, cron["job_id"], limit=5, cursor=None, status=None)
@@ -108,6 +127,9 @@ def test_every_role_is_granted_exactly_the_table_actions_its_code_paths_make(
         recorder.role = "worker"
         for _ in range(3):
             h.work()
+        h.store.release_slot(h.owner, "hooks", holder="busy")
+        h.work()
+        assert capped
         # a retry wake-up through the table (whether the backoff above goes through it is random)
         (ran,) = h.store.list_runs(doomed["job_id"], limit=1)[0]
         wake = make_trigger(h.job(doomed["job_id"]), ran.scheduled_for, now=h.clock(), shard_count=4)
@@ -128,7 +150,7 @@ def test_every_role_is_granted_exactly_the_table_actions_its_code_paths_make(
         assert retried and exclusive
     assert set(recorder.calls) == set(TABLE_ITEM_ACTIONS)
     for role, calls in recorder.calls.items():
-        granted = set(TABLE_ITEM_ACTIONS[role])
+        granted = set(TABLE_ITEM_ACTIONS[role]) | set(SCOPED_ITEM_ACTIONS.get(role, ((), ""))[0])
         assert calls <= granted, f"the {role} calls {sorted(calls - granted)} but is not granted them"
         assert granted <= calls, f"the {role} is granted {sorted(granted - calls)} but never calls them"
     assert "dynamodb:TransactWriteItems" not in set().union(*recorder.calls.values()), "counted per item"

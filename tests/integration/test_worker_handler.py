@@ -257,7 +257,8 @@ def test_a_batch_is_held_and_read_in_one_request_each_before_its_records_start(
     jobs, messages = batch_due_in_a_second(wired, receiver, 5)
     calls: list[tuple[str, int]] = []
     store, queue = wired.store, wired.queue
-    read_all, read_one = store.get_runs_and_jobs, store.get_run_and_job
+    read_all, read_one = store.get_runs_jobs_and_limits, store.get_run_and_job
+    read_limits = store.list_limits
     hide_all, hide_one = queue.change_visibilities, queue.change_visibility
 
     def counted(name: str, call: Any, size: Any) -> Any:
@@ -267,14 +268,18 @@ def test_a_batch_is_held_and_read_in_one_request_each_before_its_records_start(
 
         return wrapper
 
-    monkeypatch.setattr(store, "get_runs_and_jobs", counted("read", read_all, len))
+    # The batch's runs, jobs and its owners' target limits: one read; a job under no limit reads no more.
+    monkeypatch.setattr(
+        store, "get_runs_jobs_and_limits", counted("read", read_all, lambda keys, *_: len(keys))
+    )
+    monkeypatch.setattr(store, "list_limits", counted("limits", read_limits, lambda *_: 1))
     monkeypatch.setattr(store, "get_run_and_job", counted("read", read_one, lambda *_: 1))
     monkeypatch.setattr(queue, "change_visibilities", counted("hide", hide_all, len))
     monkeypatch.setattr(queue, "change_visibility", counted("hide", hide_one, lambda *_: 1))
     result = invoke(messages)
     assert result["batchItemFailures"] == []
     assert calls[:2] == [("hide", 5), ("read", 5)], "the batch's hold, then its reads: one request each"
-    assert [call for call in calls[2:] if call[0] in ("read", "hide")] == []
+    assert [call for call in calls[2:] if call[0] in ("read", "hide", "limits")] == [], calls
     for job in jobs:
         runs, _ = wired.store.list_runs(job["job_id"], limit=5)
         assert runs[0].status is RunStatus.SUCCEEDED
@@ -286,14 +291,14 @@ def test_a_batch_whose_reads_fail_together_reads_record_by_record(
 ) -> None:
     jobs, messages = batch_due_in_a_second(wired, receiver, 3)
 
-    read = wired.store.get_runs_and_jobs
+    read = wired.store.get_runs_jobs_and_limits
 
-    def throttled(keys: Any) -> Any:  # the batch's read fails; a record's own (one key) goes through
+    def throttled(keys: Any, owners: Any = ()) -> Any:  # the batch's read fails; a record's own goes through
         if len(keys) > 1:
             raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "BatchGetItem")
-        return read(keys)
+        return read(keys, owners)
 
-    monkeypatch.setattr(wired.store, "get_runs_and_jobs", throttled)
+    monkeypatch.setattr(wired.store, "get_runs_jobs_and_limits", throttled)
     result = invoke(messages)
     assert result["batchItemFailures"] == []
     for job in jobs:

@@ -44,6 +44,10 @@ PAIRS: dict[type[BaseModel], Any] = {
     responses.CalendarPage: views.CalendarPageView,
     responses.ExcludedDayOut: views.ExcludedDayView,
     responses.CalendarDaysOut: views.CalendarDaysView,
+    responses.LimitSlotOut: views.LimitSlotView,
+    responses.LimitWaiterOut: views.LimitWaiterView,
+    responses.LimitOut: views.LimitView,
+    responses.LimitPage: views.LimitPageView,
 }
 # Refusals are ApiError.body(), not a view.
 WITHOUT_VIEW = {responses.ErrorOut}

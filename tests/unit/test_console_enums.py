@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from functions.core.calendars import OnExcluded
-from functions.core.model import JobStatus, MisfirePolicy, OnComplete, OverlapPolicy, Reason, RunStatus
+from functions.core.model import (
+    AlertKind,
+    JobStatus,
+    MisfirePolicy,
+    OnComplete,
+    OverlapPolicy,
+    Reason,
+    RunStatus,
+)
 
 STATIC = Path(__file__).resolve().parents[2] / "punctual" / "console" / "static"
 
@@ -37,6 +45,7 @@ def _values(file: str, name: str) -> list[str]:
         ("form.js", "MISFIRES", MisfirePolicy),
         ("form.js", "ON_EXCLUDED", OnExcluded),
         ("job.js", "REASONS", Reason),
+        ("job.js", "ALERT_KINDS", AlertKind),
     ],
 )
 def test_a_console_list_names_every_value_of_its_enum_and_nothing_else(

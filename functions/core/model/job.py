@@ -51,6 +51,7 @@ class Job:
     paused_by: str | None = None  # who paused it: a caller, or "punctual" (pause_on_failures)
     pause_until: datetime | None = None  # active again from then on (Job.as_of); written so later
     pause_on_failures: int | None = None  # pause after this many consecutive FAILED runs
+    max_concurrent: int | None = None  # at most this many of its attempts in flight at once (a limit)
     max_runs: int | None = None  # a recurring job ends once this many occurrences were set off
     on_complete: OnComplete = OnComplete.KEEP
     delete_after_days: int = 7  # on_complete delete: how long an ended job stays readable

@@ -78,6 +78,7 @@ class AlertKind(StrEnum):
     LATE = "late"
     RUNNING_LONG = "running_long"
     MISSED = "missed"
+    LIMITED = "limited"
 
 
 # The rows of occurrences that did not run which count as missed (a pause or a cancel was chosen).
@@ -93,6 +94,7 @@ class Alerts:
     missed: bool = False
     late_seconds: int | None = None  # late: the first attempt started more than this after its due time
     running_seconds: int | None = None  # running_long: an attempt still running this long after its start
+    limited_seconds: int | None = None  # limited: a run waited on a target limit longer than this
 
     def wants(self, kind: AlertKind) -> bool:
         return {
@@ -100,6 +102,7 @@ class Alerts:
             AlertKind.MISSED: self.missed,
             AlertKind.LATE: self.late_seconds is not None,
             AlertKind.RUNNING_LONG: self.running_seconds is not None,
+            AlertKind.LIMITED: self.limited_seconds is not None,
         }[kind]
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,6 +112,7 @@ class Alerts:
             "missed": self.missed,
             "late_seconds": self.late_seconds,
             "running_seconds": self.running_seconds,
+            "limited_seconds": self.limited_seconds,
         }
 
     @classmethod
@@ -119,4 +123,5 @@ class Alerts:
             missed=bool(data.get("missed")),
             late_seconds=data.get("late_seconds"),
             running_seconds=data.get("running_seconds"),
+            limited_seconds=data.get("limited_seconds"),
         )

@@ -86,6 +86,11 @@ class Run:
     # occurrences moved onto this run's time from excluded days (their original times).
     calendar: str | None = None
     moved_from: tuple[datetime, ...] = ()
+    # Target limits: the limit it waits on, or last waited on (``reason`` LIMITED while it waits),
+    # since when, and how long its attempts waited in all (set as an attempt starts).
+    limited_by: str | None = None
+    limited_since: datetime | None = None
+    limited_ms: int | None = None
 
     @property
     def due_at(self) -> datetime:
@@ -117,8 +122,15 @@ def started_run(run: Run, *, token: str, now: datetime, lease_until: datetime) -
     """The run as ``start_attempt`` leaves it: the next attempt RUNNING under our lease, or the same
     attempt taken over when its worker's lease lapsed. Lateness is the first attempt's, kept."""
     takeover = run.status is RunStatus.RUNNING
+    waited = run.reason is Reason.LIMITED and run.limited_since is not None
     return replace(
         run,
+        reason=None if run.reason is Reason.LIMITED else run.reason,
+        limited_ms=(
+            (run.limited_ms or 0) + max(0, to_ms(now) - to_ms(run.limited_since))
+            if waited and run.limited_since is not None
+            else run.limited_ms
+        ),
         status=RunStatus.RUNNING,
         attempt=run.attempt if takeover else run.attempt + 1,
         lease_token=token,

@@ -3,8 +3,8 @@
 The only code that knows keys and attribute names. One module per concern: ``keys`` (every item's
 key), ``items`` (item ↔ domain object), ``pages`` (cursors and filtered listings), ``base`` (the
 client, conditional writes and "did our write land"), and one module per aggregate: ``jobs``,
-``triggers`` (with the sweep cursors), ``runs`` and ``calendars``. ``DynamoStore`` is all four: the
-real implementation of ``functions.core.ports.Tables``.
+``triggers`` (with the sweep cursors), ``runs``, ``calendars`` and ``limits``. ``DynamoStore`` is all
+five: the real implementation of ``functions.core.ports.Tables``.
 
 Conditional writes are what make the system correct with several dispatchers and workers: a run's
 creation, an attempt start and an outcome each succeed for exactly one writer.
@@ -15,14 +15,15 @@ from __future__ import annotations
 from functions.core.ports import BadCursorError, ConflictError
 from functions.core.store.calendars import CalendarTable
 from functions.core.store.jobs import JobTable
+from functions.core.store.limits import LimitTable
 from functions.core.store.runs import RunTable
 from functions.core.store.triggers import TriggerTable
 
 __all__ = ["BadCursorError", "ConflictError", "DynamoStore", "Store"]
 
 
-class DynamoStore(JobTable, TriggerTable, RunTable, CalendarTable):
-    """Jobs, triggers with cursors, runs and business calendars, in one DynamoDB table."""
+class DynamoStore(JobTable, TriggerTable, LimitTable, RunTable, CalendarTable):
+    """Jobs, triggers with cursors, runs, business calendars and target limits, in one DynamoDB table."""
 
 
 Store = DynamoStore

@@ -43,6 +43,7 @@ API_OWNED = (
     "paused_by",
     "pause_until",
     "pause_on_failures",
+    "max_concurrent",
     "max_runs",
     "alerts",
     "dead_letter",

@@ -58,6 +58,21 @@ class RunTable(TableBase):
         pairs = list(dict.fromkeys(keys))
         wanted = [run_key(job_id, run_id) for job_id, run_id in pairs]
         wanted += [job_key(job_id) for job_id in dict.fromkeys(job_id for job_id, _ in pairs)]
+        items = self.read_consistently(wanted)
+        runs: dict[tuple[str, str], Run] = {}
+        jobs: dict[str, Job] = {}
+        for item in items:
+            if item[SK]["S"].startswith("RUN#"):
+                run = run_from_item(item)
+                runs[(run.job_id, run.run_id)] = run
+            else:
+                job = job_from_item(item)
+                jobs[job.job_id] = job
+        return runs, jobs
+
+    def read_consistently(self, wanted: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The items of ``wanted`` keys that exist, consistent, a hundred to a request. Keys the table
+        left unprocessed (throttled) are asked again, then read one by one rather than reported missing."""
         items: list[dict[str, Any]] = []
         for chunk in chunks(wanted, 100):
             pending: list[Any] = chunk
@@ -74,16 +89,7 @@ class RunTable(TableBase):
                 item = self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
                 if item is not None:
                     items.append(item)
-        runs: dict[tuple[str, str], Run] = {}
-        jobs: dict[str, Job] = {}
-        for item in items:
-            if item[SK]["S"].startswith("RUN#"):
-                run = run_from_item(item)
-                runs[(run.job_id, run.run_id)] = run
-            else:
-                job = job_from_item(item)
-                jobs[job.job_id] = job
-        return runs, jobs
+        return items
 
     def get_runs(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Run]:
         """The runs of these (job_id, run_id) pairs that exist, eventually consistent (the sweep's
@@ -255,6 +261,13 @@ class RunTable(TableBase):
             "#status = :running, attempt = :attempt, lease_token = :token, lease_until = :lease,"
             " started_at = :started, lateness_ms = :lateness"
         ]
+        removes = ""
+        if run.reason is Reason.LIMITED:  # it waited on a limit: no longer, and for how long in all
+            removes = " REMOVE #reason"
+            names["#reason"] = "reason"
+            if started.limited_ms is not None:
+                sets.append("limited_ms = :limited_ms")
+                values[":limited_ms"] = {"N": str(started.limited_ms)}
         if run.status is RunStatus.RUNNING:  # a takeover: pin the lease that lapsed
             condition += " AND lease_until = :seen_lease"
             values[":seen_lease"] = {"N": str(optional_ms(run.lease_until))}
@@ -265,7 +278,7 @@ class RunTable(TableBase):
         if not self.conditional(
             self.client.update_item,
             Key=run_key(run.job_id, run.run_id),
-            UpdateExpression="SET " + ", ".join(sets) + " ADD executions :one",
+            UpdateExpression="SET " + ", ".join(sets) + " ADD executions :one" + removes,
             ConditionExpression=condition,
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,

@@ -10,6 +10,8 @@ import { Alerts, JobForm, ON_EXCLUDED } from "./form.js";
 import { Plot } from "./plot.js";
 
 const REASONS = ["paused", "misfire_skipped", "misfire_collapsed", "overlap", "superseded", "job_cancelled", "cancelled", "calendar", "limited"];
+// The alert kinds a job's alerts tell of (AlertKind); limited: a run waited on a target limit.
+export const ALERT_KINDS = ["failed", "late", "running_long", "missed", "limited"];
 const LIVE = ["ACTIVE", "PAUSED"];
 
 export function JobView({ jobId, editing, notify }) {

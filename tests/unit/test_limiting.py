@@ -1,0 +1,228 @@
+"""Target limits in the worker, on the fakes: a run over a limit waits its turn (QUEUED, reason
+``limited``), its slot is freed with its outcome or lapses with its lease, and a job under no limit
+reads nothing per run."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from functions.core.limits import Limit, in_use, job_limit_name
+from functions.core.model import Reason, RunStatus
+from functions.core.queue import WorkMessage
+from functions.core.targets.outcome import Delivery, TargetOutcome
+from functions.worker.context import ReturnLater
+from functions.worker.limiting import LIMITS_CACHE_SECONDS
+from tests.conftest import Clock
+from tests.fakes.targets import ScriptedTargets, failure
+from tests.unit.test_engine_on_fakes import SETTINGS, Engine, engine_with
+
+
+class DuringCall(ScriptedTargets):
+    """A target that, while it is being called, lets the test do something (deliver another run)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.during: Callable[[], None] | None = None
+
+    def execute(
+        self,
+        spec: Mapping[str, Any],
+        delivery: Delivery,
+        timeout_seconds: float,
+        cancel: threading.Event | None = None,
+        *,
+        wait: Callable[[], None] | None = None,
+    ) -> TargetOutcome:
+        during, self.during = self.during, None
+        if during is not None:
+            during()
+        return super().execute(spec, delivery, timeout_seconds, cancel, wait=wait)
+
+
+@pytest.fixture
+def engine(clock: Clock) -> Iterator[Engine]:
+    built = engine_with(SETTINGS, clock)
+    built.targets = DuringCall()
+    built.executor = built.build_executor()
+    yield built
+
+
+def _one_off(engine: Engine, seconds: int = 5, **body: Any) -> str:
+    at = (engine.clock() + timedelta(seconds=seconds)).isoformat()
+    return engine.create(schedule={"at": at}, **body)["job_id"]
+
+
+def _message(engine: Engine, job_id: str) -> tuple[WorkMessage, str]:
+    for message in engine.queue.receive():
+        parsed = WorkMessage.from_json(message["Body"])
+        if parsed.job_id == job_id:
+            return parsed, message["ReceiptHandle"]
+        engine.queue.change_visibility(message["ReceiptHandle"], 0)
+    raise AssertionError(f"no message of {job_id}")
+
+
+def _run_of(engine: Engine, job_id: str) -> Any:
+    runs, _ = engine.store.list_runs(job_id, limit=5)
+    assert len(runs) == 1
+    return runs[0]
+
+
+def test_a_run_over_a_limit_waits_its_turn_and_records_how_long_it_waited(engine: Engine) -> None:
+    engine.store.put_limit(
+        "alice", Limit("hooks", "https://example.com", max_concurrent=1), expected_version=None
+    )
+    first, second = _one_off(engine), _one_off(engine)
+    engine.clock.advance(5)
+    message, receipt = _message(engine, second)
+    refused: list[ReturnLater] = []
+
+    def deliver_second() -> None:
+        try:
+            engine.executor.handle(message, receipt)
+        except ReturnLater as later:
+            refused.append(later)
+
+    assert isinstance(engine.targets, DuringCall)
+    engine.targets.during = deliver_second  # the second arrives while the first is being called
+    first_message, first_receipt = _message(engine, first)
+    engine.executor.handle(first_message, first_receipt)
+    assert len(refused) == 1 and 1 <= (refused[0].seconds or 0) <= 2, "given back for a second or two"
+    waiting = _run_of(engine, second)
+    assert (waiting.status, waiting.reason, waiting.limited_by) == (RunStatus.QUEUED, Reason.LIMITED, "hooks")
+    assert [w.run_id for w in engine.store.limit_use("alice", "hooks").waiting] == [waiting.run_id]
+    assert in_use(engine.store.limit_use("alice", "hooks").slots, engine.clock()) == [], (
+        "freed by the outcome"
+    )
+    engine.clock.advance(2)
+    engine.executor.handle(message, receipt)
+    done = _run_of(engine, second)
+    assert (done.status, done.reason, done.limited_by, done.limited_ms) == (
+        RunStatus.SUCCEEDED,
+        None,
+        "hooks",
+        2000,
+    )
+    assert done.lateness_ms is not None and done.lateness_ms >= 2000, "lateness counts from the due time"
+    assert engine.store.limit_use("alice", "hooks").waiting == ()
+    assert len(engine.targets.deliveries) == 2
+
+
+def test_a_jobs_own_max_concurrent_caps_its_runs_alone(engine: Engine) -> None:
+    job_id = _one_off(engine, 10, max_concurrent=1)
+    other = _one_off(engine, 10)
+    job = engine.store.get_job(job_id)
+    assert job is not None and job.max_concurrent == 1
+    # Another of its runs holds the job's one slot.
+    name = job_limit_name(job_id)
+    assert engine.store.take_slot(
+        "alice",
+        name,
+        1,
+        holder="other-run",
+        job_id=job_id,
+        now=engine.clock(),
+        lease_until=engine.clock() + timedelta(minutes=5),
+    )
+    engine.clock.advance(10)
+    engine.deliver_all()
+    runs, _ = engine.store.list_runs(job_id, limit=5)
+    assert [(run.status, run.reason, run.limited_by) for run in runs] == [
+        (RunStatus.QUEUED, Reason.LIMITED, name)
+    ]
+    assert _run_of(engine, other).status is RunStatus.SUCCEEDED, "another job is not capped by it"
+    engine.store.release_slot("alice", name, holder="other-run")
+    engine.clock.advance(2)
+    engine.deliver_all()
+    assert _run_of(engine, job_id).status is RunStatus.SUCCEEDED
+
+
+def test_a_slot_held_by_a_worker_that_died_is_taken_over_when_its_lease_ends(engine: Engine) -> None:
+    engine.store.put_limit(
+        "alice", Limit("hooks", "https://example.com", max_concurrent=1), expected_version=None
+    )
+    now = engine.clock()
+    engine.store.take_slot(
+        "alice", "hooks", 1, holder="dead", job_id="j", now=now, lease_until=now + timedelta(seconds=30)
+    )
+    job_id = _one_off(engine)
+    engine.clock.advance(5)
+    engine.deliver_all()
+    assert _run_of(engine, job_id).reason is Reason.LIMITED
+    engine.clock.advance(26)
+    engine.deliver_all()
+    assert _run_of(engine, job_id).status is RunStatus.SUCCEEDED
+
+
+def test_a_retry_frees_its_slot_and_takes_one_again(engine: Engine) -> None:
+    engine.store.put_limit(
+        "alice", Limit("hooks", "https://example.com", max_concurrent=1), expected_version=None
+    )
+    engine.targets.outcomes = [failure(503, retriable=True)]
+    job_id = _one_off(engine)
+    engine.clock.advance(5)
+    engine.deliver_all()
+    assert _run_of(engine, job_id).status is RunStatus.RETRYING
+    assert in_use(engine.store.limit_use("alice", "hooks").slots, engine.clock()) == []
+    engine.clock.advance(60)
+    engine.deliver_all()
+    assert _run_of(engine, job_id).status is RunStatus.SUCCEEDED
+
+
+def test_a_rate_limit_gives_its_burst_then_waits_for_tokens(engine: Engine) -> None:
+    engine.store.put_limit(
+        "alice", Limit("rate", "https://example.com", per_second=1, burst=2), expected_version=None
+    )
+    jobs = [_one_off(engine) for _ in range(3)]
+    engine.clock.advance(5)
+    engine.deliver_all()
+    statuses = sorted(_run_of(engine, job_id).status.value for job_id in jobs)
+    assert statuses == ["QUEUED", "SUCCEEDED", "SUCCEEDED"]
+    engine.clock.advance(1)
+    engine.deliver_all()
+    assert {_run_of(engine, job_id).status for job_id in jobs} == {RunStatus.SUCCEEDED}
+
+
+def test_a_run_that_waited_long_alerts_limited_once(engine: Engine) -> None:
+    engine.store.put_limit(
+        "alice", Limit("hooks", "https://example.com", max_concurrent=1), expected_version=None
+    )
+    now = engine.clock()
+    engine.store.take_slot(
+        "alice", "hooks", 1, holder="busy", job_id="j", now=now, lease_until=now + timedelta(minutes=10)
+    )
+    alerts = {"target": {"type": "http", "url": "https://example.com/alerts"}, "limited_seconds": 30}
+    job_id = _one_off(engine, alerts=alerts)
+    engine.clock.advance(5)
+    for _ in range(5):
+        engine.deliver_all()
+        engine.clock.advance(10)
+    sent = [d for spec, d, _ in engine.targets.deliveries if spec.get("url") == "https://example.com/alerts"]
+    assert len(sent) == 1
+    assert "limited" in _run_of(engine, job_id).alerts_sent
+
+
+def test_a_job_under_no_limit_reads_the_owners_limits_once_per_container(engine: Engine) -> None:
+    calls: list[str] = []
+    original = engine.store.list_limits
+
+    def counted(owner: str) -> list[Limit]:
+        calls.append(owner)
+        return original(owner)
+
+    engine.store.list_limits = counted  # type: ignore[method-assign]
+    jobs = [_one_off(engine, 5 + n) for n in range(5)]
+    for _ in range(5):
+        engine.clock.advance(1)
+        engine.deliver_all()
+    assert {_run_of(engine, job_id).status for job_id in jobs} == {RunStatus.SUCCEEDED}
+    assert calls == ["alice"], "one read for five runs within the cache's time"
+    engine.clock.advance(LIMITS_CACHE_SECONDS + 1)
+    _one_off(engine, 1)
+    engine.clock.advance(1)
+    engine.deliver_all()
+    assert calls == ["alice", "alice"]
