@@ -16,14 +16,14 @@ from datetime import date, timedelta
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from functions.api.errors import Conflict, InvalidInput, NotFound
-from functions.api.views import (
+from functions.api.calendar_views import (
     CalendarDaysView,
     CalendarInUseView,
     CalendarPageView,
     CalendarView,
     ExcludedDayView,
 )
+from functions.api.errors import Conflict, InvalidInput, NotFound
 from functions.core.calendars import Calendar, CalendarError, HolidaySource, check_holiday_source
 from functions.core.ports import CalendarExists, VersionChanged
 from functions.core.schedule.common import ScheduleError, _load_zone

@@ -30,6 +30,8 @@ from functions.core.observability import logger
 from functions.core.settings import get_settings
 
 if TYPE_CHECKING:
+    from functions.api.calendar_views import CalendarDaysView, CalendarPageView, CalendarView
+    from functions.api.limit_views import LimitPageView, LimitView
     from functions.api.requests import (
         BackfillIn,
         BulkIn,
@@ -44,14 +46,9 @@ if TYPE_CHECKING:
     )
     from functions.api.views import (
         BulkView,
-        CalendarDaysView,
-        CalendarPageView,
-        CalendarView,
         CreatedJobsView,
         JobPageView,
         JobView,
-        LimitPageView,
-        LimitView,
         PreviewView,
         RunPageView,
         RunView,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from functions.api.deps import Deps
 from functions.api.errors import Conflict, InvalidInput, NotFound
-from functions.api.views import LimitPageView, LimitView, limit_view
+from functions.api.limit_views import LimitPageView, LimitView, limit_view
 from functions.core import limits as rules
 from functions.core.limits import Limit, LimitMatchError, LimitUse, Waiter
 from functions.core.model import Reason, RunStatus

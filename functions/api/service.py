@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING, Any
 from functions.api import cancel, changes, create, pausing, reads, run_now
 from functions.api.deps import Deps
 from functions.api.jobs import settled
+from functions.api.limit_views import LimitPageView, LimitView
 from functions.api.views import (
     CreatedJobView,
     JobPageView,
     JobView,
-    LimitPageView,
-    LimitView,
     PendingRunView,
     RunPageView,
     RunView,

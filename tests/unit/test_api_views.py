@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from functions.api import responses, views
+from functions.api import calendar_views, limit_views, responses, views
 
 # Each answer model and the view the route functions build for it.
 PAIRS: dict[type[BaseModel], Any] = {
@@ -39,15 +39,15 @@ PAIRS: dict[type[BaseModel], Any] = {
     responses.MissedOut: views.MissedView,
     responses.OutageOut: views.OutageView,
     responses.PreviewOut: views.PreviewView,
-    responses.HolidaySourceOut: views.HolidaySourceView,
-    responses.CalendarOut: views.CalendarView,
-    responses.CalendarPage: views.CalendarPageView,
-    responses.ExcludedDayOut: views.ExcludedDayView,
-    responses.CalendarDaysOut: views.CalendarDaysView,
-    responses.LimitSlotOut: views.LimitSlotView,
-    responses.LimitWaiterOut: views.LimitWaiterView,
-    responses.LimitOut: views.LimitView,
-    responses.LimitPage: views.LimitPageView,
+    responses.HolidaySourceOut: calendar_views.HolidaySourceView,
+    responses.CalendarOut: calendar_views.CalendarView,
+    responses.CalendarPage: calendar_views.CalendarPageView,
+    responses.ExcludedDayOut: calendar_views.ExcludedDayView,
+    responses.CalendarDaysOut: calendar_views.CalendarDaysView,
+    responses.LimitSlotOut: limit_views.LimitSlotView,
+    responses.LimitWaiterOut: limit_views.LimitWaiterView,
+    responses.LimitOut: limit_views.LimitView,
+    responses.LimitPage: limit_views.LimitPageView,
 }
 # Refusals are ApiError.body(), not a view.
 WITHOUT_VIEW = {responses.ErrorOut}
