@@ -201,7 +201,7 @@ def test_watch_a_burst_against_a_slow_webhook_under_a_limit(
     )
     assert row.get_attribute("data-status") == "QUEUED"
     link = row.find_element(By.CSS_SELECTOR, "a.limit-name")
-    assert link.get_attribute("href").endswith(f"#/limits/{name}")
+    assert str(link.get_attribute("href")).endswith(f"#/limits/{name}")
     console.screenshot("job-limited")
 
     # The burst drains: the webhook answers, the queue empties, nothing is held.
@@ -218,7 +218,9 @@ def test_watch_a_burst_against_a_slow_webhook_under_a_limit(
 
     # The run that waited says so, in its row and its detail.
     console.open(f"#/jobs/{waiting_job}")
-    row = console.wait_for(By.CSS_SELECTOR, f"#runs-table tr[data-run-id='{run_id}'][data-status='SUCCEEDED']")
+    row = console.wait_for(
+        By.CSS_SELECTOR, f"#runs-table tr[data-run-id='{run_id}'][data-status='SUCCEEDED']"
+    )
     console.wait(lambda _d: f"for {name}" in row.text and "waited " in row.text, 10, "no wait shown")
     row.find_element(By.CSS_SELECTOR, "td button.link").click()
     detail = console.wait_for(By.ID, "run-limit")

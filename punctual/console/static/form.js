@@ -582,11 +582,13 @@ function AlertsEditor({ state, set, input, select, errors }) {
       </div>
       <${FieldError} errors=${errors} field="alerts.target" />
       <div class="radios">${check("alerts.failed", "a run failed")} ${check("alerts.missed", "an occurrence was missed")}</div>
-      <div class="triple">
+      <div class="pair">
         <${Field} field="alerts.late_seconds" label="Late by more than, s" errors=${errors}>${input("alerts.late_seconds", { inputmode: "numeric" })}<//>
         <${Field} field="alerts.running_seconds" label="Running longer than, s" errors=${errors}>${input("alerts.running_seconds", { inputmode: "numeric" })}<//>
-        <${Field} field="alerts.limited_seconds" label="Waiting on a limit more than, s" errors=${errors}>${input("alerts.limited_seconds", { inputmode: "numeric" })}<//>
-      </div>` : null}
+      </div>
+      <${Field} field="alerts.limited_seconds" label="Waiting on a limit more than, s" errors=${errors}
+        hint="A run held back by a target limit or the job's max concurrent (alert kind limited)">
+        ${input("alerts.limited_seconds", { inputmode: "numeric" })}<//>` : null}
   </fieldset>`;
 }
 

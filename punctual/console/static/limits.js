@@ -129,7 +129,7 @@ export function LimitView({ name, notify }) {
       <dt>Per second</dt><dd>${rate(limit)}</dd>
       <dt>Updated</dt><dd><${Time} iso=${limit.updated_at} /></dd>
     </dl>
-    <p class="limit-now" id="limit-now" aria-live="polite"><span class="label">Now:</span> <${UseBar} limit=${limit} />${" · "}<span id="limit-waiting-count">${limit.waiting_count} waiting</span></p>
+    <p class="limit-now" id="limit-now"><span class="now-label">Now:</span> <${UseBar} limit=${limit} />${" · "}<span id="limit-waiting-count">${limit.waiting_count} waiting</span></p>
     <div class="limit-tables">
       <section aria-labelledby="slots-title">
         <h3 id="slots-title">Slots held (${limit.in_use})</h3>
