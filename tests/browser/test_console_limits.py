@@ -193,8 +193,13 @@ def test_watch_a_burst_against_a_slow_webhook_under_a_limit(
     assert int(row.find_element(By.CSS_SELECTOR, "td.waiting").text) >= 1
     console.screenshot("limits")
 
-    # The waiting run's history row: what it waits for, since when, a link to the limit.
-    console.open(f"#/jobs/{waiting_job}")
+    # From the limit's page to the waiting run (its job's page with the run open): what it waits for,
+    # since when, a link to the limit, in the run's detail and its history row.
+    console.open(f"#/limits/{name}")
+    console.wait_for(By.CSS_SELECTOR, f"#waiting-table tr[data-run-id='{run_id}'] a.run-link").click()
+    console.wait_for_text(By.ID, "run-title", run_id)
+    console.wait_for_text(By.ID, "run-limit", f"waiting for limit {name} since")
+    assert waiting_job in console.driver.current_url
     row = console.wait_for(By.CSS_SELECTOR, f"#runs-table tr[data-run-id='{run_id}']")
     console.wait(
         lambda _d: f"waiting for limit {name} since" in row.text, 15, "the run does not say it waits"

@@ -23,7 +23,9 @@ function route(hash) {
   if (parts[0] === "new-limit") return { view: "limit-edit" };
   if (parts[0] === "limits" && parts[1]) return { view: parts[2] === "edit" ? "limit-edit" : "limit", limit: parts[1] };
   if (parts[0] === "limits") return { view: "limits" };
-  if (parts[0] === "jobs" && parts[1]) return { view: "job", jobId: parts[1], editing: parts[2] === "edit" };
+  if (parts[0] === "jobs" && parts[1]) {
+    return { view: "job", jobId: parts[1], editing: parts[2] === "edit", runId: parts[2] === "runs" ? parts[3] : undefined };
+  }
   return { view: "jobs" };
 }
 
@@ -132,7 +134,8 @@ function App() {
   } else if (current.view === "job") {
     // Keyed by the job: another job's view starts afresh, and an answer still on its way for the last
     // one (its refresh every 3 s) lands nowhere.
-    view = html`<${JobView} key=${current.jobId} jobId=${current.jobId} editing=${current.editing} notify=${notify} />`;
+    view = html`<${JobView} key=${current.jobId} jobId=${current.jobId} editing=${current.editing} runId=${current.runId}
+      notify=${notify} />`;
   } else if (current.view === "calendars") view = html`<${CalendarsList} />`;
   else if (current.view === "calendar") {
     view = html`<${CalendarView} key=${current.calendar} name=${current.calendar} notify=${notify} />`;

@@ -15,7 +15,7 @@ const REASONS = ["paused", "misfire_skipped", "misfire_collapsed", "overlap", "s
 export const ALERT_KINDS = ["failed", "late", "running_long", "missed", "limited"];
 const LIVE = ["ACTIVE", "PAUSED"];
 
-export function JobView({ jobId, editing, notify }) {
+export function JobView({ jobId, editing, runId, notify }) {
   const [job, setJob] = useState(null);
   const [error, setError] = useState(null);
   const [runsVersion, setRunsVersion] = useState(0);
@@ -67,7 +67,7 @@ export function JobView({ jobId, editing, notify }) {
       ${job.pause.until ? html`, until <${Time} iso=${job.pause.until} />` : null}
       ${job.pause.note ? html`: <q>${job.pause.note}</q>` : null}</p>` : null}
     <${Actions} job=${job} act=${act} live=${live} />
-    <${Runs} job=${job} version=${runsVersion} notify=${notify} />
+    <${Runs} job=${job} version=${runsVersion} notify=${notify} runId=${runId} />
     <div class="columns">
       <section aria-labelledby="definition-title">
         <h3 id="definition-title">Definition</h3>
@@ -211,13 +211,16 @@ function why(run) {
   return parts.join(" · ");
 }
 
-function Runs({ job, version, notify }) {
+function Runs({ job, version, notify, runId }) {
   const [status, setStatus] = useState("");
   const [reason, setReason] = useState("");
   const [cursors, setCursors] = useState([null]);
   const [page, setPage] = useState(null);
   const [error, setError] = useState(null);
-  const [open, setOpen] = useState(null);
+  const [open, setOpen] = useState(runId || null); // #/jobs/<id>/runs/<run_id> opens that run
+  useEffect(() => {
+    if (runId) setOpen(runId);
+  }, [runId]);
   const cursor = cursors[cursors.length - 1];
 
   async function load() {

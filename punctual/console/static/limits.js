@@ -83,7 +83,7 @@ export function LimitsList() {
 // ----------------------------------------------------------------------------------- one limit
 
 const runLink = (jobId, runId) => (jobId
-  ? html`<a class="mono" href=${`#/jobs/${enc(jobId)}`} title="the job's page (its run history)">${runId}</a>`
+  ? html`<a class="mono run-link" href=${`#/jobs/${enc(jobId)}/runs/${enc(runId)}`} title="the run, on its job's page">${runId}</a>`
   : html`<span class="mono">${runId}</span>`);
 const jobLink = (jobId) => (jobId ? html`<a class="mono" href=${`#/jobs/${enc(jobId)}`}>${jobId}</a>` : html`<span class="none">–</span>`);
 
