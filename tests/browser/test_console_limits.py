@@ -17,7 +17,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from functions.core.model import iso
-from tests.browser.conftest import Console, Stack
+from tests.browser.conftest import PHONE, Console, Stack
 from tests.support.receiver import Receiver
 
 # As test_console.py: in the end-to-end tests' group, one after the other on one worker.
@@ -244,3 +244,31 @@ def test_watch_a_burst_against_a_slow_webhook_under_a_limit(
         "the deleted limit is still listed",
     )
     assert stack.call("GET", f"/v1/limits/{name}")[0] == 404
+
+
+def test_the_limit_views_fit_a_phone(console: Console, stack: Stack) -> None:
+    name = unique("phone")
+    status, limit = stack.call(
+        "POST",
+        "/v1/limits",
+        {"name": name, "match": "arn:aws:lambda:eu-west-1:123456789012:function:*", "per_second": 2.5},
+    )
+    assert status == 201, limit
+    console.resize(*PHONE)
+    for route, ready in (
+        ("#/limits", "limits-table"),
+        (f"#/limits/{name}", "waiting-table"),
+        (f"#/limits/{name}/edit", "f-match"),
+        ("#/new-limit", "f-name"),
+    ):
+        console.open(route)
+        console.wait_for(By.ID, ready)
+        width = console.driver.execute_script(
+            "return [document.documentElement.scrollWidth, window.innerWidth]"
+        )
+        assert width[0] <= width[1] + 1, f"{route} is {width[0]} px wide on a {width[1]} px screen"
+    # A limit with no max_concurrent shows its use as a count, and its bucket.
+    console.open("#/limits")
+    row = console.wait_for(By.CSS_SELECTOR, f"#limits-table tr[data-limit='{name}']")
+    assert "0 in use" in row.text and "2.5/s" in row.text and "3 tokens" in row.text
+    delete_limit(stack, name)
