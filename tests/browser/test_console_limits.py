@@ -183,7 +183,7 @@ def test_watch_a_burst_against_a_slow_webhook_under_a_limit(
     assert len(slots) == 2 and all(row.find_elements(By.CSS_SELECTOR, "a") for row in slots)
     console.screenshot("limit")
     waiter = console.driver.find_element(By.CSS_SELECTOR, "#waiting-table tr.waiter-row")
-    run_id = waiter.get_attribute("data-run-id")
+    run_id = str(waiter.get_attribute("data-run-id"))
     waiting_job = next(job_id for job_id in names if job_id in waiter.text)
 
     # The list shows the same, in short.
