@@ -74,7 +74,12 @@ class Console:
         self.shots = shots
 
     def open(self, route: str = "#/jobs") -> None:
-        self.driver.get(f"{self.base_url}/console{route}")
+        url = f"{self.base_url}/console{route}"
+        # A get of the page's own URL changes nothing (only a hash would): reload it, so a view opens
+        # afresh (a jobs list filtered by an earlier test is not the list).
+        if self.driver.current_url == url:
+            self.driver.refresh()
+        self.driver.get(url)
         self.wait_for(By.CSS_SELECTOR, "main h2")
         if self.driver.find_elements(By.ID, "sign-in"):
             self.driver.find_element(By.ID, "sign-in").click()

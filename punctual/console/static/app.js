@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, FieldError, api, fieldProps, html, onUnauthorized, session } from "./lib.js";
 import { CalendarEditor, CalendarView, CalendarsList } from "./calendars.js";
 import { JobForm } from "./form.js";
+import { LimitEditor, LimitView, LimitsList } from "./limits.js";
 import { JobsList } from "./jobs.js";
 import { JobView } from "./job.js";
 import { SystemView } from "./system.js";
@@ -19,7 +20,12 @@ function route(hash) {
     return { view: parts[2] === "edit" ? "calendar-edit" : "calendar", calendar: parts[1] };
   }
   if (parts[0] === "calendars") return { view: "calendars" };
-  if (parts[0] === "jobs" && parts[1]) return { view: "job", jobId: parts[1], editing: parts[2] === "edit" };
+  if (parts[0] === "new-limit") return { view: "limit-edit" };
+  if (parts[0] === "limits" && parts[1]) return { view: parts[2] === "edit" ? "limit-edit" : "limit", limit: parts[1] };
+  if (parts[0] === "limits") return { view: "limits" };
+  if (parts[0] === "jobs" && parts[1]) {
+    return { view: "job", jobId: parts[1], editing: parts[2] === "edit", runId: parts[2] === "runs" ? parts[3] : undefined };
+  }
   return { view: "jobs" };
 }
 
@@ -128,12 +134,19 @@ function App() {
   } else if (current.view === "job") {
     // Keyed by the job: another job's view starts afresh, and an answer still on its way for the last
     // one (its refresh every 3 s) lands nowhere.
-    view = html`<${JobView} key=${current.jobId} jobId=${current.jobId} editing=${current.editing} notify=${notify} />`;
+    view = html`<${JobView} key=${current.jobId} jobId=${current.jobId} editing=${current.editing} runId=${current.runId}
+      notify=${notify} />`;
   } else if (current.view === "calendars") view = html`<${CalendarsList} />`;
   else if (current.view === "calendar") {
     view = html`<${CalendarView} key=${current.calendar} name=${current.calendar} notify=${notify} />`;
   } else if (current.view === "calendar-edit") {
     view = html`<${CalendarEditor} key=${current.calendar || ""} name=${current.calendar} notify=${notify} />`;
+  } else if (current.view === "limits") view = html`<${LimitsList} />`;
+  else if (current.view === "limit") {
+    // Keyed by the limit: its refresh every 2 s stops with it.
+    view = html`<${LimitView} key=${current.limit} name=${current.limit} notify=${notify} />`;
+  } else if (current.view === "limit-edit") {
+    view = html`<${LimitEditor} key=${current.limit || ""} name=${current.limit} notify=${notify} />`;
   } else if (current.view === "system") view = html`<${SystemView} />`;
   else view = html`<${JobsList} notify=${notify} />`;
 
@@ -145,6 +158,7 @@ function App() {
         ${link("#/jobs", "Jobs", current.view === "jobs" || current.view === "job")}
         ${link("#/new", "New job", current.view === "new")}
         ${link("#/calendars", "Calendars", current.view.startsWith("calendar"))}
+        ${link("#/limits", "Limits", current.view.startsWith("limit"))}
         ${link("#/system", "System", current.view === "system")}
       </nav>` : null}
       <div class="who">

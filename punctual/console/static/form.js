@@ -18,7 +18,7 @@ const FIELDS = [
   "retry.max_backoff_seconds", "timeout_seconds", "tags", "signing_secret", "pause_on_failures",
   "max_runs", "on_complete", "delete_after_days", "alerts", "alerts.target", "alerts.target.type",
   "alerts.target.url", "alerts.target.topic_arn", "alerts.failed", "alerts.missed", "alerts.late_seconds",
-  "alerts.running_seconds", "dead_letter", "dead_letter.queue_url",
+  "alerts.running_seconds", "alerts.limited_seconds", "dead_letter", "dead_letter.queue_url", "max_concurrent",
 ];
 const KINDS = ["at", "cron", "rate"];
 const TARGET_TYPES = ["http", "lambda", "sqs", "sns", "eventbridge"];
@@ -50,10 +50,10 @@ const EMPTY = {
   "target.bus": "", "target.source": "", "target.detail_type": "", payload: "",
   "retry.max_attempts": "3", "retry.backoff_seconds": "5", "retry.max_backoff_seconds": "600",
   timeout_seconds: "30", tags: "", signing_secret: "", remove_secret: false, pause_on_failures: "",
-  max_runs: "", on_complete: "keep", delete_after_days: "",
+  max_runs: "", on_complete: "keep", delete_after_days: "", max_concurrent: "",
   alerts_on: false, "alerts.target.type": "http", "alerts.target.url": "", "alerts.target.topic_arn": "",
   "alerts.failed": true, "alerts.missed": false, "alerts.late_seconds": "", "alerts.running_seconds": "",
-  "dead_letter.queue_url": "",
+  "alerts.limited_seconds": "", "dead_letter.queue_url": "",
 };
 
 /** The form's text values for an existing job (the job view of the API). */
@@ -97,6 +97,7 @@ export function stateOfJob(job) {
     tags: Object.entries(job.tags || {}).map(([k, v]) => `${k}=${v}`).join("\n"),
     pause_on_failures: text(job.pause_on_failures),
     max_runs: text(job.max_runs),
+    max_concurrent: text(job.max_concurrent),
     on_complete: job.on_complete || "keep",
     delete_after_days: job.on_complete === "delete" ? text(job.delete_after_days) : "",
     "dead_letter.queue_url": job.dead_letter ? text(job.dead_letter.queue_url) : "",
@@ -116,6 +117,7 @@ function alertsState(alerts) {
     "alerts.missed": Boolean(alerts.missed),
     "alerts.late_seconds": alerts.late_seconds ? String(alerts.late_seconds) : "",
     "alerts.running_seconds": alerts.running_seconds ? String(alerts.running_seconds) : "",
+    "alerts.limited_seconds": alerts.limited_seconds ? String(alerts.limited_seconds) : "",
   };
 }
 
@@ -129,6 +131,7 @@ function alertsOf(state) {
   const alerts = { target, failed: state["alerts.failed"], missed: state["alerts.missed"] };
   if (state["alerts.late_seconds"].trim()) alerts.late_seconds = number(state["alerts.late_seconds"]);
   if (state["alerts.running_seconds"].trim()) alerts.running_seconds = number(state["alerts.running_seconds"]);
+  if (state["alerts.limited_seconds"].trim()) alerts.limited_seconds = number(state["alerts.limited_seconds"]);
   return alerts;
 }
 
@@ -207,6 +210,7 @@ export function bodyOf(state) {
     jitter_seconds: state.jitter_seconds.trim() ? number(state.jitter_seconds) : 0,
     pause_on_failures: state.pause_on_failures.trim() ? number(state.pause_on_failures) : null,
     max_runs: state.max_runs.trim() ? number(state.max_runs) : null,
+    max_concurrent: state.max_concurrent.trim() ? number(state.max_concurrent) : null,
     on_complete: state.on_complete,
     alerts: alertsOf(state),
     dead_letter: state["dead_letter.queue_url"].trim()
@@ -229,7 +233,7 @@ export function bodyOf(state) {
 
 function createBody(state) {
   const body = bodyOf(state);
-  for (const key of ["name", "payload", "pause_on_failures", "max_runs", "alerts", "dead_letter"]) if (body[key] === null) delete body[key];
+  for (const key of ["name", "payload", "pause_on_failures", "max_runs", "max_concurrent", "alerts", "dead_letter"]) if (body[key] === null) delete body[key];
   if (body.on_complete === "keep") delete body.on_complete;
   if (!body.jitter_seconds) delete body.jitter_seconds;
   if (state.signing_secret) body.signing_secret = state.signing_secret;
@@ -527,6 +531,10 @@ export function JobForm({ job, onDone, notify }) {
         <${Field} field="pause_on_failures" label="Pause after N failed runs (optional)" errors=${shown}>
           ${input("pause_on_failures", { inputmode: "numeric" })}<//>
       </div>
+      <${Field} field="max_concurrent" label="Max concurrent runs (optional)" errors=${shown}
+        hint=${html`At most this many of its attempts at once (1 to 1,000); more wait their turn. Caps shared by
+          several jobs: <a href="#/limits">Limits</a>`}>
+        ${input("max_concurrent", { inputmode: "numeric" })}<//>
       <${Field} field="dead_letter.queue_url" label="Dead-letter SQS queue URL for failed runs (optional)" errors=${shown}>
         ${input("dead_letter.queue_url", { spellcheck: false, placeholder: "https://sqs.<region>.amazonaws.com/<account>/<queue>" })}<//>
       <${Field} field="tags" label="Tags (one key=value a line)" errors=${shown}>${area("tags", 2, { spellcheck: false })}<//>
@@ -554,7 +562,7 @@ export function JobForm({ job, onDone, notify }) {
 
 /**
  * ALERTS: per-job alerts (the job field `alerts`, docs/api.md "Alerts"): where they go (a webhook or
- * an SNS topic) and on what (failed, missed, late, running long). The job view shows them read-only.
+ * an SNS topic) and on what (failed, missed, late, running long, waiting on a limit). The job view shows them read-only.
  */
 function AlertsEditor({ state, set, input, select, errors }) {
   const check = (field, label) => html`<label class="check"><input type="checkbox" ...${fieldProps(field, errors)}
@@ -577,7 +585,10 @@ function AlertsEditor({ state, set, input, select, errors }) {
       <div class="pair">
         <${Field} field="alerts.late_seconds" label="Late by more than, s" errors=${errors}>${input("alerts.late_seconds", { inputmode: "numeric" })}<//>
         <${Field} field="alerts.running_seconds" label="Running longer than, s" errors=${errors}>${input("alerts.running_seconds", { inputmode: "numeric" })}<//>
-      </div>` : null}
+      </div>
+      <${Field} field="alerts.limited_seconds" label="Waiting on a limit more than, s" errors=${errors}
+        hint="A run held back by a target limit or the job's max concurrent (alert kind limited)">
+        ${input("alerts.limited_seconds", { inputmode: "numeric" })}<//>` : null}
   </fieldset>`;
 }
 

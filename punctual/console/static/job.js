@@ -7,6 +7,7 @@ import {
   fieldProps, html, millis, query, scheduleWords, useInterval,
 } from "./lib.js";
 import { Alerts, JobForm, ON_EXCLUDED } from "./form.js";
+import { LimitWait } from "./limits.js";
 import { Plot } from "./plot.js";
 
 const REASONS = ["paused", "misfire_skipped", "misfire_collapsed", "overlap", "superseded", "job_cancelled", "cancelled", "calendar", "limited"];
@@ -14,7 +15,7 @@ const REASONS = ["paused", "misfire_skipped", "misfire_collapsed", "overlap", "s
 export const ALERT_KINDS = ["failed", "late", "running_long", "missed", "limited"];
 const LIVE = ["ACTIVE", "PAUSED"];
 
-export function JobView({ jobId, editing, notify }) {
+export function JobView({ jobId, editing, runId, notify }) {
   const [job, setJob] = useState(null);
   const [error, setError] = useState(null);
   const [runsVersion, setRunsVersion] = useState(0);
@@ -66,7 +67,7 @@ export function JobView({ jobId, editing, notify }) {
       ${job.pause.until ? html`, until <${Time} iso=${job.pause.until} />` : null}
       ${job.pause.note ? html`: <q>${job.pause.note}</q>` : null}</p>` : null}
     <${Actions} job=${job} act=${act} live=${live} />
-    <${Runs} job=${job} version=${runsVersion} notify=${notify} />
+    <${Runs} job=${job} version=${runsVersion} notify=${notify} runId=${runId} />
     <div class="columns">
       <section aria-labelledby="definition-title">
         <h3 id="definition-title">Definition</h3>
@@ -83,6 +84,8 @@ export function JobView({ jobId, editing, notify }) {
           <dt>Jitter</dt><dd>${job.jitter_seconds ? `${job.jitter_seconds} s` : "none"}</dd>
           <dt>Pause after failures</dt><dd>${job.pause_on_failures ?? "never"}</dd>
           <dt>Failed runs to</dt><dd>${job.dead_letter ? job.dead_letter.queue_url : "no dead-letter queue"}</dd>
+          <dt>Max concurrent</dt><dd id="job-max-concurrent">${job.max_concurrent
+            ? `${job.max_concurrent} of its attempts at once` : "no cap of its own"}</dd>
           <dt>Run limit</dt><dd>${job.max_runs ? `${job.max_runs} runs, ${job.remaining_runs ?? "?"} to come` : "none"}</dd>
           <dt>Once ended</dt><dd>${job.on_complete === "delete"
             ? html`deleted after ${job.delete_after_days} days${job.deletes_at ? html` (<${Time} iso=${job.deletes_at} />)` : null}`
@@ -200,7 +203,7 @@ function why(run) {
   const parts = [];
   // A day its calendar excluded reads "calendar bavaria"; a run it moved names it too.
   if (run.reason === "calendar") parts.push(`calendar ${run.calendar || ""}`.trim());
-  else if (run.reason) parts.push(run.reason);
+  else if (run.reason && !(run.reason === "limited" && run.limited_by)) parts.push(run.reason); // LimitWait says it
   if (run.calendar && run.reason !== "calendar") parts.push(`calendar ${run.calendar}`);
   if (run.covers && run.covers > 1) parts.push(`covers ${run.covers}`);
   if (run.covers_until) parts.push(`until ${run.covers_until}`);
@@ -208,13 +211,16 @@ function why(run) {
   return parts.join(" · ");
 }
 
-function Runs({ job, version, notify }) {
+function Runs({ job, version, notify, runId }) {
   const [status, setStatus] = useState("");
   const [reason, setReason] = useState("");
   const [cursors, setCursors] = useState([null]);
   const [page, setPage] = useState(null);
   const [error, setError] = useState(null);
-  const [open, setOpen] = useState(null);
+  const [open, setOpen] = useState(runId || null); // #/jobs/<id>/runs/<run_id> opens that run
+  useEffect(() => {
+    if (runId) setOpen(runId);
+  }, [runId]);
   const cursor = cursors[cursors.length - 1];
 
   async function load() {
@@ -269,7 +275,7 @@ function Runs({ job, version, notify }) {
           <td class="lateness">${millis(run.lateness_ms)}</td>
           <td>${run.attempt}</td>
           <td>${run.duration_ms != null ? millis(run.duration_ms) : "–"}</td>
-          <td class="why">${why(run)}${run.note ? html` <q>${run.note}</q>` : null}${run.by ? html` <span class="muted">by ${run.by}</span>` : null}
+          <td class="why"><${LimitWait} run=${run} /> ${why(run)}${run.note ? html` <q>${run.note}</q>` : null}${run.by ? html` <span class="muted">by ${run.by}</span>` : null}
             ${run.moved_from && run.moved_from.length ? html`<div class="moved">moved from
               ${run.moved_from.map((iso, i) => html`${i ? ", " : " "}<${Time} iso=${iso} />`)}</div>` : null}
             ${run.error ? html`<div class=${run.reason === "calendar" ? "muted" : "error-text"}>${run.error}</div>` : null}</td>
@@ -322,6 +328,7 @@ function RunDetail({ jobId, runId, notify, onChange, onClose }) {
         finished <${Time} iso=${run.finished_at} ms=${true} />; late ${millis(run.lateness_ms)}${run.jitter_ms
           ? `, jitter ${millis(run.jitter_ms)}` : ""}; ${run.executions} execution(s)
         ${run.next_attempt_at ? html`; next attempt <${Time} iso=${run.next_attempt_at} />` : null}</p>
+      ${run.limited_by ? html`<p class="run-limit" id="run-limit"><${LimitWait} run=${run} /></p>` : null}
       ${run.moved_from && run.moved_from.length ? html`<p class="moved">Moved by calendar ${run.calendar} from
         ${run.moved_from.map((iso, i) => html`${i ? ", " : " "}<${Time} iso=${iso} />`)}</p>` : null}
       ${run.error ? html`<p class=${run.reason === "calendar" ? "" : "error-text"}>${run.error}</p>` : null}
