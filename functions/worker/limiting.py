@@ -20,6 +20,7 @@ from functions.core.alerts import AlertSender
 from functions.core.limits import Limit
 from functions.core.model import AlertKind, Job, Reason, Run
 from functions.core.observability import logger
+from functions.core.queue import WorkMessage
 from functions.worker.context import ReturnLater, WorkerContext
 
 # How long a container trusts the owner's limits it read: a limit's change reaches every worker
@@ -29,6 +30,8 @@ LIMITS_CACHE_SECONDS = 10.0
 # and outcome writes. A worker that dies holding a slot keeps it from others that long at most; an
 # outcome's write slower than the margin (a throttled table) may let one more attempt start meanwhile.
 SLOT_MARGIN_SECONDS = 10
+# A released slot wakes one of the limit's this many longest-waiting runs.
+WAKE_AMONG = 5
 
 
 @dataclass(frozen=True)
@@ -146,15 +149,28 @@ class Limiting:
         return held
 
     def release(self, held: Held | None) -> None:
-        """Free the attempt's slots (after its outcome's write); a slot not freed lapses with its lease."""
+        """Free the attempt's slots (after its outcome's write; a slot not freed lapses with its lease),
+        and wake a run waiting on each: a fresh message, so that it takes the slot now rather than at
+        its own message's return (which then finds it started: a duplicate, as ``buffer_all``'s)."""
         if held is None:
             return
+        wake: dict[tuple[str, str], None] = {}
         for name in held.names:
             try:
-                self.context.store.release_slot(held.owner, name, holder=held.holder)
+                waiting = self.context.store.release_slot(held.owner, name, holder=held.holder)
             except Exception:
                 logger.exception("slot not released: it lapses", extra={"run_id": held.holder, "limit": name})
+                continue
+            others = [w for w in waiting[:WAKE_AMONG] if w.run_id != held.holder]
+            if others:  # one of the longest waiting, so that releases at once mostly wake different runs
+                chosen = others[self.context.rng.randrange(len(others))]
+                wake[(chosen.job_id, chosen.run_id)] = None
         held.names.clear()
+        if wake:
+            try:
+                self.context.queue.send([(WorkMessage(job_id, run_id), 0) for job_id, run_id in wake])
+            except Exception:  # its own message comes back within seconds all the same
+                logger.exception("waiting run not woken", extra={"run_id": held.holder})
 
     def _wait(
         self, job: Job, run: Run, gate: Gate, now: datetime, *, create: bool, token_wait: float | None = None

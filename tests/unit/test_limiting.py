@@ -98,6 +98,8 @@ def test_a_run_over_a_limit_waits_its_turn_and_records_how_long_it_waited(engine
     assert in_use(engine.store.limit_use("alice", "hooks").slots, engine.clock()) == [], (
         "freed by the outcome"
     )
+    woken = [(m.job_id, m.run_id, delay) for m, delay in engine.queue.sent if m.run_id == waiting.run_id]
+    assert woken[1:] == [(second, waiting.run_id, 0)], "after its dispatch, the release woke the waiting run"
     engine.clock.advance(2)
     engine.executor.handle(message, receipt)
     done = _run_of(engine, second)
