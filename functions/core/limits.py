@@ -26,6 +26,8 @@ MAX_CONCURRENT_CAP: Final = 1000
 MAX_PER_SECOND: Final = 10_000.0
 MAX_BURST: Final = 10_000
 JOB_LIMIT_PREFIX: Final = "job:"
+# A slot's holder: the run id, this separator, and the token of the delivery that took it.
+HOLDER_SEPARATOR: Final = "/"
 # What a target is matched by: the one field of its spec that names where it goes.
 _TARGET_FIELD: Final = {
     "http": "url",
@@ -163,6 +165,11 @@ class Slot:
 
     def live(self, now: datetime) -> bool:
         return self.lease_until > now
+
+    @property
+    def run_id(self) -> str:
+        """The run holding it (its holder without the delivery's token)."""
+        return self.holder.split(HOLDER_SEPARATOR, 1)[0]
 
 
 def in_use(slots: Iterable[Slot], now: datetime) -> list[Slot]:
