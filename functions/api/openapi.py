@@ -271,6 +271,14 @@ JOB_ANSWERS = [
     ("post", _JOB + "/resume", "200"),
 ]
 RUN_ANSWERS = [("post", _JOB + "/run", "202"), ("get", _RUN, "200"), ("post", _RUN + "/cancel", "200")]
+# A target limit's answers lead to its other operations, by its name.
+_LIMIT = "/v1/limits/{name}"
+LIMIT_OPERATIONS: dict[str, tuple[str, str]] = {
+    "GetLimit": ("get", _LIMIT),
+    "ReplaceLimit": ("put", _LIMIT),
+    "DeleteLimit": ("delete", _LIMIT),
+}
+LIMIT_ANSWERS = [("post", "/v1/limits", "201"), ("get", _LIMIT, "200"), ("put", _LIMIT, "200")]
 
 
 def add_links(document: dict[str, Any]) -> None:
@@ -287,9 +295,11 @@ def add_links(document: dict[str, Any]) -> None:
 
     job = {"job_id": "$response.body#/job_id"}
     run = {**job, "run_id": "$response.body#/run_id"}
+    limit = {"name": "$response.body#/name"}
     for answers, targets, ids in (
         (JOB_ANSWERS, JOB_OPERATIONS, job),
         (RUN_ANSWERS, {**RUN_OPERATIONS, "GetJob": JOB_OPERATIONS["GetJob"]}, run),
+        (LIMIT_ANSWERS, LIMIT_OPERATIONS, limit),
     ):
         for method, path, status in answers:
             response = paths[path][method]["responses"][status]

@@ -89,12 +89,16 @@ def check_match(match: str) -> str:
         if "*" in match[:-1]:
             raise LimitMatchError("an ARN may end with * (a prefix), nowhere else")
         return match
-    parts = urlsplit(match)
+    try:
+        parts = urlsplit(match)
+        port = parts.port
+    except ValueError as error:  # a port out of range, a malformed IPv6 host
+        raise LimitMatchError(f"not a URL prefix: {error}") from error
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise LimitMatchError("must be an http(s) URL prefix (scheme and host) or an ARN")
-    if parts.query or parts.fragment or parts.username or parts.password:
+    if parts.query or parts.fragment or parts.username or parts.password or any(c.isspace() for c in match):
         raise LimitMatchError("a URL prefix has a scheme, a host, a port and a path, nothing else")
-    netloc = parts.hostname.lower() + (f":{parts.port}" if parts.port is not None else "")
+    netloc = parts.hostname.lower() + (f":{port}" if port is not None else "")
     return f"{parts.scheme.lower()}://{netloc}{parts.path}"
 
 

@@ -57,7 +57,7 @@ def limit_to_item(owner: str, limit: Limit) -> dict[str, Any]:
     if limit.max_concurrent is not None:
         item["max_concurrent"] = {"N": str(limit.max_concurrent)}
     if limit.per_second is not None:
-        item["per_second"] = {"N": repr(float(limit.per_second))}
+        item["per_second"] = {"N": repr(round(float(limit.per_second), 6))}
     if limit.burst is not None:
         item["burst"] = {"N": str(limit.burst)}
     if limit.created_at is not None:
@@ -304,7 +304,7 @@ class LimitTable(RunTable):
                 self.client.put_item,
                 Item={
                     **key,
-                    "tokens": {"N": repr(decision.bucket.tokens)},
+                    "tokens": {"N": repr(round(decision.bucket.tokens, 6))},
                     "counted_at": {"N": str(to_ms(decision.bucket.counted_at))},
                     TTL_ATTRIBUTE: _ttl(now),
                 },
