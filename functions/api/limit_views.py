@@ -64,7 +64,7 @@ def limit_view(limit: Limit, use: LimitUse, now: datetime, shown: int = 100) -> 
         "running": [
             {
                 "job_id": slot.job_id,
-                "run_id": slot.holder,
+                "run_id": slot.run_id,
                 "taken_at": iso(slot.taken_at),
                 "lease_until": iso(slot.lease_until),
             }

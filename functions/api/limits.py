@@ -59,7 +59,16 @@ def create_limit(deps: Deps, owner: str, request: LimitIn) -> LimitView:
     return _view(deps, owner, limit)
 
 
+def _known(name: str) -> str:
+    """A limit's name from a path: one that could be a limit's, else there is no such limit (the
+    table's keys are not for every string)."""
+    if not rules.LIMIT_NAME.fullmatch(name):
+        raise NotFound("no such limit", "name")
+    return name
+
+
 def replace_limit(deps: Deps, owner: str, name: str, request: LimitIn) -> LimitView:
+    name = _known(name)
     if request.name is not None and request.name != name:
         raise InvalidInput("a limit's name is its path's (a rename is a create and a delete)", "name")
     current = deps.store.get_limit(owner, name)
@@ -76,14 +85,14 @@ def replace_limit(deps: Deps, owner: str, name: str, request: LimitIn) -> LimitV
 
 
 def delete_limit(deps: Deps, owner: str, name: str) -> LimitView:
-    current = deps.store.get_limit(owner, name)
+    current = deps.store.get_limit(owner, _known(name))
     if current is None or not deps.store.delete_limit(owner, name):
         raise NotFound("no such limit", "name")
     return _view(deps, owner, current)
 
 
 def get_limit(deps: Deps, owner: str, name: str) -> LimitView:
-    limit = deps.store.get_limit(owner, name)
+    limit = deps.store.get_limit(owner, _known(name))
     if limit is None:
         raise NotFound("no such limit", "name")
     return _view(deps, owner, limit)

@@ -282,6 +282,15 @@ CALENDAR_OPERATIONS: dict[str, tuple[str, str]] = {
 }
 CALENDAR_ANSWERS = [("post", "/v1/calendars", "201"), ("get", _CALENDAR, "200"), ("put", _CALENDAR, "200")]
 
+# A target limit's answers lead to its other operations, by its name.
+_LIMIT = "/v1/limits/{name}"
+LIMIT_OPERATIONS: dict[str, tuple[str, str]] = {
+    "GetLimit": ("get", _LIMIT),
+    "ReplaceLimit": ("put", _LIMIT),
+    "DeleteLimit": ("delete", _LIMIT),
+}
+LIMIT_ANSWERS = [("post", "/v1/limits", "201"), ("get", _LIMIT, "200"), ("put", _LIMIT, "200")]
+
 
 def add_links(document: dict[str, Any]) -> None:
     """Adds the ``links`` of every answer that carries a job or a run, naming targets by operationId."""
@@ -297,10 +306,12 @@ def add_links(document: dict[str, Any]) -> None:
 
     job = {"job_id": "$response.body#/job_id"}
     run = {**job, "run_id": "$response.body#/run_id"}
+    limit = {"name": "$response.body#/name"}
     for answers, targets, ids in (
         (JOB_ANSWERS, JOB_OPERATIONS, job),
         (RUN_ANSWERS, {**RUN_OPERATIONS, "GetJob": JOB_OPERATIONS["GetJob"]}, run),
         (CALENDAR_ANSWERS, CALENDAR_OPERATIONS, {"name": "$response.body#/name"}),
+        (LIMIT_ANSWERS, LIMIT_OPERATIONS, limit),
     ):
         for method, path, status in answers:
             response = paths[path][method]["responses"][status]

@@ -396,7 +396,10 @@ class LimitIn(BaseModel):
         default=None, ge=1, le=1000, strict=True, description="attempts in flight at once, across all workers"
     )
     per_second: float | None = Field(
-        default=None, gt=0, le=10_000, description="calls started per second (a token bucket)"
+        default=None,
+        ge=0.001,
+        le=10_000,
+        description="calls started per second (a token bucket), 0.001 to 10,000",
     )
     burst: int | None = Field(
         default=None,

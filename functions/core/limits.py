@@ -26,6 +26,8 @@ MAX_CONCURRENT_CAP: Final = 1000
 MAX_PER_SECOND: Final = 10_000.0
 MAX_BURST: Final = 10_000
 JOB_LIMIT_PREFIX: Final = "job:"
+# A slot's holder: the run id, this separator, and the token of the delivery that took it.
+HOLDER_SEPARATOR: Final = "/"
 # What a target is matched by: the one field of its spec that names where it goes.
 _TARGET_FIELD: Final = {
     "http": "url",
@@ -87,12 +89,16 @@ def check_match(match: str) -> str:
         if "*" in match[:-1]:
             raise LimitMatchError("an ARN may end with * (a prefix), nowhere else")
         return match
-    parts = urlsplit(match)
+    try:
+        parts = urlsplit(match)
+        port = parts.port
+    except ValueError as error:  # a port out of range, a malformed IPv6 host
+        raise LimitMatchError(f"not a URL prefix: {error}") from error
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise LimitMatchError("must be an http(s) URL prefix (scheme and host) or an ARN")
-    if parts.query or parts.fragment or parts.username or parts.password:
+    if parts.query or parts.fragment or parts.username or parts.password or any(c.isspace() for c in match):
         raise LimitMatchError("a URL prefix has a scheme, a host, a port and a path, nothing else")
-    netloc = parts.hostname.lower() + (f":{parts.port}" if parts.port is not None else "")
+    netloc = parts.hostname.lower() + (f":{port}" if port is not None else "")
     return f"{parts.scheme.lower()}://{netloc}{parts.path}"
 
 
@@ -163,6 +169,11 @@ class Slot:
 
     def live(self, now: datetime) -> bool:
         return self.lease_until > now
+
+    @property
+    def run_id(self) -> str:
+        """The run holding it (its holder without the delivery's token)."""
+        return self.holder.split(HOLDER_SEPARATOR, 1)[0]
 
 
 def in_use(slots: Iterable[Slot], now: datetime) -> list[Slot]:

@@ -18,7 +18,7 @@ from functions.core.model import Attempt, Job, JobStatus, Reason, Run, RunStatus
 
 if TYPE_CHECKING:
     from functions.core.calendars import Calendar
-    from functions.core.limits import Limit, LimitUse
+    from functions.core.limits import Limit, LimitUse, Waiter
     from functions.core.queue import WorkMessage
     from functions.core.targets.outcome import Delivery, TargetOutcome
 
@@ -340,9 +340,10 @@ class LimitStore(Protocol):
         ``lease_until``: a free one, one whose lease ended, or the holder's own (a retake). False when
         all are held. Two takers never get the same slot (a conditional write)."""
 
-    def release_slot(self, owner: str, name: str, *, holder: str) -> None:
+    def release_slot(self, owner: str, name: str, *, holder: str) -> list[Waiter]:
         """Free ``holder``'s slot (nothing if it is no longer the holder's: its lease lapsed and
-        someone took it)."""
+        someone took it); the runs waiting on the limit as read on the way (the same Query), longest
+        waiting first."""
 
     def take_token(self, owner: str, name: str, per_second: float, burst: int, *, now: datetime) -> float:
         """Take a token of the limit's bucket: 0 when taken, else the seconds until the next one."""

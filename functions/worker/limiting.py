@@ -10,6 +10,7 @@ jobs (one summary item per owner, in the same BatchGetItem), once per container 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -20,6 +21,7 @@ from functions.core.alerts import AlertSender
 from functions.core.limits import Limit
 from functions.core.model import AlertKind, Job, Reason, Run
 from functions.core.observability import logger
+from functions.core.queue import WorkMessage
 from functions.worker.context import ReturnLater, WorkerContext
 
 # How long a container trusts the owner's limits it read: a limit's change reaches every worker
@@ -29,6 +31,9 @@ LIMITS_CACHE_SECONDS = 10.0
 # and outcome writes. A worker that dies holding a slot keeps it from others that long at most; an
 # outcome's write slower than the margin (a throttled table) may let one more attempt start meanwhile.
 SLOT_MARGIN_SECONDS = 10
+HOLDER_SEPARATOR = rules.HOLDER_SEPARATOR
+# A released slot wakes one of the limit's this many longest-waiting runs.
+WAKE_AMONG = 5
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,8 @@ class Held:
     """The slots an attempt holds, released when its outcome is written."""
 
     owner: str
-    holder: str
+    holder: str  # the run id and this delivery's token: a duplicate delivery holds a slot of its own
+    run_id: str = ""
     names: list[str] = field(default_factory=list)
 
 
@@ -110,7 +116,10 @@ class Limiting:
         if not gates:
             return None
         store, now = self.context.store, self.context.clock()
-        held = Held(job.owner, run.run_id)
+        # Two deliveries of one run (a duplicate, a wake-up) may pass here together: each holds a
+        # slot of its own and frees only its own, so the one whose start loses never frees the slot
+        # of the one whose call is under way.
+        held = Held(job.owner, f"{run.run_id}{HOLDER_SEPARATOR}{uuid.uuid4().hex[:12]}", run.run_id)
         # The slot outlives the attempt's course (the last moment before its second, its call, its
         # outcome's write): a worker that dies holding it loses it then.
         lease_until = now + timedelta(
@@ -123,7 +132,7 @@ class Limiting:
                 job.owner,
                 gate.name,
                 gate.max_concurrent,
-                holder=run.run_id,
+                holder=held.holder,
                 job_id=job.job_id,
                 now=now,
                 lease_until=lease_until,
@@ -146,15 +155,28 @@ class Limiting:
         return held
 
     def release(self, held: Held | None) -> None:
-        """Free the attempt's slots (after its outcome's write); a slot not freed lapses with its lease."""
+        """Free the attempt's slots (after its outcome's write; a slot not freed lapses with its lease),
+        and wake a run waiting on each: a fresh message, so that it takes the slot now rather than at
+        its own message's return (which then finds it started: a duplicate, as ``buffer_all``'s)."""
         if held is None:
             return
+        wake: dict[tuple[str, str], None] = {}
         for name in held.names:
             try:
-                self.context.store.release_slot(held.owner, name, holder=held.holder)
+                waiting = self.context.store.release_slot(held.owner, name, holder=held.holder)
             except Exception:
                 logger.exception("slot not released: it lapses", extra={"run_id": held.holder, "limit": name})
+                continue
+            others = [w for w in waiting[:WAKE_AMONG] if w.run_id != held.run_id]
+            if others:  # one of the longest waiting, so that releases at once mostly wake different runs
+                chosen = others[self.context.rng.randrange(len(others))]
+                wake[(chosen.job_id, chosen.run_id)] = None
         held.names.clear()
+        if wake:
+            try:
+                self.context.queue.send([(WorkMessage(job_id, run_id), 0) for job_id, run_id in wake])
+            except Exception:  # its own message comes back within seconds all the same
+                logger.exception("waiting run not woken", extra={"run_id": held.holder})
 
     def _wait(
         self, job: Job, run: Run, gate: Gate, now: datetime, *, create: bool, token_wait: float | None = None

@@ -6,6 +6,7 @@ Marked slow (`make test-slow`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -35,19 +36,27 @@ class Gauge:
         self.lock = threading.Lock()
         self.now = 0
         self.most = 0
+        self.gather: threading.Barrier | None = None
 
     def respond(self, _path: str, _n: int) -> tuple[int, bytes]:
         with self.lock:
             self.now += 1
             self.most = max(self.most, self.now)
+        gather = self.gather
+        if gather is not None and not gather.broken:  # the second wave's first ten wait for each other
+            with contextlib.suppress(threading.BrokenBarrierError):
+                gather.wait()
         time.sleep(CALL_SECONDS)
         with self.lock:
             self.now -= 1
         return 200, b'{"ok": true}'
 
     def reset(self) -> None:
+        """From now on: the most at once afresh, and the next ``MAX_CONCURRENT`` requests held until
+        that many are open together (or a while has passed)."""
         with self.lock:
             self.most = self.now
+            self.gather = threading.Barrier(MAX_CONCURRENT, timeout=20)
 
 
 @pytest.fixture

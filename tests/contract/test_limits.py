@@ -125,8 +125,14 @@ def test_a_run_waits_on_a_limit_and_its_start_records_how_long(world: World, tab
         "api",
         3000,
     )
+    assert tables.take_slot(
+        "alice", "api", 1, holder="other", job_id="j", now=at, lease_until=at + timedelta(seconds=9)
+    )
+    waiting = tables.release_slot("alice", "api", holder="other")
+    assert [(w.job_id, w.run_id) for w in waiting] == [(job.job_id, run.run_id)], "read on the way"
     tables.remove_waiter("alice", "api", run)
     assert tables.limit_use("alice", "api").waiting == ()
+    assert tables.release_slot("alice", "api", holder="nobody") == []
 
 
 def test_a_batch_read_brings_its_owners_limits(world: World, tables: Tables) -> None:

@@ -5,6 +5,7 @@ waited say so in their history, and the limit ends with nothing held and nothing
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -27,17 +28,22 @@ CALL_SECONDS = 0.2
 
 class Gauge:
     """Counts the requests the receiver is answering at once: its responder holds each one open for
-    ``CALL_SECONDS``."""
+    ``CALL_SECONDS``, and the first ``MAX_CONCURRENT`` until that many are open together (or a
+    while has passed): a limit that let fewer run at once would show fewer."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.now = 0
         self.most = 0
+        self.first = threading.Barrier(MAX_CONCURRENT, timeout=20)
 
     def respond(self, _path: str, _n: int) -> tuple[int, bytes]:
         with self.lock:
             self.now += 1
             self.most = max(self.most, self.now)
+        if not self.first.broken:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                self.first.wait()
         time.sleep(CALL_SECONDS)
         with self.lock:
             self.now -= 1

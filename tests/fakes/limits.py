@@ -117,12 +117,13 @@ class MemoryLimits:
             slots[index] = Slot(index, holder, _ms(lease_until), now, job_id)
             return True
 
-    def release_slot(self, owner: str, name: str, *, holder: str) -> None:
+    def release_slot(self, owner: str, name: str, *, holder: str) -> list[Waiter]:
         with self.lock:
             slots = self.slots.get((owner, name), {})
             for index, slot in list(slots.items()):
                 if slot.holder == holder:
                     del slots[index]
+            return list(self.limit_use(owner, name).waiting)
 
     def take_token(self, owner: str, name: str, per_second: float, burst: int, *, now: datetime) -> float:
         with self.lock:

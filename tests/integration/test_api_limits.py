@@ -72,6 +72,7 @@ def test_a_limit_is_created_listed_replaced_and_deleted(call: Call) -> None:
         ({**GOOD, "max_concurrent": 1.5}, "max_concurrent"),
         ({"name": "x", "match": "https://x.test"}, "max_concurrent"),
         ({**GOOD, "per_second": 0}, "per_second"),
+        ({**GOOD, "per_second": 5e-324}, "per_second"),
         ({**GOOD, "burst": 3}, "burst"),
         ({**GOOD, "version": 1}, "version"),
         ({**GOOD, "colour": "red"}, "colour"),
@@ -83,6 +84,23 @@ def test_a_bad_limit_is_a_422_naming_the_field(call: Call, body: dict[str, Any],
     assert error["field"] == field, error
     status, page = call("GET", "/v1/limits")
     assert page["items"] == []
+
+
+@pytest.mark.parametrize("name", ["%23", "x" * 65, "a%20b", "%E2%82%AC", "-x"])
+def test_a_path_that_names_no_possible_limit_is_a_404(call: Call, name: str) -> None:
+    for method, body in (
+        ("GET", None),
+        ("DELETE", None),
+        ("PUT", {"match": "https://x.test", "max_concurrent": 1}),
+    ):
+        status, error = call(method, f"/v1/limits/{name}", body)
+        assert status == 404 and error["field"] == "name", (method, error)
+
+
+@pytest.mark.parametrize("match", ["http://x.test:99999", "http://[::1", "https://x.test/a b"])
+def test_a_match_that_does_not_parse_is_a_422(call: Call, match: str) -> None:
+    status, error = call("POST", "/v1/limits", {**GOOD, "match": match})
+    assert status == 422 and error["field"] == "match", error
 
 
 def test_a_put_names_its_limit_by_its_path(call: Call) -> None:

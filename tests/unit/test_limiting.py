@@ -98,6 +98,8 @@ def test_a_run_over_a_limit_waits_its_turn_and_records_how_long_it_waited(engine
     assert in_use(engine.store.limit_use("alice", "hooks").slots, engine.clock()) == [], (
         "freed by the outcome"
     )
+    woken = [(m.job_id, m.run_id, delay) for m, delay in engine.queue.sent if m.run_id == waiting.run_id]
+    assert woken[1:] == [(second, waiting.run_id, 0)], "after its dispatch, the release woke the waiting run"
     engine.clock.advance(2)
     engine.executor.handle(message, receipt)
     done = _run_of(engine, second)
@@ -226,3 +228,23 @@ def test_a_job_under_no_limit_reads_the_owners_limits_once_per_container(engine:
     engine.clock.advance(1)
     engine.deliver_all()
     assert calls == ["alice", "alice"]
+
+
+def test_two_deliveries_of_one_run_never_free_each_others_slot(engine: Engine) -> None:
+    engine.store.put_limit(
+        "alice", Limit("hooks", "https://example.com", max_concurrent=2), expected_version=None
+    )
+    job_id = _one_off(engine)
+    job = engine.store.get_job(job_id)
+    assert job is not None
+    run = _run_of(engine, job_id)
+    limiting = engine.executor.limiting
+    first = limiting.enter(job, run, create=False)  # its call goes on
+    second = limiting.enter(job, run, create=False)  # a duplicate, whose start will lose
+    assert len(in_use(engine.store.limit_use("alice", "hooks").slots, engine.clock())) == 2
+    limiting.release(second)
+    held = in_use(engine.store.limit_use("alice", "hooks").slots, engine.clock())
+    assert [slot.run_id for slot in held] == [run.run_id] and first is not None
+    assert held[0].holder == first.holder, "the call under way keeps its slot"
+    limiting.release(first)
+    assert in_use(engine.store.limit_use("alice", "hooks").slots, engine.clock()) == []

@@ -57,7 +57,7 @@ def limit_to_item(owner: str, limit: Limit) -> dict[str, Any]:
     if limit.max_concurrent is not None:
         item["max_concurrent"] = {"N": str(limit.max_concurrent)}
     if limit.per_second is not None:
-        item["per_second"] = {"N": repr(float(limit.per_second))}
+        item["per_second"] = {"N": repr(round(float(limit.per_second), 6))}
     if limit.burst is not None:
         item["burst"] = {"N": str(limit.burst)}
     if limit.created_at is not None:
@@ -114,6 +114,10 @@ def slot_from_item(item: Mapping[str, Any]) -> Slot:
         taken_at=None if taken is None else from_ms(int(taken)),
         job_id=item["job_id"]["S"] if "job_id" in item else None,
     )
+
+
+def _waiter_of(item: Mapping[str, Any]) -> Waiter:
+    return Waiter(item["job_id"]["S"], item["run_id"]["S"], from_ms(int(item["since"]["N"])))
 
 
 def _ttl(moment: datetime) -> dict[str, str]:
@@ -216,9 +220,7 @@ class LimitTable(RunTable):
             if sk.startswith(SLOT_PREFIX):
                 slots.append(slot_from_item(item))
             elif sk.startswith(WAITER_PREFIX):
-                waiting.append(
-                    Waiter(item["job_id"]["S"], item["run_id"]["S"], from_ms(int(item["since"]["N"])))
-                )
+                waiting.append(_waiter_of(item))
             elif sk == BUCKET:
                 bucket = Bucket(float(item["tokens"]["N"]), from_ms(int(item["counted_at"]["N"])))
         waiting.sort(key=lambda waiter: (waiter.since, waiter.run_id))
@@ -259,16 +261,22 @@ class LimitTable(RunTable):
                 return True
         return False
 
-    def release_slot(self, owner: str, name: str, *, holder: str) -> None:
+    def release_slot(self, owner: str, name: str, *, holder: str) -> list[Waiter]:
         pk = slots_pk(owner, name)
-        for item in self._partition(pk, SLOT_PREFIX):
-            if item["holder"]["S"] == holder:
+        items = self._partition(pk, None)
+        waiting = sorted(
+            (_waiter_of(item) for item in items if item[SK]["S"].startswith(WAITER_PREFIX)),
+            key=lambda waiter: (waiter.since, waiter.run_id),
+        )
+        for item in items:
+            if item[SK]["S"].startswith(SLOT_PREFIX) and item["holder"]["S"] == holder:
                 self.conditional(
                     self.client.delete_item,
                     Key={PK: {"S": pk}, SK: item[SK]},
                     ConditionExpression="holder = :holder",
                     ExpressionAttributeValues={":holder": {"S": holder}},
                 )
+        return waiting
 
     def take_token(self, owner: str, name: str, per_second: float, burst: int, *, now: datetime) -> float:
         key = {PK: {"S": slots_pk(owner, name)}, SK: {"S": BUCKET}}
@@ -296,7 +304,7 @@ class LimitTable(RunTable):
                 self.client.put_item,
                 Item={
                     **key,
-                    "tokens": {"N": repr(decision.bucket.tokens)},
+                    "tokens": {"N": repr(round(decision.bucket.tokens, 6))},
                     "counted_at": {"N": str(to_ms(decision.bucket.counted_at))},
                     TTL_ATTRIBUTE: _ttl(now),
                 },
