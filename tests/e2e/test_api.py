@@ -172,6 +172,7 @@ SUCCESS = {
     ("POST", "/v1/jobs/{job_id}/run"): "202",
     ("POST", "/v1/jobs/{job_id}/backfill"): "202",
     ("POST", "/v1/calendars"): "201",
+    ("POST", "/v1/limits"): "201",
 }
 
 
@@ -311,6 +312,8 @@ def test_given_a_job_when_read_then_it_shows_status_next_run_and_five_upcoming_t
         "misfire": "run_once",
         "overlap": "allow",
         "catchup_seconds": None,
+        "calendar": None,
+        "on_excluded": None,
     }
     assert got["created_at"].endswith("Z") and got["version"] >= 1
     status, error = local_stack.call("GET", "/v1/jobs/job_does_not_exist")
