@@ -3,7 +3,7 @@
 A calendar excludes a day for any of its rules: not one of its working weekdays, a public holiday of a
 country or subdivision (the ``holidays`` package, kept current by its maintainers), an exchange's
 closed day (expanded from ``exchange-calendars`` when the calendar is written: docs/architecture.md,
-"Being built"), an explicit date, or a yearly date. A day is judged in the calendar's time zone; an
+"Business calendars"), an explicit date, or a yearly date. A day is judged in the calendar's time zone; an
 occurrence moved to a business day keeps its wall time in the schedule's zone. Pure: no AWS, no I/O.
 """
 
