@@ -24,6 +24,7 @@ from functions.api.calendar_views import (
     ExcludedDayView,
 )
 from functions.api.errors import Conflict, InvalidInput, NotFound
+from functions.api.names import is_name
 from functions.core.calendars import Calendar, CalendarError, HolidaySource, check_holiday_source
 from functions.core.ports import CalendarExists, VersionChanged
 from functions.core.schedule.common import ScheduleError, _load_zone
@@ -35,8 +36,6 @@ if TYPE_CHECKING:  # the models load with pydantic, when a request has a body to
 MAX_RANGE_DAYS = 400  # GET .../days: at most this many days, both ends included
 DEFAULT_RANGE_DAYS = 31
 IN_USE_LISTED = 20  # a refused delete names this many of the jobs using the calendar (and counts all)
-# The names a calendar may have: those of jobs (requests.NAME_PATTERN), at most 128 characters.
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _YEARLY = re.compile(r"(\d\d)-(\d\d)")
 
 
@@ -62,7 +61,7 @@ def get_calendar(deps: Deps, owner: str, name: str) -> CalendarView:
 
 def replace_calendar(deps: Deps, owner: str, name: str, request: CalendarRulesIn) -> CalendarView:
     """The calendar with these rules: created if absent, its version moved on if they change it."""
-    if not _NAME.fullmatch(name):
+    if not is_name(name):
         raise InvalidInput(
             "a calendar name is 1 to 128 letters, digits and . _ : - (starting with a letter or digit)",
             "name",
@@ -127,7 +126,7 @@ def calendar_days(
 
 
 def owned_calendar(deps: Deps, owner: str, name: str) -> Calendar:
-    calendar = deps.store.get_calendar(owner, name) if _NAME.fullmatch(name) else None
+    calendar = deps.store.get_calendar(owner, name) if is_name(name) else None
     if calendar is None:
         raise NotFound(f"calendar {name[:128]} not found", "name")
     return calendar

@@ -15,11 +15,11 @@ from functions.api.schedules import (
     first_fire_time,
     job_timing,
     schedule_of,
-    timing_with,
 )
 from functions.api.views import JobView, as_dispatched, job_view
+from functions.core.calendars import Calendar
 from functions.core.model import JobStatus, RetryPolicy, fire_time
-from functions.core.timing import FireTimes
+from functions.core.timing import FireTimes, timing_of
 
 if TYPE_CHECKING:  # the models load with pydantic, when a request has a body to check
     from functions.api.deps import Deps
@@ -51,12 +51,14 @@ def patch_job(deps: Deps, owner: str, job_id: str, request: PatchJobIn) -> JobVi
         changes["secret"] = request.signing_secret
     first = None
     timing: FireTimes | None = None
+    known: dict[str, Calendar] | None = None  # a calendar read here, which the view need not read again
     if "schedule" in given:
         if request.schedule is None:
             raise InvalidInput("a job needs a schedule", "schedule")
         schedule = schedule_of(request.schedule, now, deps.settings)
         calendar = calendar_of(deps, job.owner, request.schedule, schedule)
-        timing = timing_with(schedule, calendar, request.schedule.on_excluded)
+        known = {calendar.name: calendar} if calendar is not None else None
+        timing = timing_of(schedule, calendar, request.schedule.on_excluded)
         changes.update(
             schedule=schedule,
             misfire=request.schedule.misfire,
@@ -107,5 +109,5 @@ def patch_job(deps: Deps, owner: str, job_id: str, request: PatchJobIn) -> JobVi
             trigger = trigger_for(deps, updated, resumes, now, due)
     write(deps, job, updated, trigger)
     if trigger is not None and dispatch_if_due(deps, trigger, now):
-        return as_dispatched(deps, job_view(deps, updated, now))
-    return job_view(deps, updated, now)
+        return as_dispatched(deps, job_view(deps, updated, now, calendars=known))
+    return job_view(deps, updated, now, calendars=known)

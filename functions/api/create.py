@@ -18,11 +18,11 @@ from functions.api.schedules import (
     check_max_runs,
     first_fire_time,
     schedule_of,
-    timing_with,
 )
 from functions.api.views import CreatedJobView, JobView, as_dispatched, job_view
 from functions.core.model import Job, RetryPolicy, Trigger, TriggerState, bucket_of, new_job_id
 from functions.core.ports import ConflictError, IdempotencyKeyTaken, JobExists, NameTaken
+from functions.core.timing import timing_of
 
 if TYPE_CHECKING:  # the models load with pydantic, when a request has a body to check
     from functions.api.deps import Deps
@@ -115,7 +115,7 @@ def _create(
     check_max_runs(schedule, request.max_runs)
     alerts = checked_alerts(deps, request.alerts)
     calendar = calendar_of(deps, owner, request.schedule, schedule)
-    first = first_fire_time(timing_with(schedule, calendar, request.schedule.on_excluded), now)
+    first = first_fire_time(timing_of(schedule, calendar, request.schedule.on_excluded), now)
     if job_id is None:
         # A one-off job without jitter lives in the trigger partition of its due minute, as its
         # own first trigger (one item to write); the id names that home. A jittered one derives
@@ -170,7 +170,9 @@ def _create(
             under_way = "a create with this Idempotency-Key is under way: retry it"
             raise Conflict(under_way, "Idempotency-Key") from error
         raise Conflict(f"a live job named {request.name!r} exists already", "name") from error
-    return job_view(deps, job, now, runs=[]), trigger
+    # The calendar read above serves the view too (no second read).
+    known = {calendar.name: calendar} if calendar is not None else None
+    return job_view(deps, job, now, runs=[], calendars=known), trigger
 
 
 def _replay(deps: Deps, owner: str, key: str, fingerprint: str, now: datetime) -> JobView | str | None:

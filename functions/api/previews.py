@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from functions.api.errors import InvalidInput
-from functions.api.schedules import calendar_of, instant_of, schedule_of, timing_with
+from functions.api.schedules import calendar_of, instant_of, schedule_of
 from functions.api.views import (
     FireTimeView,
     OutageView,
@@ -29,7 +29,7 @@ from functions.core.preview import (
     replay_outage,
 )
 from functions.core.schedule import Schedule
-from functions.core.timing import CalendarTiming
+from functions.core.timing import CalendarTiming, timing_of
 
 if TYPE_CHECKING:
     from functions.api.deps import Deps
@@ -47,7 +47,7 @@ def preview_schedule(deps: Deps, owner: str, request: PreviewIn) -> PreviewView:
     spec = request.schedule
     schedule = schedule_of(spec, now, deps.settings)
     calendar = calendar_of(deps, owner, spec, schedule)
-    timing = timing_with(schedule, calendar, spec.on_excluded)
+    timing = timing_of(schedule, calendar, spec.on_excluded)
     after = instant_of(request.after, schedule.timezone, "after") if request.after else now
     until = instant_of(request.until, schedule.timezone, "until") if request.until else None
     if until is not None and until <= after:

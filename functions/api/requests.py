@@ -12,12 +12,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from functions.api.names import MAX_NAME_LENGTH, NAME_PATTERN
 from functions.api.targets import SqsTargetIn, Target
 from functions.core.calendars import OnExcluded
 from functions.core.model import MisfirePolicy, OnComplete, OverlapPolicy
 from functions.core.resources import MAX_JOB_TIMEOUT_SECONDS
-
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 
 # What POST /v1/jobs/bulk does to each job it matches.
 BulkAction = Literal["pause", "resume", "cancel"]
@@ -191,7 +190,7 @@ class AlertsIn(BaseModel):
 class CreateJobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str | None = Field(default=None, min_length=1, max_length=128, pattern=NAME_PATTERN)
+    name: str | None = Field(default=None, min_length=1, max_length=MAX_NAME_LENGTH, pattern=NAME_PATTERN)
     schedule: ScheduleIn
     target: Target = Field(description="where each run is delivered, by type (see docs/api.md)")
     payload: Any = Field(
@@ -231,7 +230,7 @@ class PatchJobIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str | None = Field(default=None, min_length=1, max_length=128, pattern=NAME_PATTERN)
+    name: str | None = Field(default=None, min_length=1, max_length=MAX_NAME_LENGTH, pattern=NAME_PATTERN)
     schedule: ScheduleIn | None = None
     target: Target | None = None
     payload: Any = None
@@ -371,7 +370,7 @@ class CalendarRulesIn(BaseModel):
 class CreateCalendarIn(CalendarRulesIn):
     """A new calendar: its name (unique among the caller's calendars) and its rules."""
 
-    name: str = Field(min_length=1, max_length=128, pattern=NAME_PATTERN)
+    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH, pattern=NAME_PATTERN)
 
 
 class LimitIn(BaseModel):

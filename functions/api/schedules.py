@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from functions.api.errors import InvalidInput
-from functions.core.calendars import Calendar, CalendarError, OnExcluded
+from functions.core.calendars import Calendar, CalendarError
 from functions.core.schedule import Schedule, ScheduleError, parse_instant, parse_schedule
 from functions.core.timing import CalendarTiming, FireTimes
 
@@ -89,11 +89,6 @@ def job_timing(deps: Deps, job: Job, calendars: Mapping[str, Calendar] | None = 
     else:
         calendar = deps.store.get_calendar(job.owner, job.calendar)
     return job.schedule if calendar is None else CalendarTiming(job.schedule, calendar, job.on_excluded)
-
-
-def timing_with(schedule: Schedule, calendar: Calendar | None, on_excluded: OnExcluded) -> FireTimes:
-    """``schedule``'s fire times, under ``calendar`` if there is one."""
-    return schedule if calendar is None else CalendarTiming(schedule, calendar, on_excluded)
 
 
 def first_fire_time(timing: FireTimes, now: datetime) -> datetime:
