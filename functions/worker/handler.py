@@ -146,8 +146,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
     records = event.get("Records") or []
     processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     settler = _settler() if len(records) > 1 else None  # a lone record ends with its invocation
-    if len(records) > 1:
-        _arrive(records)
+    # Every batch, a lone record's too: its hold and its read are one request each either way, and
+    # the read carries its owner's target limits (a job under no limit makes no request for them).
+    _arrive(records)
     try:
         with ThreadPoolExecutor(max_workers=max(1, len(records)), thread_name_prefix="record") as pool:
 

@@ -164,7 +164,9 @@ def test_a_record_that_fails_before_holding_its_message_is_back_within_seconds_n
     )
     (message,) = wired.queue.receive(visibility=DEPLOYED_VISIBILITY_SECONDS)  # as Lambda receives it
     with monkeypatch.context() as patch:
-        patch.setattr(wired.store, "get_run_and_job", throttled)  # before the worker's first hold
+        # Its batch's read and its own, both throttled (set before the worker's first hold).
+        patch.setattr(wired.store, "get_runs_jobs_and_limits", throttled)
+        patch.setattr(wired.store, "get_run_and_job", throttled)
         result = invoke([message])
     assert [item["itemIdentifier"] for item in result["batchItemFailures"]] == [message["MessageId"]]
     time.sleep(retry_visibility(1) + 0.3)
@@ -251,10 +253,13 @@ def batch_due_in_a_second(
     return jobs, messages
 
 
+@pytest.mark.parametrize("count", [5, 1])
 def test_a_batch_is_held_and_read_in_one_request_each_before_its_records_start(
-    wired: Harness, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+    wired: Harness, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, count: int
 ) -> None:
-    jobs, messages = batch_due_in_a_second(wired, receiver, 5)
+    # A lone record too: its read carries its owner's limits, so a job under no limit makes no
+    # request for them (it used to read its run and job alone, then Query the owner's limits).
+    jobs, messages = batch_due_in_a_second(wired, receiver, count)
     calls: list[tuple[str, int]] = []
     store, queue = wired.store, wired.queue
     read_all, read_one = store.get_runs_jobs_and_limits, store.get_run_and_job
@@ -278,12 +283,12 @@ def test_a_batch_is_held_and_read_in_one_request_each_before_its_records_start(
     monkeypatch.setattr(queue, "change_visibility", counted("hide", hide_one, lambda *_: 1))
     result = invoke(messages)
     assert result["batchItemFailures"] == []
-    assert calls[:2] == [("hide", 5), ("read", 5)], "the batch's hold, then its reads: one request each"
+    assert calls[:2] == [("hide", count), ("read", count)], "the batch's hold, then its reads: one each"
     assert [call for call in calls[2:] if call[0] in ("read", "hide", "limits")] == [], calls
     for job in jobs:
         runs, _ = wired.store.list_runs(job["job_id"], limit=5)
         assert runs[0].status is RunStatus.SUCCEEDED
-    assert len(receiver.deliveries) == 5
+    assert len(receiver.deliveries) == count
 
 
 def test_a_batch_whose_reads_fail_together_reads_record_by_record(
