@@ -21,7 +21,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import coldstart, common, cost, dispatch, memory, plots, precision, scale, worker_cpu, worker_queue
+from bench import (
+    coldstart,
+    common,
+    cost,
+    dispatch,
+    limits_burst,
+    memory,
+    plots,
+    precision,
+    scale,
+    worker_cpu,
+    worker_queue,
+)
 from bench.common import log, machine, write_json, write_text
 
 ALL = (
@@ -31,6 +43,7 @@ ALL = (
     "precision",
     "precision_faults",
     "cost",
+    "limits_burst",
     "worker_queue",
     "memory",
     "scale",
@@ -95,6 +108,11 @@ def _benchmarks(
                 crons=6 if quick else 20,
             ),
             cost.report,
+        ),
+        # 300 one-offs due at one second under a target limit of 10, calls of 0.2 s (~1.5 min a run).
+        "limits_burst": (
+            lambda: limits_burst.run(repetitions=1 if quick else 3, jobs=100 if quick else 300),
+            limits_burst.report,
         ),
         # The worker's memory: batches of ten due at one second, the worker's CPU held to each Lambda
         # size's share by a cgroup quota (needs root; skipped without it). ~7.5 min: 49 batches 8 s
@@ -277,6 +295,15 @@ def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | 
             f"heartbeat renewals of a {longest['attempt_seconds']} s attempt (simulated time)",
             "—",
             f"{longest['renewals']} (a fixed lease: {longest['renewals_fixed_lease']})",
+            None,
+        )
+    if "limits_burst" in results:
+        b = results["limits_burst"]
+        row(
+            f"a burst under a target limit: the last call after the due second ({b['repetitions']} runs;"
+            f" ideal {b['ideal_seconds']:g} s)",
+            "—",
+            _median(b["last_seconds"], " s"),
             None,
         )
     if "dispatch" in results:

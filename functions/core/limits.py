@@ -28,6 +28,14 @@ MAX_BURST: Final = 10_000
 JOB_LIMIT_PREFIX: Final = "job:"
 # A slot's holder: the run id, this separator, and the token of the delivery that took it.
 HOLDER_SEPARATOR: Final = "/"
+# A slot handed over by its releaser to a waiting run: its token starts so (``handed_holder``).
+HANDED_PREFIX: Final = "handed-"
+# How long a slot handed over waits for its run's delivery to claim it: a wake-up message's way
+# through the queue. Unclaimed by then (the run ended meanwhile, its worker is slow), it is free.
+HANDOFF_SECONDS: Final = 5
+ANY_TOKEN: Final = "*"
+# A run waiting for a slot comes back on its own after this, up to twice it (jitter): its fallback.
+SLOT_WAIT_SECONDS: Final = 10
 # What a target is matched by: the one field of its spec that names where it goes.
 _TARGET_FIELD: Final = {
     "http": "url",
@@ -175,10 +183,95 @@ class Slot:
         """The run holding it (its holder without the delivery's token)."""
         return self.holder.split(HOLDER_SEPARATOR, 1)[0]
 
+    @property
+    def handed(self) -> bool:
+        """Handed over to its run by the slot's last holder, and not claimed by a delivery yet."""
+        return self.holder.partition(HOLDER_SEPARATOR)[2].startswith(HANDED_PREFIX)
+
+
+def handed_holder(run_id: str, token: str) -> str:
+    """The holder of a slot handed over to ``run_id`` (any delivery of that run may claim it)."""
+    return f"{run_id}{HOLDER_SEPARATOR}{HANDED_PREFIX}{token}"
+
+
+def run_of_holder(holder: str) -> str:
+    return holder.split(HOLDER_SEPARATOR, 1)[0]
+
+
+def any_handed(run_id: str) -> str:
+    """A holder naming every slot handed over to ``run_id`` and not claimed: what a delivery of that
+    run that will not start it releases (``holds``), so that the slot goes on to the next."""
+    return handed_holder(run_id, ANY_TOKEN)
+
+
+def holds(slot: Slot, holder: str) -> bool:
+    """Whether ``holder`` may release ``slot``: its own, or (``any_handed``) one handed to its run."""
+    if slot.holder == holder:
+        return True
+    return holder == any_handed(slot.run_id) and slot.handed
+
 
 def in_use(slots: Iterable[Slot], now: datetime) -> list[Slot]:
     """The slots whose lease has not ended."""
     return [slot for slot in slots if slot.live(now)]
+
+
+def handed_to(slots: Iterable[Slot], holder: str, now: datetime) -> Slot | None:
+    """A live slot handed over to the run of ``holder``, which this delivery may claim (a conditional
+    write on the handed holder: of two deliveries of the run, one gets it). None for a holder that
+    holds a slot already (a retake keeps its own)."""
+    slots = [slot for slot in slots if slot.live(now)]
+    if any(slot.holder == holder for slot in slots):
+        return None
+    run_id = run_of_holder(holder)
+    return next((slot for slot in slots if slot.handed and slot.run_id == run_id), None)
+
+
+@dataclass(frozen=True)
+class Place:
+    """A slot a release may hand over: its index and the item as read (None: never taken)."""
+
+    index: int
+    seen: Slot | None
+
+
+def hand_over_places(
+    slots: Iterable[Slot], max_concurrent: int | None, holder: str, now: datetime
+) -> list[Place]:
+    """The slots a release by ``holder`` hands to waiting runs: its own, then free or lapsed ones (a
+    raised limit, a holder that died, a hand-over nobody claimed), as many as the limit has room for
+    beside the slots others hold. None for a limit lowered below them, or gone (``max_concurrent``
+    None): the releaser's slot is freed instead; none either for a holder that holds nothing (its
+    slot lapsed and was taken)."""
+    slots = list(slots)
+    mine = [slot for slot in slots if holds(slot, holder)]
+    if max_concurrent is None or not mine:
+        return []
+    others = [slot for slot in in_use(slots, now) if not holds(slot, holder)]
+    room = max_concurrent - len(others)
+    if room <= 0:
+        return []
+    seen = {slot.index: slot for slot in slots}
+    busy = {slot.index for slot in others} | {slot.index for slot in mine}
+    places = [Place(slot.index, slot) for slot in mine]
+    places += [Place(index, seen.get(index)) for index in range(max_concurrent) if index not in busy]
+    return places[:room]
+
+
+def in_turn(waiting: Iterable[Waiter], releasing: str, spread: int = 1) -> list[Waiter]:
+    """The runs a release hands slots to, longest waiting first (never the releasing run). Releases
+    at the same moment would all try the run first in line, and all but one miss (a write each): so
+    each starts at a place derived from its holder among the first ``spread`` (the limit's slots)
+    and goes round them first. Runs are served in the order they began to wait, give or take that
+    many."""
+    run_id = run_of_holder(releasing)
+    ordered = sorted(waiting, key=lambda waiter: (waiter.since, waiter.run_id))
+    line = [waiter for waiter in ordered if waiter.run_id != run_id]
+    first = min(max(1, spread), len(line))
+    if first <= 1:
+        return line
+    start = int(hashlib.sha256(releasing.encode()).hexdigest()[:8], 16) % first
+    return line[start:first] + line[:start] + line[first:]
 
 
 def choose_slot(slots: Iterable[Slot], max_concurrent: int, holder: str, now: datetime) -> int | None:
@@ -263,13 +356,10 @@ class Waiter:
 
 
 def retry_in(waited: timedelta, rng_value: float, wait_seconds: float | None = None) -> int:
-    """Whole seconds until a refused run's message comes back: a second or two (jittered by
-    ``rng_value`` in [0, 1)), longer for a run that has waited long (at most 5 s), or until the
-    bucket's next token."""
-    base = 1.0 + rng_value
-    if waited > timedelta(seconds=60):
-        base += 2.0
+    """Whole seconds until a refused run's message comes back (jittered by ``rng_value`` in [0, 1)).
+    A release hands slots to the runs waiting longest and wakes them, so a waiting run's own return
+    is a fallback (a limit whose every holder died): ten to twenty seconds, which keeps a long line
+    of waiting runs from crowding the table and the queue. A rate's wait: until its next token."""
     if wait_seconds is not None:
-        base = max(base, wait_seconds)
-    cap = 5 if wait_seconds is None else 900  # a bucket's next token may be minutes away (SQS: 12 h)
-    return max(1, min(cap, math.ceil(base)))
+        return max(1, min(900, math.ceil(max(1.0 + rng_value, wait_seconds))))  # SQS allows 12 h
+    return math.ceil(SLOT_WAIT_SECONDS * (1.0 + rng_value))

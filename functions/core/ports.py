@@ -340,10 +340,16 @@ class LimitStore(Protocol):
         ``lease_until``: a free one, one whose lease ended, or the holder's own (a retake). False when
         all are held. Two takers never get the same slot (a conditional write)."""
 
-    def release_slot(self, owner: str, name: str, *, holder: str) -> list[Waiter]:
-        """Free ``holder``'s slot (nothing if it is no longer the holder's: its lease lapsed and
-        someone took it); the runs waiting on the limit as read on the way (the same Query), longest
-        waiting first."""
+    def release_slot(
+        self, owner: str, name: str, *, holder: str, max_concurrent: int | None, now: datetime
+    ) -> list[Waiter]:
+        """Free ``holder``'s slot (``limits.holds``; nothing if it is no longer the holder's: its
+        lease lapsed and someone took it), handing it to the run waiting longest, and as many more
+        free or lapsed slots as the limit has room for to the runs next in line
+        (``limits.hand_over_places``, ``limits.in_turn``). Each hand-over is one write: the slot
+        becomes the run's (``limits.handed_holder``, for ``limits.HANDOFF_SECONDS``) and the run's
+        waiter item goes, so two releases never hand over to one run. Returns the runs handed slots,
+        for the caller to wake; the releaser's slot is deleted when nobody takes it."""
 
     def take_token(self, owner: str, name: str, per_second: float, burst: int, *, now: datetime) -> float:
         """Take a token of the limit's bucket: 0 when taken, else the seconds until the next one."""

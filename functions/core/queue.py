@@ -27,11 +27,16 @@ class WorkMessage:
     # A copy sent by a worker whose handling of the last delivery SQS would make of the original
     # failed (the table erred): the run ends as on that last delivery (``RunExecutor._last_delivery``).
     exhausted: bool = False
+    # A wake-up sent by a worker that handed its slot of this target limit over to the run: a
+    # delivery that will not start the run passes the slot on (``functions/worker/limiting.py``).
+    handed: str | None = None
 
     def to_json(self) -> str:
         body: dict[str, Any] = {"job_id": self.job_id, "run_id": self.run_id}
         if self.exhausted:
             body["exhausted"] = True
+        if self.handed is not None:
+            body["handed"] = self.handed
         if self.queued is not None:
             body.update(
                 scheduled_for=to_ms(self.queued.scheduled_for),
@@ -73,7 +78,14 @@ class WorkMessage:
                 jitter_ms=jitter,
                 backfill_until=from_ms(int(data["backfill_until"])) if "backfill_until" in data else None,
             )
-        return cls(job_id=job_id, run_id=run_id, queued=queued, exhausted=data.get("exhausted") is True)
+        handed = data.get("handed")
+        return cls(
+            job_id=job_id,
+            run_id=run_id,
+            queued=queued,
+            exhausted=data.get("exhausted") is True,
+            handed=str(handed) if handed is not None else None,
+        )
 
 
 def _visibility(seconds: int) -> int:

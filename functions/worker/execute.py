@@ -164,6 +164,8 @@ class RunExecutor:
                 },
             )
             if run is not None and job is not None:
+                if message.handed is not None:  # woken with a slot it will not use: the next one's
+                    self.limiting.pass_on(job, run, message.handed)
                 # A redelivery of a run that ended: its worker may have died before going on with a
                 # backfill, or before waking the run waiting behind it.
                 self.follow_ups.next_backfill(job, run)
@@ -176,6 +178,8 @@ class RunExecutor:
         assert run is not None
         if isinstance(arrival, lifecycle.Cancel) or job is None:
             self.outcomes.end_unstarted(run, lifecycle.Cancel("job cancelled"), create=create)
+            if message.handed is not None and job is not None:
+                self.limiting.pass_on(job, run, message.handed)
             return
         if receive_count >= WORK_QUEUE_MAX_RECEIVE_COUNT or message.exhausted:
             self.last_delivery.end(message, run, job, receive_count)
@@ -218,7 +222,14 @@ class RunExecutor:
                 return
         if lifecycle.overlap_applies(run, job) and self.overlap.meet(run, job, receipt_handle, create=create):
             return
-        slots = self.limiting.enter(job, run, create=create)  # None: under no limit (nothing read)
+        # None: under no limit (nothing read: the owner's limits came with the batch's read)
+        slots = self.limiting.enter(
+            job,
+            run,
+            create=create,
+            read_with=arrived.at if arrived is not None else None,
+            handed=message.handed,
+        )
         try:
             self.attempts.run(job, run, receipt_handle, create=create, arrived_at=arrived_at)
         finally:  # after the outcome's write (or a start another delivery won)

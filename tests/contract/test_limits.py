@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from functions.core.limits import Limit, in_use
-from functions.core.model import Reason, RunStatus
+from functions.core.limits import HANDOFF_SECONDS, Limit, Waiter, any_handed, in_use
+from functions.core.model import Reason, Run, RunStatus
 from functions.core.ports import LimitExists, Tables, VersionChanged
 from tests.contract.conftest import NOW, World
 
@@ -58,8 +58,8 @@ def test_slots_are_taken_up_to_the_limit_released_and_retaken_by_their_holder(ta
         "a retake"
     )
     assert sorted(slot.holder for slot in tables.limit_use("alice", "api").slots) == ["r0", "r1", "r2"]
-    tables.release_slot("alice", "api", holder="r1")
-    tables.release_slot("alice", "api", holder="nobody")
+    assert tables.release_slot("alice", "api", holder="r1", max_concurrent=3, now=NOW) == [], "no one waits"
+    assert tables.release_slot("alice", "api", holder="nobody", max_concurrent=3, now=NOW) == []
     assert tables.take_slot("alice", "api", 3, holder="r9", job_id="j", now=NOW, lease_until=LEASE)
     assert not tables.take_slot("alice", "other", 0, holder="r9", job_id="j", now=NOW, lease_until=LEASE)
     assert tables.limit_use("alice", "other").slots == ()
@@ -71,7 +71,7 @@ def test_a_slot_whose_lease_ended_is_taken_over_and_its_old_holder_cannot_free_i
     assert not tables.take_slot("alice", "api", 1, holder="r2", job_id="j", now=NOW, lease_until=LEASE)
     later = short + timedelta(milliseconds=1)
     assert tables.take_slot("alice", "api", 1, holder="r2", job_id="j", now=later, lease_until=LEASE)
-    tables.release_slot("alice", "api", holder="dead")  # too late: the slot is r2's
+    tables.release_slot("alice", "api", holder="dead", max_concurrent=1, now=later)  # too late: r2's
     use = tables.limit_use("alice", "api")
     assert [slot.holder for slot in in_use(use.slots, later)] == ["r2"]
 
@@ -91,7 +91,7 @@ def test_concurrent_takes_never_hold_more_than_max_concurrent(tables: Tables) ->
     for thread in threads:
         thread.join()
     holders = sorted(slot.holder for slot in in_use(tables.limit_use("alice", "race").slots, NOW))
-    assert len(holders) <= 4
+    assert len(holders) == 4, "never more, and a take refused only when the limit was full"
     assert sorted(taken) == holders, "every take that said yes holds a slot of its own"
 
 
@@ -128,29 +128,130 @@ def test_a_run_waits_on_a_limit_and_its_start_records_how_long(world: World, tab
     assert tables.take_slot(
         "alice", "api", 1, holder="other", job_id="j", now=at, lease_until=at + timedelta(seconds=9)
     )
-    waiting = tables.release_slot("alice", "api", holder="other")
-    assert [(w.job_id, w.run_id) for w in waiting] == [(job.job_id, run.run_id)], "read on the way"
     tables.remove_waiter("alice", "api", run)
     assert tables.limit_use("alice", "api").waiting == ()
-    assert tables.release_slot("alice", "api", holder="nobody") == []
+    assert tables.release_slot("alice", "api", holder="other", max_concurrent=1, now=at) == []
+    assert tables.limit_use("alice", "api").slots == ()
 
 
-def test_a_batch_read_brings_its_owners_limits(world: World, tables: Tables) -> None:
-    job, run = world.dispatched_run()
-    keys = [(job.job_id, run.run_id)]
-    runs, jobs, limits = tables.get_runs_jobs_and_limits(keys, ["alice", "bob"])
-    assert set(runs) == set(keys) and set(jobs) == {job.job_id} and limits == {"alice": [], "bob": []}
-    tables.put_limit("alice", Limit("b", "https://b.test", per_second=1.5, burst=3), expected_version=None)
-    tables.put_limit("alice", Limit("a", "https://a.test", max_concurrent=2), expected_version=None)
-    _, _, limits = tables.get_runs_jobs_and_limits(keys, ["alice"])
-    assert [
-        (lim.name, lim.match, lim.max_concurrent, lim.per_second, lim.burst) for lim in limits["alice"]
-    ] == [
-        ("a", "https://a.test", 2, None, None),
-        ("b", "https://b.test", None, 1.5, 3),
-    ]
-    tables.put_limit("alice", Limit("a", "https://a.test", max_concurrent=5, version=2), expected_version=1)
-    assert tables.delete_limit("alice", "b")
-    _, _, limits = tables.get_runs_jobs_and_limits([], ["alice"])
-    assert [(lim.name, lim.max_concurrent, lim.version) for lim in limits["alice"]] == [("a", 5, 2)]
-    assert [lim.name for lim in tables.list_limits("alice")] == ["a"], "the summary is no limit"
+def _waiting(world: World, tables: Tables, count: int, name: str = "api") -> list[Run]:
+    runs = []
+    for n in range(count):
+        _, run = world.dispatched_run()
+        tables.add_waiter("alice", name, run, since=NOW + timedelta(seconds=n))
+        runs.append(run)
+    return runs
+
+
+def _run_ids(handed: list[Waiter]) -> list[str]:
+    return [waiter.run_id for waiter in handed]
+
+
+def test_a_released_slot_is_handed_to_the_run_waiting_longest_and_claimed_by_one_delivery(
+    world: World, tables: Tables
+) -> None:
+    first, second = _waiting(world, tables, 2)
+    assert tables.take_slot("alice", "api", 1, holder="busy/t", job_id="j", now=NOW, lease_until=LEASE)
+    at = NOW + timedelta(seconds=1)
+    (handed,) = tables.release_slot("alice", "api", holder="busy/t", max_concurrent=1, now=at)
+    assert (handed.job_id, handed.run_id) == (first.job_id, first.run_id)
+    use = tables.limit_use("alice", "api")
+    (slot,) = use.slots
+    assert slot.handed and slot.run_id == first.run_id and slot.job_id == first.job_id
+    assert abs(slot.lease_until - (at + timedelta(seconds=HANDOFF_SECONDS))) < timedelta(milliseconds=1), (
+        "for a wake-up's way, not a call's"
+    )
+    assert [w.run_id for w in use.waiting] == [second.run_id], "the run handed a slot waits no more"
+    # Neither another run nor a newcomer takes it; the first of the run's deliveries claims it.
+    assert not tables.take_slot("alice", "api", 1, holder="new/t", job_id="j", now=at, lease_until=LEASE)
+    mine = f"{first.run_id}/d1"
+    assert tables.take_slot("alice", "api", 1, holder=mine, job_id=first.job_id, now=at, lease_until=LEASE)
+    assert not tables.take_slot(
+        "alice", "api", 1, holder=f"{first.run_id}/d2", job_id=first.job_id, now=at, lease_until=LEASE
+    ), "a second delivery of the run gets no slot of its own"
+    (slot,) = tables.limit_use("alice", "api").slots
+    assert (slot.holder, slot.handed) == (mine, False)
+    assert abs(slot.lease_until - LEASE) < timedelta(milliseconds=1)
+    # Released in turn, it goes to the next; with no one left waiting, it is freed.
+    handed_next = tables.release_slot("alice", "api", holder=mine, max_concurrent=1, now=at)
+    assert _run_ids(handed_next) == [second.run_id]
+    claimed = f"{second.run_id}/d"
+    assert tables.take_slot("alice", "api", 1, holder=claimed, job_id="j", now=at, lease_until=LEASE)
+    assert tables.release_slot("alice", "api", holder=claimed, max_concurrent=1, now=at) == []
+    assert tables.limit_use("alice", "api").slots == ()
+
+
+def test_a_handed_slot_that_will_not_be_used_passes_on_and_one_not_claimed_in_time_is_free(
+    world: World, tables: Tables
+) -> None:
+    waiting = {run.run_id for run in _waiting(world, tables, 3)}
+    for n in range(2):
+        assert tables.take_slot("alice", "api", 2, holder=f"b{n}/t", job_id="j", now=NOW, lease_until=LEASE)
+    (gone,) = tables.release_slot("alice", "api", holder="b0/t", max_concurrent=2, now=NOW)
+    # The run it went to ended meanwhile: its woken delivery passes the slot on to the next.
+    (passed,) = tables.release_slot("alice", "api", holder=any_handed(gone.run_id), max_concurrent=2, now=NOW)
+    assert passed.run_id in waiting - {gone.run_id}
+    assert (
+        tables.release_slot("alice", "api", holder=any_handed(gone.run_id), max_concurrent=2, now=NOW) == []
+    )
+    # Unclaimed past its hand-over, anyone may take it.
+    lapsed = NOW + timedelta(seconds=HANDOFF_SECONDS)
+    assert tables.take_slot("alice", "api", 2, holder="new/t", job_id="j", now=lapsed, lease_until=LEASE)
+    assert {w.run_id for w in tables.limit_use("alice", "api").waiting} == waiting - {
+        gone.run_id,
+        passed.run_id,
+    }
+
+
+def test_a_release_also_hands_over_the_slots_a_limit_has_room_for(world: World, tables: Tables) -> None:
+    waiting = _waiting(world, tables, 5)
+    short = NOW + timedelta(seconds=5)
+    assert tables.take_slot("alice", "api", 2, holder="dead/t", job_id="j", now=NOW, lease_until=short)
+    assert tables.take_slot("alice", "api", 2, holder="live/t", job_id="j", now=NOW, lease_until=LEASE)
+    # The limit was raised to 4 meanwhile and the dead holder's lease ended: the live holder's
+    # release hands its own slot, the lapsed one and the two never taken to the four waiting longest.
+    later = short + timedelta(seconds=1)
+    handed = tables.release_slot("alice", "api", holder="live/t", max_concurrent=4, now=later)
+    assert sorted(_run_ids(handed)) == sorted(run.run_id for run in waiting[:4])
+    slots = in_use(tables.limit_use("alice", "api").slots, later)
+    assert sorted(slot.run_id for slot in slots) == sorted(run.run_id for run in waiting[:4])
+    assert all(slot.handed for slot in slots)
+    assert [w.run_id for w in tables.limit_use("alice", "api").waiting] == [waiting[4].run_id]
+
+
+def test_a_lowered_limit_frees_a_released_slot_rather_than_hand_it_over(world: World, tables: Tables) -> None:
+    (waiting,) = _waiting(world, tables, 1)
+    for n in range(3):
+        assert tables.take_slot("alice", "api", 3, holder=f"b{n}/t", job_id="j", now=NOW, lease_until=LEASE)
+    assert tables.release_slot("alice", "api", holder="b0/t", max_concurrent=2, now=NOW) == []
+    handed = tables.release_slot("alice", "api", holder="b1/t", max_concurrent=2, now=NOW)
+    assert _run_ids(handed) == [waiting.run_id]
+    assert tables.release_slot("alice", "api", holder="b2/t", max_concurrent=None, now=NOW) == [], "gone"
+    assert [slot.run_id for slot in in_use(tables.limit_use("alice", "api").slots, NOW)] == [waiting.run_id]
+
+
+def test_concurrent_releases_hand_over_to_different_runs(world: World, tables: Tables) -> None:
+    waiting = _waiting(world, tables, 12)
+    for n in range(4):
+        assert tables.take_slot("alice", "api", 4, holder=f"b{n}/t", job_id="j", now=NOW, lease_until=LEASE)
+    handed: list[str] = []
+    barrier = threading.Barrier(4)
+
+    def release(n: int) -> None:
+        barrier.wait()
+        handed.extend(
+            _run_ids(tables.release_slot("alice", "api", holder=f"b{n}/t", max_concurrent=4, now=NOW))
+        )
+
+    threads = [threading.Thread(target=release, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(handed) == len(set(handed)), "two releases never hand over to one run"
+    slots = in_use(tables.limit_use("alice", "api").slots, NOW)
+    assert len(slots) <= 4
+    assert sorted(slot.run_id for slot in slots) == sorted(handed)
+    # In the order they began to wait, give or take the limit's slots (releases at once start at
+    # different places among the first four, so that they seldom try the same run).
+    assert len(handed) == 4 and set(handed) <= {run.run_id for run in waiting[: 4 + 3]}

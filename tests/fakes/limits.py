@@ -4,9 +4,10 @@ into ``MemoryStore``, under its lock)."""
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Collection
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from functions.core import limits as rules
@@ -111,19 +112,41 @@ class MemoryLimits:
         now = _ms(now)
         with self.lock:
             slots = self.slots.setdefault((owner, name), {})
-            index = rules.choose_slot(slots.values(), max_concurrent, holder, now)
+            handed = rules.handed_to(slots.values(), holder, now)
+            index = (
+                handed.index
+                if handed is not None
+                else rules.choose_slot(slots.values(), max_concurrent, holder, now)
+            )
             if index is None:
                 return False
             slots[index] = Slot(index, holder, _ms(lease_until), now, job_id)
             return True
 
-    def release_slot(self, owner: str, name: str, *, holder: str) -> list[Waiter]:
+    def release_slot(
+        self, owner: str, name: str, *, holder: str, max_concurrent: int | None, now: datetime
+    ) -> list[Waiter]:
+        now = _ms(now)
         with self.lock:
-            slots = self.slots.get((owner, name), {})
-            for index, slot in list(slots.items()):
-                if slot.holder == holder:
-                    del slots[index]
-            return list(self.limit_use(owner, name).waiting)
+            slots = self.slots.setdefault((owner, name), {})
+            mine = [slot for slot in slots.values() if rules.holds(slot, holder)]
+            if not mine:
+                return []
+            waiting = self.waiters.get((owner, name), {})
+            line = rules.in_turn(waiting.values(), holder, max_concurrent or 1)
+            places = rules.hand_over_places(slots.values(), max_concurrent, holder, now)
+            handed: list[Waiter] = []
+            for place, waiter in zip(places, line, strict=False):
+                del waiting[(waiter.job_id, waiter.run_id)]
+                to = rules.handed_holder(waiter.run_id, uuid.uuid4().hex[:12])
+                lease_until = now + timedelta(seconds=rules.HANDOFF_SECONDS)
+                slots[place.index] = Slot(place.index, to, lease_until, now, waiter.job_id)
+                handed.append(waiter)
+            given = {place.index for place in places[: len(handed)]}
+            for slot in mine:
+                if slot.index not in given:
+                    del slots[slot.index]
+            return handed
 
     def take_token(self, owner: str, name: str, per_second: float, burst: int, *, now: datetime) -> float:
         with self.lock:

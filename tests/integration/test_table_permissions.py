@@ -127,7 +127,7 @@ def test_every_role_is_granted_exactly_the_table_actions_its_code_paths_make(
         recorder.role = "worker"
         for _ in range(3):
             h.work()
-        h.store.release_slot(h.owner, "hooks", holder="busy")
+        h.store.release_slot(h.owner, "hooks", holder="busy", max_concurrent=1, now=h.clock())
         h.work()
         assert capped
         # a retry wake-up through the table (whether the backoff above goes through it is random)

@@ -16,7 +16,7 @@ from functions.core.model import Reason, RunStatus
 from functions.core.queue import WorkMessage
 from functions.core.targets.outcome import Delivery, TargetOutcome
 from functions.worker.context import ReturnLater
-from functions.worker.limiting import LIMITS_CACHE_SECONDS
+from functions.worker.limiting import LIMITS_CACHE_SECONDS, Held
 from tests.conftest import Clock
 from tests.fakes.targets import ScriptedTargets, failure
 from tests.unit.test_engine_on_fakes import SETTINGS, Engine, engine_with
@@ -91,17 +91,19 @@ def test_a_run_over_a_limit_waits_its_turn_and_records_how_long_it_waited(engine
     engine.targets.during = deliver_second  # the second arrives while the first is being called
     first_message, first_receipt = _message(engine, first)
     engine.executor.handle(first_message, first_receipt)
-    assert len(refused) == 1 and 1 <= (refused[0].seconds or 0) <= 2, "given back for a second or two"
+    assert len(refused) == 1 and 10 <= (refused[0].seconds or 0) <= 20, "given back: a release wakes it"
     waiting = _run_of(engine, second)
     assert (waiting.status, waiting.reason, waiting.limited_by) == (RunStatus.QUEUED, Reason.LIMITED, "hooks")
-    assert [w.run_id for w in engine.store.limit_use("alice", "hooks").waiting] == [waiting.run_id]
-    assert in_use(engine.store.limit_use("alice", "hooks").slots, engine.clock()) == [], (
-        "freed by the outcome"
-    )
-    woken = [(m.job_id, m.run_id, delay) for m, delay in engine.queue.sent if m.run_id == waiting.run_id]
-    assert woken[1:] == [(second, waiting.run_id, 0)], "after its dispatch, the release woke the waiting run"
+    use = engine.store.limit_use("alice", "hooks")
+    assert use.waiting == (), "the first's outcome handed its slot over to the waiting run"
+    (slot,) = in_use(use.slots, engine.clock())
+    assert slot.handed and slot.run_id == waiting.run_id
+    woken = [(m.run_id, m.handed, delay) for m, delay in engine.queue.sent if m.run_id == waiting.run_id]
+    assert woken[1:] == [(waiting.run_id, "hooks", 0)], "after its dispatch, the release woke it"
     engine.clock.advance(2)
-    engine.executor.handle(message, receipt)
+    wake, wake_receipt = _message(engine, second)
+    assert wake.handed == "hooks"
+    engine.executor.handle(wake, wake_receipt)
     done = _run_of(engine, second)
     assert (done.status, done.reason, done.limited_by, done.limited_ms) == (
         RunStatus.SUCCEEDED,
@@ -137,8 +139,13 @@ def test_a_jobs_own_max_concurrent_caps_its_runs_alone(engine: Engine) -> None:
         (RunStatus.QUEUED, Reason.LIMITED, name)
     ]
     assert _run_of(engine, other).status is RunStatus.SUCCEEDED, "another job is not capped by it"
-    engine.store.release_slot("alice", name, holder="other-run")
-    engine.clock.advance(2)
+    handed = engine.store.release_slot(
+        "alice", name, holder="other-run", max_concurrent=1, now=engine.clock()
+    )
+    assert [waiter.job_id for waiter in handed] == [job_id]
+    engine.clock.advance(4)  # before the hand-over lapses, a delivery of it (no wake-up: the test released)
+    message, receipt = _message(engine, job_id)
+    engine.executor.handle(message, receipt)
     engine.deliver_all()
     assert _run_of(engine, job_id).status is RunStatus.SUCCEEDED
 
@@ -248,3 +255,97 @@ def test_two_deliveries_of_one_run_never_free_each_others_slot(engine: Engine) -
     assert held[0].holder == first.holder, "the call under way keeps its slot"
     limiting.release(first)
     assert in_use(engine.store.limit_use("alice", "hooks").slots, engine.clock()) == []
+
+
+def _waiting_behind_a_busy_slot(engine: Engine, count: int) -> list[str]:
+    """``count`` one-off jobs refused by a limit of one whose slot another holds: each waits."""
+    engine.store.put_limit(
+        "alice", Limit("hooks", "https://example.com", max_concurrent=1), expected_version=None
+    )
+    now = engine.clock()
+    engine.store.take_slot(
+        "alice", "hooks", 1, holder="busy/t", job_id="j", now=now, lease_until=now + timedelta(minutes=10)
+    )
+    jobs = [_one_off(engine, 5 + n) for n in range(count)]
+    for _ in range(count):
+        engine.clock.advance(1)
+        engine.deliver_all()
+    engine.clock.advance(4)
+    assert [_run_of(engine, job_id).reason for job_id in jobs] == [Reason.LIMITED] * count
+    return jobs
+
+
+def _wake_of(engine: Engine, job_id: str) -> tuple[WorkMessage, str]:
+    """The wake-up a hand-over sent the job's run (its own message may be back as well)."""
+    for message in engine.queue.receive():
+        parsed = WorkMessage.from_json(message["Body"])
+        if parsed.job_id == job_id and parsed.handed is not None:
+            return parsed, message["ReceiptHandle"]
+        engine.queue.change_visibility(message["ReceiptHandle"], 0)
+    raise AssertionError(f"no wake-up of {job_id}")
+
+
+def _release_busy(engine: Engine, job_id: str) -> None:
+    """What the busy slot's worker does with its outcome: release (the limit covers ``job_id``) and wake."""
+    limiting = engine.executor.limiting
+    job = engine.store.get_job(job_id)
+    assert job is not None
+    limiting.release(Held("alice", "busy/t", "busy", limiting.gates(job)))
+
+
+def test_a_woken_run_that_will_not_start_passes_its_slot_on_to_the_next(engine: Engine) -> None:
+    first, second = _waiting_behind_a_busy_slot(engine, 2)
+    _release_busy(engine, first)
+    (slot,) = engine.store.limit_use("alice", "hooks").slots
+    assert slot.handed and slot.job_id == first
+    engine.service.cancel_job("alice", first)  # before its wake-up is delivered
+    wake, receipt = _wake_of(engine, first)
+    assert wake.handed == "hooks"
+    engine.executor.handle(wake, receipt)
+    assert _run_of(engine, first).status is RunStatus.CANCELLED
+    (slot,) = engine.store.limit_use("alice", "hooks").slots
+    assert slot.handed and slot.job_id == second, "passed on at once, not after its hand-over lapsed"
+    wake, receipt = _wake_of(engine, second)
+    engine.executor.handle(wake, receipt)
+    assert _run_of(engine, second).status is RunStatus.SUCCEEDED
+    assert engine.store.limit_use("alice", "hooks").slots == ()
+
+
+def test_a_run_whose_hand_over_lapsed_waits_on_the_list_again(engine: Engine) -> None:
+    (job_id,) = _waiting_behind_a_busy_slot(engine, 1)
+    _release_busy(engine, job_id)
+    assert engine.store.limit_use("alice", "hooks").waiting == ()
+    wake, receipt = _wake_of(engine, job_id)
+    engine.clock.advance(6)  # its wake-up came late: the slot went to a newcomer meanwhile
+    now = engine.clock()
+    assert engine.store.take_slot(
+        "alice", "hooks", 1, holder="new/t", job_id="j", now=now, lease_until=now + timedelta(minutes=1)
+    )
+    with pytest.raises(ReturnLater):
+        engine.executor.handle(wake, receipt)
+    waiting = engine.store.limit_use("alice", "hooks").waiting
+    assert [w.job_id for w in waiting] == [job_id], "back on the list, so the next release hands it over"
+    assert _release_busy_as(engine, "new/t") == job_id
+
+
+def _release_busy_as(engine: Engine, holder: str) -> str | None:
+    handed = engine.store.release_slot("alice", "hooks", holder=holder, max_concurrent=1, now=engine.clock())
+    return handed[0].job_id if handed else None
+
+
+def test_a_record_held_for_its_second_uses_the_limits_read_with_its_batch(engine: Engine) -> None:
+    calls: list[str] = []
+    original = engine.store.list_limits
+
+    def counted(owner: str) -> list[Limit]:
+        calls.append(owner)
+        return original(owner)
+
+    engine.store.list_limits = counted  # type: ignore[method-assign]
+    wait = int(LIMITS_CACHE_SECONDS) + 5  # within the worker's early wait, beyond the cache's time
+    job_id = _one_off(engine, wait)
+    message, receipt = _message(engine, job_id)
+    engine.executor.arrive([(message, receipt)])  # the batch's read: run, job and the owner's limits
+    engine.executor.handle(message, receipt)  # waits for its second, then calls
+    assert _run_of(engine, job_id).status is RunStatus.SUCCEEDED
+    assert calls == [], "no read of the limits of its own after its wait"

@@ -10,11 +10,18 @@ from functions.core.limits import (
     Bucket,
     Limit,
     LimitMatchError,
+    Place,
     Slot,
     TokenRefused,
     TokenTaken,
+    Waiter,
+    any_handed,
     check_match,
     choose_slot,
+    hand_over_places,
+    handed_holder,
+    handed_to,
+    in_turn,
     in_use,
     matches,
     matching,
@@ -24,6 +31,7 @@ from functions.core.limits import (
 )
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+LEASE = NOW + timedelta(minutes=1)
 
 
 def http(url: str) -> dict[str, str]:
@@ -117,7 +125,44 @@ def test_a_token_is_taken_or_the_wait_for_the_next_is_told() -> None:
 
 
 def test_a_refused_run_comes_back_within_seconds() -> None:
-    assert retry_in(timedelta(0), 0.0) == 1
-    assert retry_in(timedelta(0), 0.9) == 2
-    assert retry_in(timedelta(minutes=5), 0.9) == 4
-    assert retry_in(timedelta(0), 0.0, 3.2) == 4
+    # A released slot is handed over and wakes its run: its own return is the fallback.
+    assert retry_in(timedelta(0), 0.0) == 10
+    assert retry_in(timedelta(minutes=5), 0.99) == 20
+    assert retry_in(timedelta(0), 0.0, 3.2) == 4  # the bucket's next token
+    assert retry_in(timedelta(0), 0.5, 0.1) == 2
+
+
+def test_a_release_hands_slots_to_the_longest_waiting_runs_as_far_as_the_limit_has_room() -> None:
+    later = NOW + timedelta(seconds=3)
+    waiting = [Waiter("j", "late", later), Waiter("j", "mine", NOW), Waiter("j", "first", NOW)]
+    assert [w.run_id for w in in_turn(waiting, "mine/t1")] == ["first", "late"], "never the releasing run"
+    slots = [Slot(0, "mine/t1", LEASE), Slot(1, "other/t2", LEASE), Slot(2, "dead/t3", NOW)]
+    # Its own slot first, then the lapsed and the never-taken ones the limit has room for.
+    assert hand_over_places(slots, 4, "mine/t1", NOW) == [
+        Place(0, slots[0]),
+        Place(2, slots[2]),
+        Place(3, None),
+    ]
+    assert hand_over_places(slots, 2, "mine/t1", NOW) == [Place(0, slots[0])]
+    assert hand_over_places(slots, 1, "mine/t1", NOW) == [], "a lowered limit frees it"
+    assert hand_over_places(slots, None, "mine/t1", NOW) == [], "a limit without slots (or gone)"
+    assert hand_over_places(slots, 4, any_handed("x"), NOW) == [], "nothing handed to x to pass on"
+
+
+def test_a_slot_handed_to_a_run_is_claimed_by_any_delivery_of_it_until_its_handoff_ends() -> None:
+    handed = Slot(3, handed_holder("r1", "x"), NOW + timedelta(seconds=5))
+    assert handed.handed and handed.run_id == "r1"
+    assert not Slot(0, "r1/abc", LEASE).handed
+    assert handed_to([handed], "r1/any-token", NOW) == handed
+    assert handed_to([handed], "r2/any-token", NOW) is None
+    assert handed_to([handed], "r1/any-token", NOW + timedelta(seconds=5)) is None, "lapsed: free"
+
+
+def test_releases_at_once_start_at_different_places_among_the_first_in_line() -> None:
+    line = [Waiter("j", f"r{n}", NOW + timedelta(seconds=n)) for n in range(6)]
+    starts = {in_turn(line, f"h{n}/t", 3)[0].run_id for n in range(40)}
+    assert starts == {"r0", "r1", "r2"}
+    for n in range(10):
+        order = [waiter.run_id for waiter in in_turn(line, f"h{n}/t", 3)]
+        assert sorted(order[:3]) == ["r0", "r1", "r2"] and order[3:] == ["r3", "r4", "r5"]
+    assert [w.run_id for w in in_turn(line, "h/t")] == [f"r{n}" for n in range(6)], "one slot: in order"

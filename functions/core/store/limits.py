@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,8 +23,12 @@ from functions.core.store.runs import RunTable
 # The owner's limits in one item beside them (``LIMIT#<owner>`` / ``#``: the API rewrites it with each
 # change), which a worker reads with its batch's runs and jobs: no request of its own.
 SUMMARY = "#"
-# How many times a take reads the slots again after losing a race for one.
+# How many times a take reads the slots again after losing a race for one (a slot take: this many
+# beyond the limit's max_concurrent).
 TAKE_ROUNDS = 3
+# How many refused hand-overs a release makes beyond the limit's max_concurrent (a run another
+# release just handed a slot to, a slot taken meanwhile) before it frees what it has not handed over.
+HAND_OVER_MISSES = 5
 # Slot, bucket and waiter items expire (TTL) this long after they last mattered.
 LIMIT_ITEM_TTL = timedelta(days=1)
 BUCKET = "B"
@@ -122,6 +127,33 @@ def _waiter_of(item: Mapping[str, Any]) -> Waiter:
 
 def _ttl(moment: datetime) -> dict[str, str]:
     return {"N": str(int((moment + LIMIT_ITEM_TTL).timestamp()))}
+
+
+def _unchanged(seen: Slot | None) -> dict[str, Any]:
+    """The condition of a hand-over's write: the slot is as the release read it."""
+    if seen is None:
+        return {"ConditionExpression": "attribute_not_exists(pk)"}
+    return {
+        "ConditionExpression": "holder = :holder AND lease_until = :lease_until",
+        "ExpressionAttributeValues": {
+            ":holder": {"S": seen.holder},
+            ":lease_until": {"N": str(to_ms(seen.lease_until))},
+        },
+    }
+
+
+def _slot_item(
+    pk: str, index: int, holder: str, job_id: str, now: datetime, lease_until: datetime
+) -> dict[str, Any]:
+    return {
+        PK: {"S": pk},
+        SK: {"S": slot_sk(index)},
+        "holder": {"S": holder},
+        "job_id": {"S": job_id},
+        "lease_until": {"N": str(to_ms(lease_until))},
+        "taken_at": {"N": str(to_ms(now))},
+        TTL_ATTRIBUTE: _ttl(lease_until),
+    }
 
 
 class LimitTable(RunTable):
@@ -239,44 +271,93 @@ class LimitTable(RunTable):
     ) -> bool:
         pk = slots_pk(owner, name)
         now = from_ms(to_ms(now))  # as stored: milliseconds
-        for _ in range(TAKE_ROUNDS):
+        # A race lost means another taker got that slot: read again while one looks free (each round
+        # that loses, one fewer is), so that a refusal means the limit was full, not that it was busy.
+        for _ in range(TAKE_ROUNDS + max_concurrent):
             slots = [slot_from_item(item) for item in self._partition(pk, SLOT_PREFIX)]
-            index = rules.choose_slot(slots, max_concurrent, holder, now)
-            if index is None:
-                return False
+            handed = rules.handed_to(slots, holder, now)
+            if handed is not None:  # handed over to this run: claimed by one of its deliveries
+                index, condition = handed.index, "holder = :handed"
+                values = {":handed": {"S": handed.holder}}
+            else:
+                found = rules.choose_slot(slots, max_concurrent, holder, now)
+                if found is None:
+                    return False
+                index, condition = (
+                    found,
+                    "attribute_not_exists(pk) OR lease_until <= :now OR holder = :holder",
+                )
+                values = {":now": {"N": str(to_ms(now))}, ":holder": {"S": holder}}
             if self.conditional(
                 self.client.put_item,
-                Item={
-                    PK: {"S": pk},
-                    SK: {"S": slot_sk(index)},
-                    "holder": {"S": holder},
-                    "job_id": {"S": job_id},
-                    "lease_until": {"N": str(to_ms(lease_until))},
-                    "taken_at": {"N": str(to_ms(now))},
-                    TTL_ATTRIBUTE: _ttl(lease_until),
-                },
-                ConditionExpression="attribute_not_exists(pk) OR lease_until <= :now OR holder = :holder",
-                ExpressionAttributeValues={":now": {"N": str(to_ms(now))}, ":holder": {"S": holder}},
+                Item=_slot_item(pk, index, holder, job_id, now, lease_until),
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
             ):
                 return True
         return False
 
-    def release_slot(self, owner: str, name: str, *, holder: str) -> list[Waiter]:
+    def release_slot(
+        self, owner: str, name: str, *, holder: str, max_concurrent: int | None, now: datetime
+    ) -> list[Waiter]:
         pk = slots_pk(owner, name)
+        now = from_ms(to_ms(now))  # as stored: milliseconds
         items = self._partition(pk, None)
-        waiting = sorted(
-            (_waiter_of(item) for item in items if item[SK]["S"].startswith(WAITER_PREFIX)),
-            key=lambda waiter: (waiter.since, waiter.run_id),
+        slots = [slot_from_item(item) for item in items if item[SK]["S"].startswith(SLOT_PREFIX)]
+        mine = [slot for slot in slots if rules.holds(slot, holder)]
+        if not mine:
+            return []
+        line = rules.in_turn(
+            [_waiter_of(item) for item in items if item[SK]["S"].startswith(WAITER_PREFIX)],
+            holder,
+            max_concurrent or 1,
         )
-        for item in items:
-            if item[SK]["S"].startswith(SLOT_PREFIX) and item["holder"]["S"] == holder:
+        lease_until = now + timedelta(seconds=rules.HANDOFF_SECONDS)
+        handed: list[Waiter] = []
+        given: set[int] = set()
+        misses = 0
+        for place in rules.hand_over_places(slots, max_concurrent, holder, now):
+            # A miss means another release handed that run a slot (releases at the same moment start
+            # at different places in line, so they seldom do): bounded by the slots.
+            while line and misses < HAND_OVER_MISSES + (max_concurrent or 0):
+                waiter = line.pop(0)
+                to = rules.handed_holder(waiter.run_id, uuid.uuid4().hex[:12])
+                hand_over: list[Any] = [
+                    {
+                        "Put": {
+                            "TableName": self.table,
+                            "Item": _slot_item(pk, place.index, to, waiter.job_id, now, lease_until),
+                            **_unchanged(place.seen),
+                        }
+                    },
+                    {
+                        "Delete": {
+                            "TableName": self.table,
+                            "Key": {PK: {"S": pk}, SK: {"S": waiter_sk(waiter.job_id, waiter.run_id)}},
+                            "ConditionExpression": "attribute_exists(pk)",
+                        }
+                    },
+                ]
+                refused = self.transact(hand_over)
+                if refused is None:
+                    handed.append(waiter)
+                    given.add(place.index)
+                    break
+                misses += 1
+                if refused.failed(0):  # the slot changed (taken): the waiter keeps its turn
+                    line.insert(0, waiter)
+                    break
+                # That run was handed a slot by another release meanwhile (its waiter item is
+                # gone), or another write held the items: the next one.
+        for slot in mine:
+            if slot.index not in given:
                 self.conditional(
                     self.client.delete_item,
-                    Key={PK: {"S": pk}, SK: item[SK]},
+                    Key={PK: {"S": pk}, SK: {"S": slot_sk(slot.index)}},
                     ConditionExpression="holder = :holder",
-                    ExpressionAttributeValues={":holder": {"S": holder}},
+                    ExpressionAttributeValues={":holder": {"S": slot.holder}},
                 )
-        return waiting
+        return handed
 
     def take_token(self, owner: str, name: str, per_second: float, burst: int, *, now: datetime) -> float:
         key = {PK: {"S": slots_pk(owner, name)}, SK: {"S": BUCKET}}
