@@ -349,3 +349,23 @@ def test_a_record_held_for_its_second_uses_the_limits_read_with_its_batch(engine
     engine.executor.handle(message, receipt)  # waits for its second, then calls
     assert _run_of(engine, job_id).status is RunStatus.SUCCEEDED
     assert calls == [], "no read of the limits of its own after its wait"
+
+
+def test_a_run_refused_just_before_its_second_waits_from_its_second(engine: Engine) -> None:
+    engine.store.put_limit(
+        "alice", Limit("hooks", "https://example.com", max_concurrent=1), expected_version=None
+    )
+    now = engine.clock()
+    engine.store.take_slot(
+        "alice", "hooks", 1, holder="busy/t", job_id="j", now=now, lease_until=now + timedelta(minutes=1)
+    )
+    job_id = _one_off(engine, 5)
+    engine.clock.advance(4.6)  # the attempt starts half a second ahead (PRESTART_SECONDS)
+    message, receipt = _message(engine, job_id)
+    with pytest.raises(ReturnLater):
+        engine.executor.handle(message, receipt)
+    run = _run_of(engine, job_id)
+    assert run.reason is Reason.LIMITED
+    assert run.limited_since == run.scheduled_for, "not before the second it was due at"
+    (waiter,) = engine.store.limit_use("alice", "hooks").waiting
+    assert waiter.since == run.scheduled_for
