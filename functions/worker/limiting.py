@@ -3,7 +3,7 @@ a slot of each limit covering the job's target (and of the job's own ``max_concu
 of each rate; refused, the run waits its turn (``QUEUED``/``RETRYING`` with reason ``limited``, on the
 limit's list of waiting runs). Slots are leases: released on the outcome, or lapsed. A released slot
 is handed over to the run waiting longest, which a fresh message wakes; a waiting run's own message
-comes back within seconds all the same, for a slot nobody hands over (its holder died).
+comes back after 10 to 20 s all the same, for a slot nobody hands over (its holder died).
 
 A job under no limit pays no request: the owner's limits come with the batch's read of its runs and
 jobs (one summary item per owner, in the same BatchGetItem), once per container every
@@ -152,8 +152,8 @@ class Limiting:
             if not self._take_slot(job, gate, held.holder, now, lease_until):
                 # A holder that releases between this refusal and the run's waiter item finds
                 # nobody in line: the next release hands its free slot over, or the run's own
-                # message finds it (``retry_in``). A second look here closed that window at a
-                # Query per refusal, which a burst of 300 paid with half its speed locally.
+                # message finds it (``retry_in``). A second look after lining up would close that
+                # window at a Query per refusal (docs/architecture.md, "Target limits").
                 self.release(held)
                 self._line_up(job, run, gate, now, create=create)
                 self._wait(job, run, gate, now)

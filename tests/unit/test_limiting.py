@@ -215,7 +215,8 @@ def test_a_run_that_waited_long_alerts_limited_once(engine: Engine) -> None:
     assert "limited" in _run_of(engine, job_id).alerts_sent
 
 
-def test_a_job_under_no_limit_reads_the_owners_limits_once_per_container(engine: Engine) -> None:
+def _count_limit_reads(engine: Engine) -> list[str]:
+    """The owners whose limits the worker reads with a request of their own, from now on."""
     calls: list[str] = []
     original = engine.store.list_limits
 
@@ -224,6 +225,11 @@ def test_a_job_under_no_limit_reads_the_owners_limits_once_per_container(engine:
         return original(owner)
 
     engine.store.list_limits = counted  # type: ignore[method-assign]
+    return calls
+
+
+def test_a_job_under_no_limit_reads_the_owners_limits_once_per_container(engine: Engine) -> None:
+    calls = _count_limit_reads(engine)
     jobs = [_one_off(engine, 5 + n) for n in range(5)]
     for _ in range(5):
         engine.clock.advance(1)
@@ -334,14 +340,7 @@ def _release_busy_as(engine: Engine, holder: str) -> str | None:
 
 
 def test_a_record_held_for_its_second_uses_the_limits_read_with_its_batch(engine: Engine) -> None:
-    calls: list[str] = []
-    original = engine.store.list_limits
-
-    def counted(owner: str) -> list[Limit]:
-        calls.append(owner)
-        return original(owner)
-
-    engine.store.list_limits = counted  # type: ignore[method-assign]
+    calls = _count_limit_reads(engine)
     wait = int(LIMITS_CACHE_SECONDS) + 5  # within the worker's early wait, beyond the cache's time
     job_id = _one_off(engine, wait)
     message, receipt = _message(engine, job_id)
