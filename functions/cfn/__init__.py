@@ -1,0 +1,1 @@
+"""CloudFormation custom resources of the CDK constructs (``punctual.cdk``)."""
