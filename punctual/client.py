@@ -11,6 +11,8 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import urllib3
 
+from functions.core.sigv4 import sign_sigv4
+
 DEFAULT_ENDPOINT = "http://127.0.0.1:8000"
 CONFIG_PATH = Path(os.environ.get("PUNCTUAL_CONFIG", Path.home() / ".config" / "punctual" / "config.json"))
 
@@ -47,19 +49,6 @@ def aws_credentials(config: Config) -> tuple[Any, str]:
     if credentials is None:
         raise ConnectionFailed("no AWS credentials found for SigV4 signing (aws configure, or AWS_PROFILE)")
     return credentials, config.region or session.region_name or "us-east-1"
-
-
-def sign_sigv4(
-    credentials: Any, region: str, method: str, url: str, data: bytes | None, headers: dict[str, str]
-) -> dict[str, str]:
-    """``headers`` with the SigV4 signature of an API Gateway (``execute-api``) request. Frozen afresh
-    for every request: temporary credentials (SSO, a role) refresh themselves."""
-    from botocore.auth import SigV4Auth
-    from botocore.awsrequest import AWSRequest
-
-    request = AWSRequest(method=method, url=url, data=data, headers=headers)
-    SigV4Auth(credentials.get_frozen_credentials(), "execute-api", region).add_auth(request)
-    return dict(request.headers.items())
 
 
 @dataclass
