@@ -1,20 +1,25 @@
-"""The Punctual stack: composes one construct per capability and exports what a client needs."""
+"""The Punctual stack: one ``Scheduler`` and the outputs a client needs.
+
+Its resources keep the logical ids they had before the ``Scheduler`` construct held them
+(``_allocate_logical_id``, CDK's ``allocateLogicalId``, leaves the Scheduler's own segment out of
+each path): an existing deployment updates in place rather than replacing its table.
+``tests/infrastructure/test_logical_ids.py`` holds the ids to a record."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnElement, CfnOutput, Stack
 from constructs import Construct
 
-from infra.api import Api
 from infra.config import DeploymentConfig
-from infra.functions import Functions
-from infra.monitoring import Monitoring
-from infra.queues import WorkQueues, work_queue_visibility
-from infra.scheduling import Scheduling
-from infra.storage import Storage
+from infra.scheduler import Scheduler
+
+# The Scheduler's id in the stack: left out of the logical ids (see the module's text).
+SCHEDULER_ID = "Punctual"
 
 
 class PunctualStack(Stack):
@@ -30,65 +35,84 @@ class PunctualStack(Stack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        storage = Storage(self, "Storage", config=config)
-        queues = WorkQueues(
+        self.scheduler = Scheduler(
             self,
-            "Queues",
+            SCHEDULER_ID,
             config=config,
-            visibility_timeout=work_queue_visibility(config.worker_batching_window_seconds),
-        )
-        functions = Functions(
-            self,
-            "Functions",
-            config=config,
-            table=storage.table,
-            index_names=storage.index_names,
-            queues=queues,
             code_dir=code_dir,
             layer_dir=layer_dir,
             exchange_layer_dir=exchange_layer_dir,
         )
-        Scheduling(
-            self,
-            "Scheduling",
-            config=config,
-            dispatcher=functions.dispatcher,
-            worker=functions.worker,
-            work_queue=queues.work_queue,
-        )
-        api = Api(self, "Api", config=config, handler=functions.api)
-        monitoring = Monitoring(
-            self,
-            "Monitoring",
-            config=config,
-            api=api.gateway,
-            api_function=functions.api,
-            dispatcher=functions.dispatcher,
-            dispatcher_logs=functions.log_groups["dispatcher"],
-            worker=functions.worker,
-            worker_logs=functions.log_groups["worker"],
-            queues=queues,
-            table=storage.table,
-        )
-        if monitoring.alarm_topic_key is not None and config.may_target_sns:
-            # Jobs may then alert to the stack's own alarm topic (allowed_target_arns names it once
-            # it exists, or allows '*'), which its key encrypts; no setting can name that key.
-            functions.allow_worker_target_keys(monitoring.alarm_topic_key.key_arn)
-
-        CfnOutput(self, "ApiUrl", value=api.url, description="Base URL of the API (append v1/...)")
-        CfnOutput(self, "TableName", value=storage.table.table_name)
-        CfnOutput(self, "WorkQueueUrl", value=queues.work_queue.queue_url)
-        CfnOutput(self, "DeadLetterQueueUrl", value=queues.dead_letter_queue.queue_url)
+        scheduler = self.scheduler
+        CfnOutput(self, "ApiUrl", value=scheduler.api_url, description="Base URL of the API (append v1/...)")
+        CfnOutput(self, "TableName", value=scheduler.table.table_name)
+        CfnOutput(self, "WorkQueueUrl", value=scheduler.queues.work_queue.queue_url)
+        CfnOutput(self, "DeadLetterQueueUrl", value=scheduler.queues.dead_letter_queue.queue_url)
         CfnOutput(
             self,
             "AlarmTopicArn",
-            value=monitoring.alarm_topic.topic_arn,
+            value=scheduler.alarm_topic.topic_arn,
             description="Every alarm notifies this SNS topic (alarm_email subscribes to it)",
         )
-        for index, key in enumerate(api.api_keys):
+        for index, key in enumerate(scheduler.api.api_keys):
             CfnOutput(
                 self,
                 f"ApiKeyId{index}",
                 value=key.key_id,
                 description="aws apigateway get-api-key --include-value --api-key <id> shows the key",
             )
+
+    def _allocate_logical_id(self, cfn_element: CfnElement) -> str:
+        """CDK's own rule (a readable prefix and a hash of the path below the stack), applied to the
+        path without the Scheduler's segment, in which the ids that name another construct by its
+        unique id (an event source's, a permission's) name it as it was without the segment too."""
+        scopes = cfn_element.node.scopes
+        below = [scope.node.id for scope in scopes[scopes.index(self) + 1 :]]
+        if below[:1] != [SCHEDULER_ID]:
+            return _unique_id(below)
+        return _unique_id([self._as_before(part) for part in below[1:]])
+
+    def _as_before(self, part: str) -> str:
+        """``part`` with every construct's unique id under the Scheduler (CDK puts one in an event
+        source's or a permission's id) replaced by the one it had without the Scheduler. The tree as
+        built so far holds the construct it names: it was made first."""
+        if _alphanumeric(self.node.id) + SCHEDULER_ID not in part:
+            return part
+        for construct in self.node.find_all():
+            scopes = construct.node.scopes
+            path = [scope.node.id for scope in scopes[scopes.index(self) :]]  # the stack's id first
+            if len(path) < 3 or path[1] != SCHEDULER_ID or "".join(map(_alphanumeric, path)) not in part:
+                continue
+            unique_id = _unique_id(path)
+            if unique_id in part:
+                part = part.replace(unique_id, _unique_id([path[0], *path[2:]]))
+        return part
+
+
+def _alphanumeric(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "", text)
+
+
+# CDK's makeUniqueId (aws-cdk-lib/core/lib/private/uniqueid.ts), which it does not export: a readable
+# prefix of the path and an MD5 hash of it. ``tests/infrastructure/test_logical_ids.py`` holds it to
+# ``Names.unique_id`` (CDK's own) and the stack's logical ids to their record.
+_HIDDEN_ID = "Default"
+_HIDDEN_FROM_HUMAN_ID = "Resource"
+_HASH_LENGTH = 8
+_MAX_HUMAN_LENGTH = 240
+_MAX_ID_LENGTH = 255
+
+
+def _unique_id(path: list[str]) -> str:
+    components = [part for part in path if part != _HIDDEN_ID]
+    if not components:
+        raise ValueError("a unique id needs a path")
+    if len(components) == 1 and len(_alphanumeric(components[0])) <= _MAX_ID_LENGTH:
+        return _alphanumeric(components[0])
+    digest = hashlib.md5("/".join(components).encode()).hexdigest()[:_HASH_LENGTH].upper()
+    kept: list[str] = []
+    for part in components:
+        if not kept or not kept[-1].endswith(part):
+            kept.append(part)
+    human = "".join(_alphanumeric(part) for part in kept if part != _HIDDEN_FROM_HUMAN_ID)
+    return human[:_MAX_HUMAN_LENGTH] + digest
