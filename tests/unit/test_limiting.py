@@ -52,6 +52,17 @@ def engine(clock: Clock) -> Iterator[Engine]:
     yield built
 
 
+def _limit_of_one_held_by(engine: Engine, holder: str, *, seconds: int) -> None:
+    """The limit ``hooks`` (one at a time, on example.com), its slot held by ``holder`` for ``seconds``."""
+    engine.store.put_limit(
+        "alice", Limit("hooks", "https://example.com", max_concurrent=1), expected_version=None
+    )
+    now = engine.clock()
+    engine.store.take_slot(
+        "alice", "hooks", 1, holder=holder, job_id="j", now=now, lease_until=now + timedelta(seconds=seconds)
+    )
+
+
 def _one_off(engine: Engine, seconds: int = 5, **body: Any) -> str:
     at = (engine.clock() + timedelta(seconds=seconds)).isoformat()
     return engine.create(schedule={"at": at}, **body)["job_id"]
@@ -151,13 +162,7 @@ def test_a_jobs_own_max_concurrent_caps_its_runs_alone(engine: Engine) -> None:
 
 
 def test_a_slot_held_by_a_worker_that_died_is_taken_over_when_its_lease_ends(engine: Engine) -> None:
-    engine.store.put_limit(
-        "alice", Limit("hooks", "https://example.com", max_concurrent=1), expected_version=None
-    )
-    now = engine.clock()
-    engine.store.take_slot(
-        "alice", "hooks", 1, holder="dead", job_id="j", now=now, lease_until=now + timedelta(seconds=30)
-    )
+    _limit_of_one_held_by(engine, "dead", seconds=30)
     job_id = _one_off(engine)
     engine.clock.advance(5)
     engine.deliver_all()
@@ -197,13 +202,7 @@ def test_a_rate_limit_gives_its_burst_then_waits_for_tokens(engine: Engine) -> N
 
 
 def test_a_run_that_waited_long_alerts_limited_once(engine: Engine) -> None:
-    engine.store.put_limit(
-        "alice", Limit("hooks", "https://example.com", max_concurrent=1), expected_version=None
-    )
-    now = engine.clock()
-    engine.store.take_slot(
-        "alice", "hooks", 1, holder="busy", job_id="j", now=now, lease_until=now + timedelta(minutes=10)
-    )
+    _limit_of_one_held_by(engine, "busy", seconds=600)
     alerts = {"target": {"type": "http", "url": "https://example.com/alerts"}, "limited_seconds": 30}
     job_id = _one_off(engine, alerts=alerts)
     engine.clock.advance(5)
@@ -265,13 +264,7 @@ def test_two_deliveries_of_one_run_never_free_each_others_slot(engine: Engine) -
 
 def _waiting_behind_a_busy_slot(engine: Engine, count: int) -> list[str]:
     """``count`` one-off jobs refused by a limit of one whose slot another holds: each waits."""
-    engine.store.put_limit(
-        "alice", Limit("hooks", "https://example.com", max_concurrent=1), expected_version=None
-    )
-    now = engine.clock()
-    engine.store.take_slot(
-        "alice", "hooks", 1, holder="busy/t", job_id="j", now=now, lease_until=now + timedelta(minutes=10)
-    )
+    _limit_of_one_held_by(engine, "busy/t", seconds=600)
     jobs = [_one_off(engine, 5 + n) for n in range(count)]
     for _ in range(count):
         engine.clock.advance(1)
@@ -351,13 +344,7 @@ def test_a_record_held_for_its_second_uses_the_limits_read_with_its_batch(engine
 
 
 def test_a_run_refused_just_before_its_second_waits_from_its_second(engine: Engine) -> None:
-    engine.store.put_limit(
-        "alice", Limit("hooks", "https://example.com", max_concurrent=1), expected_version=None
-    )
-    now = engine.clock()
-    engine.store.take_slot(
-        "alice", "hooks", 1, holder="busy/t", job_id="j", now=now, lease_until=now + timedelta(minutes=1)
-    )
+    _limit_of_one_held_by(engine, "busy/t", seconds=60)
     job_id = _one_off(engine, 5)
     engine.clock.advance(4.6)  # the attempt starts half a second ahead (PRESTART_SECONDS)
     message, receipt = _message(engine, job_id)
