@@ -66,11 +66,15 @@ class PunctualStack(Stack):
         """CDK's own rule (a readable prefix and a hash of the path below the stack), applied to the
         path without the Scheduler's segment, in which the ids that name another construct by its
         unique id (an event source's, a permission's) name it as it was without the segment too."""
-        scopes = cfn_element.node.scopes
-        below = [scope.node.id for scope in scopes[scopes.index(self) + 1 :]]
-        if below[:1] != [SCHEDULER_ID]:
-            return _unique_id(below)
-        return _unique_id([self._as_before(part) for part in below[1:]])
+        path = cfn_element.node.path  # asked again at every reference to the element: remembered
+        known: dict[str, str] = self.__dict__.setdefault("_logical_ids", {})
+        if path not in known:
+            scopes = cfn_element.node.scopes
+            below = [scope.node.id for scope in scopes[scopes.index(self) + 1 :]]
+            if below[:1] == [SCHEDULER_ID]:
+                below = [self._as_before(part) for part in below[1:]]
+            known[path] = _unique_id(below)
+        return known[path]
 
     def _as_before(self, part: str) -> str:
         """``part`` with every construct's unique id under the Scheduler (CDK puts one in an event
