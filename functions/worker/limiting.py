@@ -249,7 +249,7 @@ class Limiting:
             raise ReturnLater(f"limited by {_shown(gate)}; the run of this dispatch is not written yet", 1)
         store = self.context.store
         waiting = run.reason is Reason.LIMITED and run.limited_since is not None
-        since = run.limited_since if waiting and run.limited_since is not None else _waits_from(run, now)
+        since = _waits_from(run, now)
         if run.limited_by != gate.name or not waiting:
             if store.mark_limited(run, gate.name, since=since):
                 if waiting and run.limited_by is not None and run.limited_by != gate.name:
@@ -267,8 +267,7 @@ class Limiting:
     ) -> NoReturn:
         """Its message given back (``limits.retry_in``): a release hands it a slot and wakes it
         sooner. Past ``alerts.limited_seconds`` of waiting, the ``limited`` alert, once."""
-        waiting = run.reason is Reason.LIMITED and run.limited_since is not None
-        since = run.limited_since if waiting and run.limited_since is not None else _waits_from(run, now)
+        since = _waits_from(run, now)
         waited = now - since
         wanted = job.alerts.limited_seconds if job.alerts is not None else None
         if (
@@ -283,11 +282,12 @@ class Limiting:
 
 
 def _waits_from(run: Run, now: datetime) -> datetime:
-    """When a refused run's wait begins: now, or its due time for a run refused as its attempt was
-    about to start, half a second before its second (it was never to start before it): what it
-    waited (``limited_ms``) is then never more than how late it was."""
-    due = run.next_attempt_at or run.scheduled_for
-    return max(now, due)
+    """When a refused run's wait began: as recorded, for a run waiting already; else now, or its due
+    time for a run refused as its attempt was about to start, half a second before its second (it
+    was never to start before it): what it waited (``limited_ms``) is never more than how late it was."""
+    if run.reason is Reason.LIMITED and run.limited_since is not None:
+        return run.limited_since
+    return max(now, run.next_attempt_at or run.scheduled_for)
 
 
 def _shown(gate: Gate) -> str:
