@@ -77,7 +77,7 @@ $(NODE_STAMP): package.json package-lock.json
 
 ## CDK CLI, CDK libraries and the Lambda dependency layer (arm64 wheels, no Docker); cached.
 infra-setup: $(INFRA_STAMP) $(NODE_STAMP)
-	$(BIN)/python -m infra.assets
+	$(BIN)/python -m punctual.cdk.assets
 
 # mypy follows tests/infrastructure into infra/ and aws_cdk, so type-checking needs them installed.
 lint: infra-setup

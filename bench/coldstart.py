@@ -1,9 +1,9 @@
 """Cold start: how long each Lambda handler module takes to import, as deployed, next to boto3.
 
-As deployed means what a cold Lambda does with the assets ``infra/assets.py`` builds: a fresh
+As deployed means what a cold Lambda does with the assets ``punctual/cdk/assets.py`` builds: a fresh
 interpreter of the runtime's Python (3.13), isolated (``-I -S``), with nothing on its path but the
 staged code, the layer's packages and the runtime's SDK (here their *twin*: the same pins built for
-this machine, ``infra/assets.py``), importing from the shipped bytecode, which it cannot rewrite
+this machine, ``punctual/cdk/assets.py``), importing from the shipped bytecode, which it cannot rewrite
 (read-only ``/var/task``). Each import runs in a new process, repeated and interleaved with the
 others, and the median is reported next to ``import boto3`` in the same setting (the target: each
 handler imports in at most 1.5x the time of ``import boto3``).
@@ -30,7 +30,7 @@ from typing import Any
 
 from bench.common import log, machine, write_json
 from functions.core.settings import Settings
-from infra.assets import LAMBDA_PYTHON_VERSION, build_twin, runtime_python, stage_code
+from punctual.cdk.assets import LAMBDA_PYTHON_VERSION, build_twin, runtime_python, stage_code
 
 MODULES = ("boto3", "functions.api.handler", "functions.dispatcher.handler", "functions.worker.handler")
 # What a cold api pays, on top of its import, for its first request with a body (a create): pydantic

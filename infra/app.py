@@ -12,9 +12,9 @@ from typing import Any
 from aws_cdk import App, Aspects, Environment, Tags
 from cdk_nag import AwsSolutionsChecks
 
-from infra.assets import require_dependency_layer, require_exchange_layer, stage_code
-from infra.config import DeploymentConfig
 from infra.stack import PunctualStack
+from punctual.cdk.assets import LambdaAssets
+from punctual.cdk.config import DeploymentConfig
 
 
 def build_app(context: Mapping[str, Any] | None = None, *, nag: bool = True) -> tuple[App, PunctualStack]:
@@ -27,10 +27,8 @@ def build_app(context: Mapping[str, Any] | None = None, *, nag: bool = True) -> 
     stack = PunctualStack(
         app,
         config.name_prefix,
-        config=config,
-        code_dir=stage_code(),
-        layer_dir=require_dependency_layer(),
-        exchange_layer_dir=require_exchange_layer(),
+        props=config.props,
+        assets=LambdaAssets.prebuilt(),
         env=environment,
         description=f"Punctual job scheduler ({config.stage})",
     )

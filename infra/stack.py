@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path
 from typing import Any
 
 from aws_cdk import CfnElement, CfnOutput, Stack
 from constructs import Construct
 
-from infra.config import DeploymentConfig
-from infra.scheduler import Scheduler
+from punctual.cdk.assets import LambdaAssets
+from punctual.cdk.config import SchedulerProps
+from punctual.cdk.scheduler import Scheduler
 
 # The Scheduler's id in the stack: left out of the logical ids (see the module's text).
 SCHEDULER_ID = "Punctual"
@@ -28,21 +28,12 @@ class PunctualStack(Stack):
         scope: Construct,
         construct_id: str,
         *,
-        config: DeploymentConfig,
-        code_dir: Path,
-        layer_dir: Path,
-        exchange_layer_dir: Path,
+        props: SchedulerProps,
+        assets: LambdaAssets,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.scheduler = Scheduler(
-            self,
-            SCHEDULER_ID,
-            config=config,
-            code_dir=code_dir,
-            layer_dir=layer_dir,
-            exchange_layer_dir=exchange_layer_dir,
-        )
+        self.scheduler = Scheduler(self, SCHEDULER_ID, props=props, assets=assets)
         scheduler = self.scheduler
         CfnOutput(self, "ApiUrl", value=scheduler.api_url, description="Base URL of the API (append v1/...)")
         CfnOutput(self, "TableName", value=scheduler.table.table_name)

@@ -3,7 +3,7 @@
 The API's alone: ``exchange_calendars`` brings pandas and numpy (130 MB, 0.4 s to import), so it is
 imported here on first use, never by the dispatcher or the worker, which read the expanded days from
 the calendar's item (``Calendar.exchange_closed``, up to ``expanded_until``). Deployed, the package
-reaches the API function only, in a layer of its own (infra/assets.py).
+reaches the API function only, in a layer of its own (punctual/cdk/assets.py).
 
 **The horizon.** The package computes an exchange's regular holidays from rules (Thanksgiving, Good
 Friday, ...) for any year, and knows the irregular closures (a day of mourning, a storm) once they are

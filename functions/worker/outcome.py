@@ -135,7 +135,7 @@ class Outcomes:
         """What an outcome's log line says of the attempt: the run's lateness is its first attempt's;
         ``hold_ms`` is how long before the attempt's due time its message reached the worker (negative:
         after it; absent for an attempt the worker did not call). The deployment's dashboard plots
-        both from these lines (infra/monitoring.py)."""
+        both from these lines (punctual/cdk/monitoring.py)."""
         percent = self.context.settings.run_trace_percent
         return {
             "attempt": attempt.number,

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from punctual.scale.deployment import Deployment
     from punctual.scale.plan import Plan
 
-# What the CDK app cannot set yet (infra/config.py): the planner says so rather than print a context
+# What the CDK app cannot set yet (punctual/cdk/config.py): the planner says so rather than print a context
 # key the synth would refuse.
 CDK_WORKER_MAX_CONCURRENCY = 1000
 

@@ -100,7 +100,7 @@ def synthesize(overrides: dict[str, Any] | None = None) -> Synthesized:
     from aws_cdk.assertions import Template
 
     from infra.app import build_app
-    from infra.assets import build_dependency_layer, build_exchange_layer
+    from punctual.cdk.assets import build_dependency_layer, build_exchange_layer
 
     build_dependency_layer()  # cached: a no-op when `make infra-setup` already built it
     build_exchange_layer()

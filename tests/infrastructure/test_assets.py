@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from infra.assets import (
+from punctual.cdk.assets import (
     EXCHANGE_REQUIREMENTS,
+    FUNCTIONS_DIR,
     LAMBDA_PYTHON_VERSION,
     LAYER_REQUIREMENTS,
-    REPO_ROOT,
     AssetError,
     build_exchange_twin,
     build_twin,
@@ -32,7 +32,7 @@ from infra.assets import (
     runtime_python,
     stage_code,
 )
-from infra.config import DeploymentConfig
+from punctual.cdk.config import DeploymentConfig
 
 HANDLERS = ("functions.api.handler", "functions.dispatcher.handler", "functions.worker.handler")
 # What the Lambda runtime itself provides; everything else the functions import must be in the layer.
@@ -125,7 +125,7 @@ def test_given_the_staged_code_and_the_layer_then_every_module_has_unchecked_has
 def test_given_the_functions_imports_then_every_third_party_package_is_pinned_in_the_layer() -> None:
     # e.g. targets.py's urllib3: the runtime's botocore may come with an older one than it needs.
     imported: set[str] = set()
-    for source in (REPO_ROOT / "functions").rglob("*.py"):
+    for source in FUNCTIONS_DIR.rglob("*.py"):
         imported |= _runtime_imports(ast.parse(source.read_text()))
     third_party = {name for name in imported if name not in sys.stdlib_module_names and name != "functions"}
     distributions = metadata.packages_distributions()

@@ -12,14 +12,14 @@ from packaging.requirements import Requirement
 from pydantic import ValidationError
 
 from functions.core.settings import Settings
-from infra.assets import (
+from punctual.cdk.assets import (
     EXCHANGE_REQUIREMENTS,
     LAMBDA_PYTHON_VERSION,
     LAYER_REQUIREMENTS,
     UNZIPPED_LIMIT_BYTES,
     tree_size,
 )
-from infra.config import DeploymentConfig
+from punctual.cdk.config import DeploymentConfig
 from tests.infrastructure.conftest import PRODUCTION_CONTEXT, REPO_ROOT, Synthesized, synthesize
 
 pytestmark = pytest.mark.xdist_group("infrastructure")

@@ -15,7 +15,12 @@ import pytest
 from aws_cdk.assertions import Template
 
 from functions.core.model import iso
-from infra.monitoring import HOLD_METRIC_NAME, LAG_METRIC_NAME, LATENESS_METRIC_NAME, SWEEP_FINISHED_MESSAGE
+from punctual.cdk.monitoring import (
+    HOLD_METRIC_NAME,
+    LAG_METRIC_NAME,
+    LATENESS_METRIC_NAME,
+    SWEEP_FINISHED_MESSAGE,
+)
 from tests.conftest import Clock
 from tests.infrastructure.conftest import PRODUCTION_CONTEXT, Synthesized
 from tests.infrastructure.log_filter_pattern import matches, metric_value
@@ -123,7 +128,7 @@ def test_given_the_stacks_own_alarm_topic_when_synthesized_then_it_is_encrypted_
 def test_given_an_alarm_email_that_is_no_address_when_configured_then_synth_refuses_it(address: str) -> None:
     from pydantic import ValidationError
 
-    from infra.config import DeploymentConfig
+    from punctual.cdk.config import DeploymentConfig
 
     with pytest.raises(ValidationError, match="alarm_email"):
         DeploymentConfig.from_mapping({"alarm_email": address})

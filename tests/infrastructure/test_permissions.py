@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from infra.config import DeploymentConfig
-from infra.permissions import SCOPED_ITEM_ACTIONS, TABLE_ITEM_ACTIONS, target_statements
+from punctual.cdk.config import DeploymentConfig
+from punctual.cdk.permissions import SCOPED_ITEM_ACTIONS, TABLE_ITEM_ACTIONS, target_statements
 from tests.infrastructure.conftest import PRODUCTION_TARGET_KEYS, PRODUCTION_TARGETS, REPO_ROOT, Synthesized
 
 pytestmark = pytest.mark.xdist_group("infrastructure")

@@ -15,7 +15,7 @@ from functions.core.resources import (
     WORKER_TIMEOUT_SECONDS,
     table_definition,
 )
-from infra.functions import WORKER_TIMEOUT
+from punctual.cdk.functions import WORKER_TIMEOUT
 from tests.infrastructure.conftest import Synthesized
 
 pytestmark = pytest.mark.xdist_group("infrastructure")

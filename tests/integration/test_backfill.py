@@ -71,7 +71,7 @@ def test_backfill_refusals_name_the_field(call, harness: Harness) -> None:
 def test_a_backfill_whose_job_is_cancelled_during_a_run_stops_without_the_worker_deleting(
     call, harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The worker's role may not delete items (infra/permissions.py): going on with a buffered
+    # The worker's role may not delete items (punctual/cdk/permissions.py): going on with a buffered
     # backfill, it judged the job from the copy it read before the run, and its dispatch deleted the
     # next trigger of a job cancelled meanwhile: AccessDenied on AWS.
     deletes: list[str] = []

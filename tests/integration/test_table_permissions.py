@@ -2,7 +2,7 @@
 
 The table client records every DynamoDB operation, with the items of a TransactWriteItems counted as
 the actions IAM authorises them by, under the role whose code made it. The roles' grants
-(``infra/permissions.py``) must cover each role's calls, or a deployed function fails with
+(``punctual/cdk/permissions.py``) must cover each role's calls, or a deployed function fails with
 AccessDenied on a path the local stack never refused; and they must grant nothing more, so the paths
 below reach every operation each role's code has (store.py's callers in functions/api,
 functions/dispatcher with functions/core/dispatching.py, and functions/worker).
@@ -20,7 +20,7 @@ import pytest
 from functions.api import calendars
 from functions.api.requests import CalendarRulesIn, CreateCalendarIn, LimitIn, PatchJobIn
 from functions.core.model import RunKind, iso, make_trigger
-from infra.permissions import SCOPED_ITEM_ACTIONS, TABLE_ITEM_ACTIONS
+from punctual.cdk.permissions import SCOPED_ITEM_ACTIONS, TABLE_ITEM_ACTIONS
 from tests.integration.conftest import Harness
 from tests.support.receiver import Receiver
 

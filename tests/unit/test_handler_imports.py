@@ -81,7 +81,7 @@ def test_the_worker_finds_the_delivery_code_through_the_targets_package() -> Non
 
 def test_only_the_apis_exchange_module_imports_exchange_calendars() -> None:
     # The dispatcher and the worker read an exchange's closed days as the API stored them: their
-    # Lambda functions do not even have the package (infra/functions.py: the API's layer alone).
+    # Lambda functions do not even have the package (punctual/cdk/functions.py: the API's layer alone).
     root = Path(__file__).resolve().parents[2] / "functions"
     importers = sorted(
         str(path.relative_to(root.parent))

@@ -11,7 +11,7 @@ from functions.core.resources import (
     WORK_QUEUE_MAX_RECEIVE_COUNT,
     deployed_visibility_seconds,
 )
-from infra.config import DeploymentConfig
+from punctual.cdk.config import SchedulerProps
 
 # A message is redriven to the DLQ after WORK_QUEUE_MAX_RECEIVE_COUNT receives; it must get there
 # before the work queue's retention would silently delete it.
@@ -37,7 +37,7 @@ class WorkQueues(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: DeploymentConfig,
+        config: SchedulerProps,
         visibility_timeout: Duration,
     ) -> None:
         super().__init__(scope, construct_id)

@@ -18,8 +18,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from infra.config import DeploymentConfig
-from infra.queues import WorkQueues
+from punctual.cdk.config import SchedulerProps
+from punctual.cdk.queues import WorkQueues
 
 # The dispatcher logs one "sweep finished" line per tick with the lag in seconds (now minus the
 # oldest unswept bucket); a metric filter turns it into a metric without an SDK call.
@@ -42,7 +42,7 @@ class Monitoring(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: DeploymentConfig,
+        config: SchedulerProps,
         api: apigateway.RestApi | apigatewayv2.HttpApi,
         dispatcher: lambda_.Function,
         dispatcher_logs: logs.ILogGroup,
@@ -150,7 +150,7 @@ class Monitoring(Construct):
 
         self.dashboard = self._dashboard(config, api, api_function, dispatcher, worker, queues, table)
 
-    def _alarm_topic(self, config: DeploymentConfig) -> sns.ITopic:
+    def _alarm_topic(self, config: SchedulerProps) -> sns.ITopic:
         """The operator's topic, or one of the stack's, so that a fresh deployment's alarms reach
         someone (alarm_email) rather than nobody."""
         if config.alarm_topic_arn:
@@ -197,7 +197,7 @@ class Monitoring(Construct):
             topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
         return topic
 
-    def _lag_metric(self, config: DeploymentConfig, dispatcher_logs: logs.ILogGroup) -> cloudwatch.Metric:
+    def _lag_metric(self, config: SchedulerProps, dispatcher_logs: logs.ILogGroup) -> cloudwatch.Metric:
         namespace = f"Punctual/{config.stage}"
         logs.MetricFilter(
             self,
@@ -224,7 +224,7 @@ class Monitoring(Construct):
         )
 
     def _run_metrics(
-        self, config: DeploymentConfig, worker_logs: logs.ILogGroup
+        self, config: SchedulerProps, worker_logs: logs.ILogGroup
     ) -> tuple[cloudwatch.Metric, cloudwatch.Metric]:
         """Each run's hold and lateness, from the worker's outcome lines (numbers: only a numeric
         comparison matches them). Plotted, not alarmed on: they say whether the head start suits
@@ -260,7 +260,7 @@ class Monitoring(Construct):
 
     def _dashboard(
         self,
-        config: DeploymentConfig,
+        config: SchedulerProps,
         api: apigateway.RestApi | apigatewayv2.HttpApi,
         api_function: lambda_.Function,
         dispatcher: lambda_.Function,

@@ -10,7 +10,7 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.config import DeploymentConfig
+from punctual.cdk.config import SchedulerProps
 
 
 class Scheduling(Construct):
@@ -26,7 +26,7 @@ class Scheduling(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: DeploymentConfig,
+        config: SchedulerProps,
         dispatcher: lambda_.IFunction,
         worker: lambda_.IFunction,
         work_queue: sqs.IQueue,

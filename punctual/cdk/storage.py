@@ -9,7 +9,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 from functions.core.resources import TTL_ATTRIBUTE, table_definition
-from infra.config import DeploymentConfig
+from punctual.cdk.config import SchedulerProps
 
 _ATTRIBUTE_TYPES = {
     "S": dynamodb.AttributeType.STRING,
@@ -40,7 +40,7 @@ def _key_attributes(
 class Storage(Construct):
     """One on-demand table with point-in-time recovery, TTL on run items and the owner index."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, config: SchedulerProps) -> None:
         super().__init__(scope, construct_id)
         definition = table_definition(config.name_prefix)
         if definition["BillingMode"] != "PAY_PER_REQUEST":

@@ -9,7 +9,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 
-from infra.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, target_service
+from punctual.cdk.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, target_service
 
 # Item-level reads and writes each function makes. IAM authorises a TransactWriteItems item by item,
 # through the action of each: the code's transactions hold Put, Update and Delete items only, so

@@ -1,4 +1,6 @@
-"""The deployment's configuration, read once from CDK context (``cdk.json`` or ``cdk synth -c key=value``).
+"""The deployment's settings: ``SchedulerProps``, the ``Scheduler`` construct's typed props, and
+``DeploymentConfig``, the project's own app's (the same, and where to deploy), read once from CDK
+context (``cdk.json`` or ``cdk synth -c key=value``).
 
 Runtime settings (shards, look-ahead, minimum interval, HTTP allow-list, retention, allowed targets) are
 validated by the functions' own :class:`~functions.core.settings.Settings`, so a value the functions
@@ -10,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -35,15 +37,15 @@ LOG_RETENTION_DAYS: Final = frozenset(
 )
 
 
-class DeploymentConfig(BaseModel):
-    """Everything the stack reads from context; each field is the context key of the same name."""
+class SchedulerProps(BaseModel):
+    """How a ``Scheduler`` is deployed: every setting has a default; docs/deploy.md explains each.
+    Validated when made: ``SchedulerProps(shard_count=0)`` fails at once, with the field's name."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    # Names the functions (punctual-<stage>-api, ...) and the API; prod keeps logs and the table
+    # when the stack is deleted.
     stage: Literal["dev", "prod"] = "dev"
-    # Pin the stack to an account/region; by default the template is environment-agnostic.
-    account: str | None = None
-    region: str | None = None
 
     # Runtime settings of the functions (PUNCTUAL_* environment variables).
     shard_count: int = 8
@@ -144,7 +146,7 @@ class DeploymentConfig(BaseModel):
         return days
 
     @model_validator(mode="after")
-    def _check_consistency(self) -> DeploymentConfig:
+    def _check_consistency(self) -> Self:
         # Fails with the functions' own message if a runtime setting is out of range.
         self.runtime_settings()
         if self.worker_batch_size > 10 and self.worker_batching_window_seconds < 1:
@@ -214,6 +216,20 @@ class DeploymentConfig(BaseModel):
             dispatch_concurrency=self.dispatch_concurrency,
             head_start_ms=self.head_start_ms,
         )
+
+
+class DeploymentConfig(SchedulerProps):
+    """The project's own app's settings: a ``Scheduler``'s, and where its stack goes. Each field is the
+    context key of the same name."""
+
+    # Pin the stack to an account/region; by default the template is environment-agnostic.
+    account: str | None = None
+    region: str | None = None
+
+    @property
+    def props(self) -> SchedulerProps:
+        """The ``Scheduler``'s share of these settings."""
+        return SchedulerProps.model_validate(self.model_dump(exclude={"account", "region"}))
 
     @classmethod
     def from_context(cls, get: Callable[[str], Any]) -> DeploymentConfig:

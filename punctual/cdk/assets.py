@@ -22,7 +22,7 @@ the dispatcher and the worker never import them, and their cold starts stay as t
 code and both layers come to about 152 MB unzipped (code 1.4, dependencies 26, exchange-calendars
 with pandas and numpy 125), under Lambda's 250 MB (a test measures it).
 
-Run ``python -m infra.assets`` (``make infra-setup`` does) to build the layers before ``cdk synth``.
+Run ``python -m punctual.cdk.assets`` (``make infra-setup`` does) to build the layers before ``cdk synth``.
 """
 
 from __future__ import annotations
@@ -36,12 +36,37 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Final
 
-REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-BUILD_DIR: Final = REPO_ROOT / "build" / "lambda"
+import functions
+
+# The functions' code: the ``functions`` package as installed beside this one (in the wheel, or a
+# checkout's own tree in an editable install).
+FUNCTIONS_DIR: Final = Path(functions.__file__).resolve().parent
+# Where built layers live, overridden by this variable.
+BUILD_DIR_ENV: Final = "PUNCTUAL_BUILD_DIR"
+
+
+def default_build_dir(environ: Mapping[str, str] = os.environ, home: Path | None = None) -> Path:
+    """``$PUNCTUAL_BUILD_DIR``; else, for a checkout of the project (an editable install: the
+    ``functions`` package sits beside its ``pyproject.toml``), the checkout's ``build/lambda``; else the
+    user's cache (``$XDG_CACHE_HOME`` or ``~/.cache``, then ``punctual/lambda``), shared by every CDK
+    app on the machine: a layer is built once per inputs digest, whichever app asks first."""
+    if environ.get(BUILD_DIR_ENV):
+        return Path(environ[BUILD_DIR_ENV])
+    checkout = FUNCTIONS_DIR.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "infra").is_dir():
+        return checkout / "build" / "lambda"
+    cache = (
+        Path(environ["XDG_CACHE_HOME"]) if environ.get("XDG_CACHE_HOME") else (home or Path.home()) / ".cache"
+    )
+    return cache / "punctual" / "lambda"
+
+
+BUILD_DIR: Final = default_build_dir()
 LAYER_REQUIREMENTS: Final = Path(__file__).resolve().parent / "lambda-requirements.txt"
 # The API function's second layer: exchange-calendars with pandas and numpy (about 100 MB unzipped).
 EXCHANGE_REQUIREMENTS: Final = Path(__file__).resolve().parent / "exchange-requirements.txt"
@@ -82,6 +107,8 @@ def find_runtime_python(environ: Mapping[str, str], home: Path) -> str:
             )
         return override
     candidates = [shutil.which(f"python{LAMBDA_PYTHON_VERSION}", path=environ.get("PATH", "")) or ""]
+    if sys.version_info[:2] == tuple(map(int, LAMBDA_PYTHON_VERSION.split("."))):
+        candidates.append(sys.executable)  # the synth's own interpreter, when it is that version
     pyenv_root = environ.get("PYENV_ROOT") or str(home / ".pyenv")
     pattern = f"{pyenv_root}/versions/{LAMBDA_PYTHON_VERSION}*/bin/python{LAMBDA_PYTHON_VERSION}"
     candidates += sorted(glob.glob(pattern), reverse=True)
@@ -150,7 +177,7 @@ def stage_code(destination: Path | None = None) -> Path:
     elif destination.exists():
         shutil.rmtree(destination)
     shutil.copytree(
-        REPO_ROOT / "functions",
+        FUNCTIONS_DIR,
         destination / "functions",
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo"),
         dirs_exist_ok=True,
@@ -281,7 +308,7 @@ def require_dependency_layer(build_dir: Path = BUILD_DIR) -> Path:
     if not target.is_dir():
         raise AssetError(
             f"the Lambda dependency layer {target} is missing or out of date: "
-            "run `make infra-setup` (or `python -m infra.assets`) first"
+            "run `make infra-setup` (or `python -m punctual.cdk.assets`) first"
         )
     return target
 
@@ -292,9 +319,42 @@ def require_exchange_layer(build_dir: Path = BUILD_DIR) -> Path:
     if not target.is_dir():
         raise AssetError(
             f"the API's exchange-calendars layer {target} is missing or out of date: "
-            "run `make infra-setup` (or `python -m infra.assets`) first"
+            "run `make infra-setup` (or `python -m punctual.cdk.assets`) first"
         )
     return target
+
+
+@dataclass(frozen=True)
+class LambdaAssets:
+    """What the functions deploy: their code (``functions/``), the dependency layer, and the API's
+    exchange-calendars layer, each a directory ready for ``lambda.Code.from_asset``."""
+
+    code_dir: Path
+    layer_dir: Path
+    exchange_layer_dir: Path
+
+    @classmethod
+    def build(cls, build_dir: Path | None = None) -> LambdaAssets:
+        """The code staged afresh, and each layer built into ``build_dir`` (``default_build_dir()``)
+        unless it is there already: the first synth on a machine downloads the pinned wheels from PyPI
+        (about 150 MB, a minute or two), every later one finds them."""
+        directory = build_dir or BUILD_DIR
+        return cls(
+            code_dir=stage_code(),
+            layer_dir=build_dependency_layer(directory),
+            exchange_layer_dir=build_exchange_layer(directory),
+        )
+
+    @classmethod
+    def prebuilt(cls, build_dir: Path | None = None) -> LambdaAssets:
+        """The code staged afresh and layers built beforehand (``python -m punctual.cdk.assets``):
+        ``AssetError`` saying how, if one is missing. Synthesis then downloads nothing."""
+        directory = build_dir or BUILD_DIR
+        return cls(
+            code_dir=stage_code(),
+            layer_dir=require_dependency_layer(directory),
+            exchange_layer_dir=require_exchange_layer(directory),
+        )
 
 
 def tree_size(root: Path) -> int:

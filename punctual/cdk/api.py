@@ -23,7 +23,7 @@ from aws_cdk import aws_logs as logs
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from infra.config import DeploymentConfig
+from punctual.cdk.config import SchedulerProps
 
 # Served without authentication: liveness, the OpenAPI document and Swagger UI (its page, and
 # its script and style under /docs/).
@@ -72,7 +72,7 @@ class Api(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: DeploymentConfig,
+        config: SchedulerProps,
         handler: lambda_.IFunction,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -84,17 +84,19 @@ class Api(Construct):
 
         self.api_keys: list[apigateway.IApiKey] = []
         self.gateway: apigateway.RestApi | apigatewayv2.HttpApi
+        self.http_api: apigatewayv2.HttpApi | None = None  # IAM mode's
         if config.api_auth == "api_key":
             self.gateway = self.rest_api = self._rest_api(config, handler)
             self.url = self.rest_api.url
             self.api_keys = self._usage_plan(config)
         else:
-            self.gateway = self.http_api = self._http_api(config, handler)
+            self.gateway = self._http_api(config, handler)
+            self.http_api = self.gateway
             self.url = self.http_stage.url
 
     # ------------------------------------------------------------------------------ HTTP API (IAM)
 
-    def _http_api(self, config: DeploymentConfig, handler: lambda_.IFunction) -> apigatewayv2.HttpApi:
+    def _http_api(self, config: SchedulerProps, handler: lambda_.IFunction) -> apigatewayv2.HttpApi:
         """An HTTP API on its ``$default`` stage (no stage in the URL), payload 2.0, which puts the
         IAM caller under ``requestContext.authorizer.iam``."""
         api = apigatewayv2.HttpApi(
@@ -144,7 +146,7 @@ class Api(Construct):
 
     # ---------------------------------------------------------------------- REST API (API keys)
 
-    def _rest_api(self, config: DeploymentConfig, handler: lambda_.IFunction) -> apigateway.RestApi:
+    def _rest_api(self, config: SchedulerProps, handler: lambda_.IFunction) -> apigateway.RestApi:
         """A REST API whose routes need a key of the usage plan (API Gateway checks it)."""
         rest_api = apigateway.RestApi(
             self,
@@ -241,7 +243,7 @@ class Api(Construct):
         )
         return rest_api
 
-    def _usage_plan(self, config: DeploymentConfig) -> list[apigateway.IApiKey]:
+    def _usage_plan(self, config: SchedulerProps) -> list[apigateway.IApiKey]:
         plan = self.rest_api.add_usage_plan(
             "UsagePlan",
             name=config.name_prefix,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
-from aws_cdk import ArnFormat, Aws, Duration, RemovalPolicy, Stack
+import jsii
+from aws_cdk import ArnFormat, Aws, Duration, IStableStringProducer, Lazy, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -20,16 +20,16 @@ from functions.core.resources import (
     WORKER_MEMORY_MB,
     WORKER_TIMEOUT_SECONDS,
 )
-from infra import permissions
-from infra.assets import LAMBDA_PYTHON_VERSION
-from infra.config import ALLOW_ALL_TARGETS, DeploymentConfig
-from infra.queues import WorkQueues
+from punctual.cdk import permissions
+from punctual.cdk.assets import LAMBDA_PYTHON_VERSION, LambdaAssets
+from punctual.cdk.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, SchedulerProps
+from punctual.cdk.queues import WorkQueues
 
 # Python 3.13, not the newest runtime: the assets ship bytecode, which is specific to one Python
-# minor version, compiled at build time by that very version (infra/assets.py), and the build
+# minor version, compiled at build time by that very version (punctual/cdk/assets.py), and the build
 # machines have a 3.13 but no 3.14. Without bytecode every cold start compiled every module.
 RUNTIME: Final = lambda_.Runtime.PYTHON_3_13
-_RUNTIME_REASON: Final = (
+RUNTIME_REASON: Final = (
     "Python 3.13 rather than the newest runtime: the functions ship bytecode compiled at build time by "
     "exactly the runtime's Python version (a read-only /var/task would otherwise recompile every module "
     "on each cold start), and the build has a 3.13 interpreter. Supported by Lambda until 2029."
@@ -61,6 +61,18 @@ class _FunctionSpec:
     description: str
 
 
+@jsii.implements(IStableStringProducer)
+class _Joined:
+    """The patterns given, then the ARNs added until synthesis, comma-separated."""
+
+    def __init__(self, first: list[str], added: list[str]) -> None:
+        self._first = first
+        self._added = added
+
+    def produce(self) -> str:
+        return ",".join([*self._first, *self._added])
+
+
 class Functions(Construct):
     """Code from ``functions/``, dependencies from a layer built without Docker, arm64, X-Ray, JSON logs."""
 
@@ -69,13 +81,11 @@ class Functions(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: DeploymentConfig,
+        config: SchedulerProps,
         table: dynamodb.ITable,
         index_names: list[str],
         queues: WorkQueues,
-        code_dir: Path,
-        layer_dir: Path,
-        exchange_layer_dir: Path,
+        assets: LambdaAssets,
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
@@ -89,12 +99,20 @@ class Functions(Construct):
             account_id=Aws.ACCOUNT_ID,
             partition=Aws.PARTITION,
         )
-        self._environment = {**settings.to_env(), "POWERTOOLS_SERVICE_NAME": "punctual"}
-        self._code = lambda_.Code.from_asset(str(code_dir))
+        # Targets allowed by allow_target join the configured patterns when the template is written:
+        # the allow-list is read lazily, after every construct of the app has had its say.
+        self._allowed_targets: list[str] = []
+        allowed = Lazy.string(_Joined([*config.allowed_target_arns], self._allowed_targets))
+        self._environment = {
+            **settings.to_env(),
+            "PUNCTUAL_ALLOWED_TARGET_ARNS": allowed,
+            "POWERTOOLS_SERVICE_NAME": "punctual",
+        }
+        self._code = lambda_.Code.from_asset(str(assets.code_dir))
         self._layer = lambda_.LayerVersion(
             self,
             "Dependencies",
-            code=lambda_.Code.from_asset(str(layer_dir)),
+            code=lambda_.Code.from_asset(str(assets.layer_dir)),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             description="Punctual's Python dependencies: Powertools, pydantic, croniter, tzdata (arm64)",
@@ -103,7 +121,7 @@ class Functions(Construct):
         self._exchange_layer = lambda_.LayerVersion(
             self,
             "ExchangeCalendars",
-            code=lambda_.Code.from_asset(str(exchange_layer_dir)),
+            code=lambda_.Code.from_asset(str(assets.exchange_layer_dir)),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             description="Punctual API's exchange-calendars with pandas and numpy (arm64)",
@@ -144,6 +162,16 @@ class Functions(Construct):
         self._grant_api(table, index_names, queues)
         self._grant_dispatcher(table, queues)
         self._grant_worker(table, queues)
+
+    @property
+    def code(self) -> lambda_.Code:
+        """The functions' code (the ``functions`` package), for another function of the service."""
+        return self._code
+
+    @property
+    def layer(self) -> lambda_.ILayerVersion:
+        """The dependency layer (Powertools, pydantic, ...), for another function of the service."""
+        return self._layer
 
     # -------------------------------------------------------------------------------------------
 
@@ -200,7 +228,7 @@ class Functions(Construct):
             apply_to_children=True,
         )
         NagSuppressions.add_resource_suppressions(
-            function, [NagPackSuppression(id="AwsSolutions-L1", reason=_RUNTIME_REASON)]
+            function, [NagPackSuppression(id="AwsSolutions-L1", reason=RUNTIME_REASON)]
         )
         return function
 
@@ -238,6 +266,15 @@ class Functions(Construct):
             role.add_to_principal_policy(
                 iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[own_arn])
             )
+
+    def allow_target(self, service: str, arn: str) -> None:
+        """Let jobs target the resource ``arn`` of ``service`` (a key of TARGET_ACTIONS): the API and the
+        worker find it on their allow-list, and the worker may do exactly the one action delivery
+        needs, on exactly that resource."""
+        self._allowed_targets.append(arn)
+        self._role(self.worker).add_to_principal_policy(
+            iam.PolicyStatement(actions=[TARGET_ACTIONS[service]], resources=[arn])
+        )
 
     def allow_worker_target_keys(self, *key_arns: str) -> None:
         """Let the worker publish to targets encrypted with these keys (target_kms_key_arns, and the

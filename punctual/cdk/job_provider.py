@@ -1,0 +1,112 @@
+"""The custom resource provider behind every ``Job`` of one ``Scheduler``: the onEvent function (the
+handler of ``functions/cfn/handler.py``), the role that owns the jobs, and CDK's Provider framework.
+
+Why CDK's ``custom_resources.Provider`` rather than crhelper: the framework answers CloudFormation
+itself (the pre-signed S3 response, a timeout's failure, the log of each request), so the handler is
+one function that returns or raises, unit-tested without a CloudFormation event's S3 URL; crhelper
+would put that answering inside our function and its package into the Lambda asset.
+
+The jobs belong to a role of their own (``jobs_owner``), not to the function's: the API keeps each
+caller's jobs to itself, and a team sees and acts on its stack's jobs by assuming that role
+(``punctual jobs list --role-arn ...``), which the function's own role could not be lent for.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import custom_resources as cr
+from cdk_nag import NagPackSuppression, NagSuppressions
+from constructs import Construct
+
+from punctual.cdk.config import SchedulerProps
+from punctual.cdk.functions import ARCHITECTURE, RUNTIME, RUNTIME_REASON, Functions
+
+# The custom resource's type in the template (Custom::<name>).
+RESOURCE_TYPE: Final = "Custom::PunctualJob"
+# The handler bounds each API call to 10 s (functions/cfn/api.py); a request makes at most three
+# (read, patch; or a create and the cleanup of a failed one).
+ON_EVENT_TIMEOUT: Final = Duration.seconds(60)
+ON_EVENT_MEMORY_MB: Final = 256
+
+_FRAMEWORK_REASON: Final = (
+    "CDK's custom resource Provider framework: its function, runtime and role are CDK's own (a Node.js "
+    "runtime CDK chooses, the AWSLambdaBasicExecutionRole managed policy, and lambda:InvokeFunction on "
+    "the onEvent function and its versions, ':*')."
+)
+
+
+class JobProvider(Construct):
+    """``service_token`` for the jobs' custom resources; ``jobs_owner``, the role the jobs belong to."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        props: SchedulerProps,
+        functions: Functions,
+        api_url: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        removal = RemovalPolicy.RETAIN if props.is_production else RemovalPolicy.DESTROY
+        log_group = logs.LogGroup(self, "OnEventLogs", removal_policy=removal)
+        log_group_resource = log_group.node.default_child
+        assert isinstance(log_group_resource, logs.CfnLogGroup)
+        log_group_resource.retention_in_days = props.log_retention_days
+        role = iam.Role(
+            self,
+            "OnEventRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="Punctual jobs' custom resource: assumes the jobs' owner role, nothing else",
+        )
+        log_group.grant_write(role)
+        self.jobs_owner = iam.Role(
+            self,
+            "JobsOwner",
+            assumed_by=iam.ArnPrincipal(role.role_arn),
+            description="Owns the Punctual jobs of this app's Job constructs (see them: punctual --role-arn)",
+        )
+        self.on_event = lambda_.Function(
+            self,
+            "OnEvent",
+            description="Punctual jobs' custom resource: creates, updates and cancels jobs through the API",
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler="functions.cfn.handler.handler",
+            code=functions.code,
+            layers=[functions.layer],
+            memory_size=ON_EVENT_MEMORY_MB,
+            timeout=ON_EVENT_TIMEOUT,
+            role=role,
+            environment={
+                "PUNCTUAL_API_URL": api_url,
+                "PUNCTUAL_JOBS_OWNER_ROLE_ARN": self.jobs_owner.role_arn,
+                "POWERTOOLS_SERVICE_NAME": "punctual-jobs",
+            },
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+            system_log_level_v2=lambda_.SystemLogLevel.INFO,
+            log_group=log_group,
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["sts:AssumeRole"], resources=[self.jobs_owner.role_arn])
+        )
+        NagSuppressions.add_resource_suppressions(
+            self.on_event, [NagPackSuppression(id="AwsSolutions-L1", reason=RUNTIME_REASON)]
+        )
+        provider = cr.Provider(self, "Provider", on_event_handler=self.on_event)
+        self.service_token = provider.service_token
+        NagSuppressions.add_resource_suppressions(
+            provider,
+            [
+                NagPackSuppression(id="AwsSolutions-L1", reason=_FRAMEWORK_REASON),
+                NagPackSuppression(id="AwsSolutions-IAM4", reason=_FRAMEWORK_REASON),
+                NagPackSuppression(id="AwsSolutions-IAM5", reason=_FRAMEWORK_REASON),
+            ],
+            apply_to_children=True,
+        )

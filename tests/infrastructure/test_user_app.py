@@ -1,0 +1,261 @@
+"""A user's own CDK app, as a user writes it: a directory of its own with an ``app.py`` that imports
+``punctual.cdk`` from the *installed* package (a wheel built from this tree, installed into a fresh
+virtual environment; the repository is nowhere on its path), a Scheduler, a function and a queue of
+its own, and two jobs on them. Synthesized, it is cdk-nag clean and grants the worker exactly what
+those two targets need.
+
+The fresh environment borrows the third-party packages (aws-cdk-lib, pydantic, ...) of the project's
+venv through a path entry, so that the test needs no download beyond the wheel's build; ``punctual``
+and ``functions`` come from the wheel alone (the project's editable install is not visible there).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from punctual.cdk.assets import BUILD_DIR_ENV, LambdaAssets
+from tests.infrastructure.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.xdist_group("infrastructure")
+
+APP = textwrap.dedent(
+    """
+    import json
+    import punctual
+    from aws_cdk import App, Aspects, CfnOutput, Stack
+    from aws_cdk import aws_iam as iam, aws_kms as kms, aws_lambda as lambda_, aws_sqs as sqs
+    from cdk_nag import AwsSolutionsChecks, NagPackSuppression, NagSuppressions
+    from punctual.cdk import Job, Schedule, Scheduler, SchedulerProps, Target
+
+    app = App(outdir="cdk.out")
+    stack = Stack(app, "Reports")
+    scheduler = Scheduler(stack, "Punctual", props=SchedulerProps(stage="prod"))
+
+    role = iam.Role(stack, "ReportRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    report = lambda_.Function(
+        stack, "Report", runtime=lambda_.Runtime.PYTHON_3_13, handler="index.handler", role=role,
+        code=lambda_.Code.from_inline("def handler(event, context):\\n    print(event)\\n"),
+    )
+    NagSuppressions.add_resource_suppressions(report, [NagPackSuppression(
+        id="AwsSolutions-L1", reason="The report runs on Python 3.13, the runtime its team tests with.")])
+    key = kms.Key(stack, "InboxKey", enable_key_rotation=True)
+    dead = sqs.Queue(stack, "DeadLetters", enforce_ssl=True, encryption_master_key=key)
+    inbox = sqs.Queue(
+        stack, "Inbox", enforce_ssl=True, encryption_master_key=key,
+        dead_letter_queue=sqs.DeadLetterQueue(queue=dead, max_receive_count=3),
+    )
+    NagSuppressions.add_resource_suppressions(dead, [NagPackSuppression(
+        id="AwsSolutions-SQS3", reason="This queue is the dead-letter queue of the inbox queue itself.")])
+
+    nightly = Job(
+        stack, "NightlyReport", scheduler=scheduler,
+        schedule=Schedule.cron("0 2 * * *", timezone="Europe/Berlin"),
+        target=Target.function(report), payload={"report": "daily"}, name="nightly-report",
+        retry={"max_attempts": 5}, tags={"team": "reports"},
+    )
+    Job(stack, "HourlyDigest", scheduler=scheduler, schedule=Schedule.rate("1 hour"),
+        target=Target.queue(inbox), payload={"digest": True})
+    CfnOutput(stack, "NightlyJobId", value=nightly.job_id)
+    CfnOutput(stack, "JobsOwnerRoleArn", value=scheduler.jobs_owner.role_arn)
+    Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+    app.synth()
+    print(json.dumps({"punctual": punctual.__file__}))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def user_app(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    LambdaAssets.build()  # the repository's layers: the user's app finds them through BUILD_DIR_ENV
+    root = tmp_path_factory.mktemp("user-app")
+    wheels = root / "wheels"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--wheel-dir",
+            str(wheels),
+            str(REPO_ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    (wheel,) = wheels.glob("punctual-*.whl")
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
+    (site / "project-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    app_dir = root / "app"
+    app_dir.mkdir()
+    (app_dir / "app.py").write_text(APP)
+    environment = {
+        key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")
+    }
+    environment[BUILD_DIR_ENV] = str(REPO_ROOT / "build" / "lambda")
+    result = subprocess.run(
+        [str(python), "app.py"],
+        check=False,
+        cwd=app_dir,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    printed = json.loads(result.stdout.strip().splitlines()[-1])
+    assembly = app_dir / "cdk.out"
+    return {
+        "venv": venv,
+        "punctual_file": Path(printed["punctual"]),
+        "template": json.loads((assembly / "Reports.template.json").read_text()),
+        "nag": list(csv.DictReader((assembly / "AwsSolutions--Reports-NagReport.csv").open(newline=""))),
+    }
+
+
+def _resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {name: value for name, value in template["Resources"].items() if value["Type"] == kind}
+
+
+def _logical_id(template: dict[str, Any], kind: str, prefix: str) -> str:
+    (name,) = [name for name in _resources(template, kind) if name.startswith(prefix)]
+    return name
+
+
+def test_given_the_installed_package_when_the_app_imports_it_then_it_comes_from_the_wheel(user_app):
+    assert user_app["punctual_file"].is_relative_to(user_app["venv"])
+
+
+def test_given_a_user_app_when_synthesized_then_cdk_nag_finds_nothing_unsuppressed(user_app):
+    findings = [row for row in user_app["nag"] if row["Compliance"] not in ("Compliant", "Suppressed")]
+    assert user_app["nag"], "cdk-nag wrote no report"
+    assert findings == []
+
+
+def test_given_two_jobs_when_synthesized_then_the_worker_may_do_exactly_what_their_targets_need(user_app):
+    template = user_app["template"]
+    report = _logical_id(template, "AWS::Lambda::Function", "Report")
+    inbox = _logical_id(template, "AWS::SQS::Queue", "Inbox")
+    key = _logical_id(template, "AWS::KMS::Key", "InboxKey")
+    worker_policy = next(
+        value
+        for name, value in _resources(template, "AWS::IAM::Policy").items()
+        if name.startswith("PunctualFunctionsWorkerRoleDefaultPolicy")
+    )
+    on_users_resources = [
+        (statement["Action"], statement["Resource"])
+        for statement in worker_policy["Properties"]["PolicyDocument"]["Statement"]
+        if any(name in json.dumps(statement["Resource"]) for name in (report, inbox, key))
+    ]
+    assert sorted(on_users_resources, key=json.dumps) == sorted(
+        [
+            ("lambda:InvokeFunction", {"Fn::GetAtt": [report, "Arn"]}),
+            ("sqs:SendMessage", {"Fn::GetAtt": [inbox, "Arn"]}),
+            (["kms:Decrypt", "kms:GenerateDataKey*"], {"Fn::GetAtt": [key, "Arn"]}),
+        ],
+        key=json.dumps,
+    )
+
+
+def test_given_two_jobs_when_synthesized_then_the_api_and_the_worker_allow_exactly_their_targets(user_app):
+    template = user_app["template"]
+    report = _logical_id(template, "AWS::Lambda::Function", "Report")
+    inbox = _logical_id(template, "AWS::SQS::Queue", "Inbox")
+    for role in ("Api", "Worker"):
+        function = template["Resources"][
+            _logical_id(template, "AWS::Lambda::Function", f"PunctualFunctions{role}")
+        ]
+        allowed = function["Properties"]["Environment"]["Variables"]["PUNCTUAL_ALLOWED_TARGET_ARNS"]
+        assert allowed == {
+            "Fn::Join": ["", [{"Fn::GetAtt": [report, "Arn"]}, ",", {"Fn::GetAtt": [inbox, "Arn"]}]]
+        }
+
+
+def test_given_two_jobs_when_synthesized_then_each_is_a_custom_resource_with_its_body(user_app):
+    template = user_app["template"]
+    jobs = _resources(template, "Custom::PunctualJob")
+    assert sorted(jobs) == sorted(
+        [
+            _logical_id(template, "Custom::PunctualJob", "NightlyReport"),
+            _logical_id(template, "Custom::PunctualJob", "HourlyDigest"),
+        ]
+    )
+    nightly = next(value for name, value in jobs.items() if name.startswith("NightlyReport"))
+    parts = nightly["Properties"]["Job"]["Fn::Join"][1]
+    text = "".join(part if isinstance(part, str) else "ARN" for part in parts)
+    assert json.loads(text) == {
+        "schedule": {"cron": "0 2 * * *", "timezone": "Europe/Berlin"},
+        "target": {"type": "lambda", "function": "ARN"},
+        "payload": {"report": "daily"},
+        "name": "nightly-report",
+        "retry": {"max_attempts": 5},
+        "tags": {"team": "reports"},
+    }
+    # Created after the service is whole; deleted (cancelled) before it goes.
+    assert any(name.startswith("PunctualFunctionsWorker") for name in nightly["DependsOn"])
+    assert nightly["Properties"]["ServiceToken"]["Fn::GetAtt"][0].startswith("PunctualJobsProvider")
+
+
+def test_given_jobs_when_synthesized_then_their_owner_role_may_call_the_api_and_only_the_provider_assumes_it(
+    user_app,
+):
+    template = user_app["template"]
+    owner = _logical_id(template, "AWS::IAM::Role", "PunctualJobsJobsOwner")
+    on_event_role = _logical_id(template, "AWS::IAM::Role", "PunctualJobsOnEventRole")
+    trust = template["Resources"][owner]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust == [
+        {
+            "Action": "sts:AssumeRole",
+            "Effect": "Allow",
+            "Principal": {"AWS": {"Fn::GetAtt": [on_event_role, "Arn"]}},
+        }
+    ]
+    owner_policy = next(
+        value
+        for name, value in _resources(template, "AWS::IAM::Policy").items()
+        if name.startswith("PunctualJobsJobsOwnerDefaultPolicy")
+    )
+    (statement,) = owner_policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "execute-api:Invoke"
+    assert json.dumps(statement["Resource"]).endswith('/v1/*"]]}')
+    on_event_policies = [
+        value
+        for name, value in _resources(template, "AWS::IAM::Policy").items()
+        if name.startswith("PunctualJobsOnEventRoleDefaultPolicy")
+    ]
+    actions = {
+        action
+        for policy in on_event_policies
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    }
+    assert "sts:AssumeRole" in actions
+    assert not any(action.startswith(("dynamodb:", "sqs:", "execute-api:")) for action in actions)
