@@ -157,6 +157,7 @@ def bulk_action(request: Request, body: BulkIn) -> BulkView:
         Param("status", JobStatus),
         Param("name", max_length=128),
         Param("name_prefix", max_length=128),
+        Param("tag", max_length=400, description="key=value: the jobs carrying this tag"),
     ),
     answer="JobPage",
     tags=("jobs",),
@@ -168,10 +169,19 @@ def list_jobs(
     status: JobStatus | None,
     name: str | None,
     name_prefix: str | None,
+    tag: str | None,
 ) -> JobPageView:
-    """The caller's jobs, newest first; ``name`` matches a name exactly, ``name_prefix`` its start."""
+    """The caller's jobs, newest first; ``name`` matches a name exactly, ``name_prefix`` its start,
+    ``tag`` (``key=value``) a tag the job carries."""
     return reads.list_jobs(
-        deps(), owner(request), limit=limit, cursor=cursor, status=status, name=name, name_prefix=name_prefix
+        deps(),
+        owner(request),
+        limit=limit,
+        cursor=cursor,
+        status=status,
+        name=name,
+        name_prefix=name_prefix,
+        tag=reads.tag_filter(tag),
     )
 
 

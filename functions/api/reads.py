@@ -28,6 +28,17 @@ def get_job(deps: Deps, owner: str, job_id: str) -> JobView:
     return job_view(deps, owned_job(deps, owner, job_id), deps.clock())
 
 
+def tag_filter(text: str | None) -> tuple[str, str] | None:
+    """``key=value`` as (key, value) (the key may hold ``:``, the value ``=``); ``InvalidInput`` for
+    text without ``=``."""
+    if text is None:
+        return None
+    key, equals, value = text.partition("=")
+    if not equals or not key:
+        raise InvalidInput("a tag filter is key=value", "tag")
+    return key, value
+
+
 def list_jobs(
     deps: Deps,
     owner: str,
@@ -37,6 +48,7 @@ def list_jobs(
     status: JobStatus | None,
     name: str | None,
     name_prefix: str | None = None,
+    tag: tuple[str, str] | None = None,
 ) -> JobPageView:
     # A one-off job's COMPLETED or FAILED is derived from its run: its item still says ACTIVE.
     stored = None if status is None else frozenset({status})
@@ -48,6 +60,8 @@ def list_jobs(
     def keep(job: Job) -> bool:
         if job.gone(now):
             return False  # on_complete delete: gone (DynamoDB's TTL removes the item later)
+        if tag is not None and job.tags.get(tag[0]) != tag[1]:
+            return False
         histories[job.job_id] = recent_runs(deps, job)
         return status is None or job_history(job, histories[job.job_id]).status is status
 

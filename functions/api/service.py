@@ -49,9 +49,17 @@ class JobService(Deps):
         status: JobStatus | None,
         name: str | None,
         name_prefix: str | None = None,
+        tag: tuple[str, str] | None = None,
     ) -> JobPageView:
         return reads.list_jobs(
-            self, owner, limit=limit, cursor=cursor, status=status, name=name, name_prefix=name_prefix
+            self,
+            owner,
+            limit=limit,
+            cursor=cursor,
+            status=status,
+            name=name,
+            name_prefix=name_prefix,
+            tag=tag,
         )
 
     def list_runs(

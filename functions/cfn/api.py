@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import urllib3
 
@@ -36,6 +36,19 @@ class HttpJobsApi:
 
     def cancel(self, job_id: str) -> None:
         self._call("DELETE", f"/v1/jobs/{quote(job_id, safe='')}")
+
+    def tagged(self, key: str, value: str) -> list[Mapping[str, Any]]:
+        found: list[Mapping[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            query = urlencode(
+                {"tag": f"{key}={value}", "limit": 100, **({"cursor": cursor} if cursor else {})}
+            )
+            page = self._call("GET", f"/v1/jobs?{query}")
+            found.extend(page.get("items") or [])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return found
 
     def _call(
         self,

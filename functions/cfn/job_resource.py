@@ -4,8 +4,16 @@ the answer, raise to fail with the error's text as the stack event's reason). do
 "Being built: schedules as code".
 
 The API checks the job as it checks any other: a refusal fails the resource with the API's field
-and reason. The job travels as one JSON property (``Job``): CloudFormation hands a custom resource
-every property value as a string, numbers and booleans included.
+and reason.
+
+A create whose answer is lost (a timeout after the API took the job) must not leave the job behind:
+CloudFormation then marks the resource failed and never sends it a Delete. Every job a stack makes
+is tagged with its stack, resource and request; the failed create cancels its own request's job
+before it reports the failure, and a later create of the same resource cancels the leftovers of
+earlier requests (if that cancel failed too).
+
+The job travels as one JSON property (``Job``): CloudFormation hands a custom resource every property
+value as a string, numbers and booleans included.
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
+
+from functions.core.observability import logger
 
 # The custom resource's one property: the job's body as the API takes it, as JSON.
 JOB_PROPERTY: Final = "Job"
@@ -63,12 +73,26 @@ class JobsApi(Protocol):
     def cancel(self, job_id: str) -> None:
         """``DELETE /v1/jobs/{id}``. Raises ``Refused`` (404: no such job)."""
 
+    def tagged(self, key: str, value: str) -> list[Mapping[str, Any]]:
+        """``GET /v1/jobs?tag=key=value``, every page: the caller's jobs carrying that tag."""
+
 
 def on_event(event: Mapping[str, Any], api: JobsApi) -> dict[str, Any]:
     """One CloudFormation request: what the framework answers CloudFormation with."""
     request = event["RequestType"]
     if request == "Create":
-        return _answer(api.create(job_body(event), idempotency_key(event)))
+        _cancel_jobs(api, event, earlier_requests=True)
+        try:
+            return _answer(api.create(job_body(event), idempotency_key(event)))
+        except Refused:
+            raise  # the API took nothing
+        except Exception:
+            # The request may have reached the API, and the resource fails: no job may stay.
+            try:
+                _cancel_jobs(api, event, earlier_requests=False)
+            except Exception:
+                logger.exception("a failed create's job could not be cancelled: the next create will")
+            raise
     physical = str(event.get("PhysicalResourceId") or "")
     if request == "Update":
         old = job_of(event.get("OldResourceProperties") or {})
@@ -128,6 +152,35 @@ def patch_of(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
         else:
             changes[field] = CLEARED_BY_PATCH.get(field)
     return changes
+
+
+# What a job a stack made may still be: a job that ended needs no cancel.
+_LIVE: Final = ("ACTIVE", "PAUSED")
+
+
+def _cancel_jobs(api: JobsApi, event: Mapping[str, Any], *, earlier_requests: bool) -> None:
+    """Cancel the live jobs of this stack's resource: those of its earlier (failed) requests, or this
+    request's own."""
+    origin = _origin(event)
+    if earlier_requests:
+        found = api.tagged(STACK_TAG, origin[STACK_TAG])
+    else:
+        found = api.tagged(REQUEST_TAG, origin[REQUEST_TAG])
+    for job in found:
+        tags = job.get("tags") or {}
+        if (
+            tags.get(STACK_TAG) != origin[STACK_TAG]
+            or tags.get(RESOURCE_TAG) != origin[RESOURCE_TAG]
+            or (tags.get(REQUEST_TAG) == origin[REQUEST_TAG]) == earlier_requests
+            or job.get("status") not in _LIVE
+        ):
+            continue
+        logger.info("cancelling a job of a failed create", extra={"job_id": job["job_id"], "tags": tags})
+        try:
+            api.cancel(str(job["job_id"]))
+        except Refused as refused:
+            if refused.status != 404:
+                raise
 
 
 def _origin(event: Mapping[str, Any]) -> dict[str, str]:

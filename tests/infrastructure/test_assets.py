@@ -34,7 +34,13 @@ from punctual.cdk.assets import (
 )
 from punctual.cdk.config import DeploymentConfig
 
-HANDLERS = ("functions.api.handler", "functions.dispatcher.handler", "functions.worker.handler")
+# The jobs' custom resource handler runs with the dependency layer alone, as the dispatcher and the worker do.
+HANDLERS = (
+    "functions.api.handler",
+    "functions.dispatcher.handler",
+    "functions.worker.handler",
+    "functions.cfn.handler",
+)
 # What the Lambda runtime itself provides; everything else the functions import must be in the layer.
 RUNTIME_PROVIDED = {"boto3", "botocore"}
 PYC_TAG = f"cpython-{LAMBDA_PYTHON_VERSION.replace('.', '')}"

@@ -46,7 +46,7 @@ def _statements(template: dict[str, Any], policy_prefix: str) -> list[dict[str, 
 
 def _id(template: dict[str, Any], kind: str, prefix: str) -> str:
     (name,) = [n for n, v in template["Resources"].items() if v["Type"] == kind and n.startswith(prefix)]
-    return name
+    return str(name)
 
 
 def test_given_a_topic_and_a_bus_when_allowed_then_the_worker_publishes_and_puts_events_on_them_alone(wired):

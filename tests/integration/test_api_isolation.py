@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote
 
 from tests.integration.conftest import GOOD_JOB as GOOD
 from tests.integration.conftest import Call, Harness, http_target
@@ -106,6 +107,22 @@ def test_given_two_owners_with_jobs_when_each_lists_and_counts_then_each_sees_on
     _, bob_stats = call("GET", "/v1/stats", owner="bob")
     assert alice_stats["jobs"] == {"ACTIVE": 2, "PAUSED": 1}
     assert bob_stats["jobs"] == {"ACTIVE": 2}
+
+
+def test_given_tagged_jobs_when_listed_by_a_tag_then_only_the_owners_jobs_carrying_it_are_listed(
+    call: Call,
+) -> None:
+    stack = "arn:aws:cloudformation:eu-west-1:123456789012:stack/reports/1d2e=3f"
+    tagged = {create(call, tags={"cfn:stack": stack, "team": "a"})["job_id"] for _ in range(2)}
+    create(call, tags={"cfn:stack": stack + "0"})
+    create(call, tags={"team": "a"})
+    create(call, "bob", tags={"cfn:stack": stack})
+    query = "&tag=" + quote(f"cfn:stack={stack}", safe="")
+    assert {job["job_id"] for job in listed(call, "alice", query)} == tagged
+    assert len(listed(call, "alice", "&tag=team%3Da")) == 3
+    assert listed(call, "alice", "&tag=team%3D") == []  # an empty value is a value
+    status, error = call("GET", "/v1/jobs?tag=team")
+    assert (status, error["field"]) == (422, "tag"), error
 
 
 def test_given_the_same_name_when_two_owners_use_it_then_both_jobs_exist_independently(call: Call) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -50,14 +51,47 @@ class CalledApi:
     def cancel(self, job_id: str) -> None:
         self._answer(*self.call("DELETE", f"/v1/jobs/{job_id}"))
 
+    def tagged(self, key: str, value: str) -> list[Mapping[str, Any]]:
+        page = self._answer(*self.call("GET", "/v1/jobs?limit=100&tag=" + quote(f"{key}={value}", safe="")))
+        assert not page["next_cursor"], "one page is enough here"
+        return list(page["items"])
+
+
+class LostAnswers(CalledApi):
+    """The API takes each create, and its answer is lost on the way back (a timeout); the first
+    ``failing_lookups`` look-ups of tagged jobs fail too (the API unreachable for a moment)."""
+
+    def __init__(self, call: Call, failing_lookups: int = 0) -> None:
+        super().__init__(call)
+        self.failing_lookups = failing_lookups
+        self.lose = True
+
+    def create(self, body: Mapping[str, Any], idempotency_key: str) -> Mapping[str, Any]:
+        job = super().create(body, idempotency_key)
+        if self.lose:
+            raise TimeoutError("read timed out")
+        return job
+
+    def tagged(self, key: str, value: str) -> list[Mapping[str, Any]]:
+        if self.failing_lookups and key == REQUEST_TAG:
+            self.failing_lookups -= 1
+            raise ConnectionError("connection reset")
+        return super().tagged(key, value)
+
 
 def event(
-    kind: str, job: Mapping[str, Any], *, request: str, old: Any = None, physical: str | None = None
+    kind: str,
+    job: Mapping[str, Any],
+    *,
+    request: str,
+    old: Any = None,
+    physical: str | None = None,
+    resource: str = "NightlyReport",
 ) -> dict[str, Any]:
     made: dict[str, Any] = {
         "RequestType": kind,
         "StackId": STACK,
-        "LogicalResourceId": "NightlyReport",
+        "LogicalResourceId": resource,
         "RequestId": request,
         "ResourceType": "Custom::PunctualJob",
         "ResourceProperties": {
@@ -90,8 +124,33 @@ def test_a_create_delivered_twice_makes_one_job_tagged_with_its_stack(api: Calle
         REQUEST_TAG: "req-1",
     }
     assert first["Data"]["JobId"] == job["job_id"] and first["Data"]["NextRunAt"] == job["next_run_at"]
-    other = on_event(event("Create", {**JOB, "name": "other-report"}, request="req-2"), api)
+    other = on_event(event("Create", {**JOB, "name": "other-report"}, request="req-2", resource="Other"), api)
     assert other["PhysicalResourceId"] != first["PhysicalResourceId"], "another request, another job"
+    assert api.get(first["PhysicalResourceId"])["status"] == "ACTIVE"
+
+
+def test_a_create_whose_answer_is_lost_cancels_its_job_before_it_fails(call: Call) -> None:
+    lossy = LostAnswers(call)
+    with pytest.raises(TimeoutError):
+        on_event(event("Create", JOB, request="req-1"), lossy)
+    (job,) = lossy.tagged(REQUEST_TAG, "req-1")
+    assert job["status"] == "CANCELLED", "CloudFormation sends no Delete after a failed create"
+
+
+def test_a_failed_create_whose_cleanup_failed_too_is_cancelled_by_the_next_create(call: Call) -> None:
+    lossy = LostAnswers(call, failing_lookups=1)
+    with pytest.raises(TimeoutError):
+        on_event(event("Create", JOB, request="req-1"), lossy)
+    (left,) = lossy.tagged(REQUEST_TAG, "req-1")
+    assert left["status"] == "ACTIVE", "the cleanup could not reach the API"
+    elsewhere = on_event(
+        event("Create", {**JOB, "name": "kept"}, request="req-0", resource="Kept"), CalledApi(call)
+    )
+    lossy.lose = False
+    created = on_event(event("Create", {**JOB, "name": "nightly-2"}, request="req-2"), lossy)
+    assert lossy.get(left["job_id"])["status"] == "CANCELLED"
+    assert lossy.get(created["PhysicalResourceId"])["status"] == "ACTIVE"
+    assert lossy.get(elsewhere["PhysicalResourceId"])["status"] == "ACTIVE", "another resource's job stays"
 
 
 def test_an_update_patches_the_job_in_place_schedule_then_target(api: CalledApi) -> None:
