@@ -97,10 +97,10 @@ class Scheduler(Construct):
         return self.api.url
 
     @property
-    def jobs_owner(self) -> iam.IRole:
+    def jobs_owner(self) -> iam.Role:
         """The role that owns the jobs this app declares (``Job``): the custom resource calls the API as
-        it. Let your team assume it to see and act on them (``jobs_owner.grant_assume_role(...)``,
-        then ``punctual jobs list --role-arn <its ARN>``)."""
+        it. Let your team assume it to see and act on them (add them to its
+        ``assume_role_policy``, then ``punctual jobs list --role-arn <its ARN>``)."""
         return self.job_provider.jobs_owner
 
     @property

@@ -14,10 +14,12 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +76,36 @@ APP = textwrap.dedent(
 )
 
 
+@dataclass(frozen=True)
+class Installed:
+    """A fresh venv with the wheel installed, and how to run a user's app in it."""
+
+    venv: Path
+    python: Path
+
+    def run(self, app_dir: Path) -> subprocess.CompletedProcess[str]:
+        environment = {
+            key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")
+        }
+        environment[BUILD_DIR_ENV] = str(REPO_ROOT / "build" / "lambda")
+        environment["CDK_OUTDIR"] = str(app_dir / "cdk.out")  # what the CDK CLI sets
+        result = subprocess.run(
+            [str(self.python), "app.py"],
+            check=False,
+            cwd=app_dir,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert result.returncode == 0, result.stderr[-4000:]
+        return result
+
+
 @pytest.fixture(scope="module")
-def user_app(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     LambdaAssets.build()  # the repository's layers: the user's app finds them through BUILD_DIR_ENV
-    root = tmp_path_factory.mktemp("user-app")
+    root = tmp_path_factory.mktemp("installed")
     wheels = root / "wheels"
     subprocess.run(
         [
@@ -114,31 +142,44 @@ def user_app(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         ).stdout.strip()
     )
     (site / "project-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    app_dir = root / "app"
-    app_dir.mkdir()
+    return Installed(venv, python)
+
+
+@pytest.fixture(scope="module")
+def user_app(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    app_dir = tmp_path_factory.mktemp("user-app")
     (app_dir / "app.py").write_text(APP)
-    environment = {
-        key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")
-    }
-    environment[BUILD_DIR_ENV] = str(REPO_ROOT / "build" / "lambda")
-    result = subprocess.run(
-        [str(python), "app.py"],
-        check=False,
-        cwd=app_dir,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
+    result = installed.run(app_dir)
     printed = json.loads(result.stdout.strip().splitlines()[-1])
     assembly = app_dir / "cdk.out"
     return {
-        "venv": venv,
+        "venv": installed.venv,
         "punctual_file": Path(printed["punctual"]),
         "template": json.loads((assembly / "Reports.template.json").read_text()),
         "nag": list(csv.DictReader((assembly / "AwsSolutions--Reports-NagReport.csv").open(newline=""))),
     }
+
+
+def doc_file(name: str) -> str:
+    """The code block docs/cdk.md gives for the file ``name`` (the first after the line naming it)."""
+    text = (REPO_ROOT / "docs" / "cdk.md").read_text()
+    after = text[text.index(f"`{name}`") :]
+    match = re.search(r"```[a-z]*\n(.*?)```", after, re.DOTALL)
+    assert match is not None, name
+    return match.group(1)
+
+
+def test_given_the_app_of_docs_cdk_md_when_synthesized_from_the_installed_package_then_it_has_its_jobs(
+    installed: Installed, tmp_path: Path
+) -> None:
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "index.py").write_text(doc_file("report/index.py"))
+    (tmp_path / "app.py").write_text(doc_file("app.py"))
+    assert json.loads(doc_file("cdk.json")) == {"app": ".venv/bin/python app.py"}
+    installed.run(tmp_path)
+    template = json.loads((tmp_path / "cdk.out" / "Reports.template.json").read_text())
+    assert len(_resources(template, "Custom::PunctualJob")) == 2
+    assert set(template["Outputs"]) >= {"ApiUrl", "JobsOwnerRoleArn", "NightlyJobId"}
 
 
 def _resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
