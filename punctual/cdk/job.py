@@ -120,8 +120,6 @@ class Job(Construct):
         **fields: Any,
     ) -> None:
         super().__init__(scope, construct_id)
-        for reserved in ("schedule", "target"):
-            fields.pop(reserved, None)
         body: dict[str, Any] = {"schedule": dict(schedule.body), "target": dict(target.body)}
         body.update({name: value for name, value in fields.items() if value is not None})
         if target.resource is not None:
