@@ -1,5 +1,9 @@
 """A small client for the Punctual HTTP API: bearer tokens locally, SigV4 (as the caller, or as a role it
-assumes) or an API key for a deployed API."""
+assumes) or an API key for a deployed API.
+
+``Client`` answers the API's JSON as it is (the CLI's transport); ``Punctual`` (``punctual.typed_client``,
+exported here) answers it typed, for users' own code (docs/client.md).
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,22 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 import urllib3
 
 from functions.core.sigv4 import sign_sigv4
+
+if TYPE_CHECKING:  # exported as they are at run time (__getattr__, at the end)
+    from punctual.typed_client import BulkResult as BulkResult  # noqa: PLC0414
+    from punctual.typed_client import CreatedJobs as CreatedJobs  # noqa: PLC0414
+    from punctual.typed_client import Health as Health  # noqa: PLC0414
+    from punctual.typed_client import Job as Job  # noqa: PLC0414
+    from punctual.typed_client import Page as Page  # noqa: PLC0414
+    from punctual.typed_client import Punctual as Punctual  # noqa: PLC0414
+    from punctual.typed_client import Run as Run  # noqa: PLC0414
+    from punctual.typed_client import UnexpectedAnswer as UnexpectedAnswer  # noqa: PLC0414
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8000"
 CONFIG_PATH = Path(os.environ.get("PUNCTUAL_CONFIG", Path.home() / ".config" / "punctual" / "config.json"))
@@ -254,7 +268,7 @@ class Authenticator:
     """How requests to the API are authenticated, as configured: SigV4 with the standard AWS
     credential chain (read once; temporary credentials refresh themselves) or with a role assumed
     with it, the API key (``x-api-key``), or the bearer token. The CLI's client, ``punctual
-    console``'s forwarder use it."""
+    console``'s forwarder and the typed client use it."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -448,3 +462,20 @@ class Client:
 
     def delete_limit(self, name: str) -> Any:
         return self.request("DELETE", f"/v1/limits/{quote(name, safe='')}")
+
+
+# The typed client and its answers, exported here but imported on first use: they need the API's answer
+# models (pydantic; functions.api.responses and what it imports), which the CLI, importing this module
+# for every command, does without. mypy sees the imports above instead (TYPE_CHECKING).
+_TYPED = frozenset(
+    {"BulkResult", "CreatedJobs", "Health", "Job", "Page", "Punctual", "Run", "UnexpectedAnswer"}
+)
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        if name in _TYPED:
+            from punctual import typed_client
+
+            return getattr(typed_client, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

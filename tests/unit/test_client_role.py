@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from punctual.cli import main
-from punctual.client import Authenticator, Config, ConfigError, ConnectionFailed
+from punctual.client import Authenticator, Config, ConfigError, ConnectionFailed, Punctual
 
 ROLE = "arn:aws:iam::123456789012:role/jobs-owner"
 DEPLOYED = "https://abc123.execute-api.eu-west-1.amazonaws.com/prod"
@@ -123,6 +123,21 @@ def test_with_a_role_requests_are_signed_with_the_assumed_roles_credentials(moto
 def test_without_a_role_the_callers_own_credentials_sign(moto_env: None) -> None:
     authenticator = Authenticator(Config(endpoint=DEPLOYED, auth="sigv4", region="eu-west-1"))
     assert signed_key(authenticator) == caller_key()
+
+
+def test_the_typed_client_assumes_the_role_with_its_own_session_name(moto_env: None) -> None:
+    client = Punctual(DEPLOYED, role_arn=ROLE)
+    credentials, region = client.client.auth.aws()
+    frozen = credentials.get_frozen_credentials()
+    assert (frozen.access_key != caller_key(), region) == (True, "eu-west-1")
+    sts = boto3.client(
+        "sts",
+        region_name=region,
+        aws_access_key_id=frozen.access_key,
+        aws_secret_access_key=frozen.secret_key,
+        aws_session_token=frozen.token,
+    )
+    assert sts.get_caller_identity()["Arn"].endswith(":assumed-role/jobs-owner/punctual-client")
 
 
 def test_the_roles_credentials_are_assumed_again_before_they_expire(
