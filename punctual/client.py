@@ -25,9 +25,13 @@ if TYPE_CHECKING:  # exported as they are at run time (__getattr__, at the end)
     from punctual.typed_client import CreatedJobs as CreatedJobs  # noqa: PLC0414
     from punctual.typed_client import Health as Health  # noqa: PLC0414
     from punctual.typed_client import Job as Job  # noqa: PLC0414
+    from punctual.typed_client import JobStatus as JobStatus  # noqa: PLC0414
     from punctual.typed_client import Page as Page  # noqa: PLC0414
     from punctual.typed_client import Punctual as Punctual  # noqa: PLC0414
+    from punctual.typed_client import Reason as Reason  # noqa: PLC0414
     from punctual.typed_client import Run as Run  # noqa: PLC0414
+    from punctual.typed_client import RunKind as RunKind  # noqa: PLC0414
+    from punctual.typed_client import RunStatus as RunStatus  # noqa: PLC0414
     from punctual.typed_client import UnexpectedAnswer as UnexpectedAnswer  # noqa: PLC0414
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8000"
@@ -464,18 +468,15 @@ class Client:
         return self.request("DELETE", f"/v1/limits/{quote(name, safe='')}")
 
 
-# The typed client and its answers, exported here but imported on first use: they need the API's answer
-# models (pydantic; functions.api.responses and what it imports), which the CLI, importing this module
-# for every command, does without. mypy sees the imports above instead (TYPE_CHECKING).
-_TYPED = frozenset(
-    {"BulkResult", "CreatedJobs", "Health", "Job", "Page", "Punctual", "Run", "UnexpectedAnswer"}
-)
-
+# The typed client and its answers (typed_client.__all__), exported here but imported on first use: they
+# need the API's answer models (pydantic; functions.api.responses and what it imports, about 0.1 s),
+# which the CLI, importing this module for every command, does without. mypy sees the imports above.
 if not TYPE_CHECKING:
 
     def __getattr__(name: str) -> Any:
-        if name in _TYPED:
+        if not name.startswith("_"):  # an import machinery's probe (__path__, ...) is no reason to load it
             from punctual import typed_client
 
-            return getattr(typed_client, name)
+            if name in typed_client.__all__:
+                return getattr(typed_client, name)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

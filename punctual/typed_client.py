@@ -24,9 +24,24 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, PrivateAttr, ValidationError, ValidatorFunctionWrapHandler, model_validator
 
 from functions.api.responses import BulkItemOut, BulkOut, CreatedJobsOut, JobOut, RunOut
+from functions.core.model import JobStatus, Reason, RunKind, RunStatus
 from punctual.client import DEFAULT_ENDPOINT, Client, Config, ConfigError, PunctualError, is_local
 
-__all__ = ["BulkResult", "CreatedJobs", "Health", "Job", "Page", "Punctual", "Run", "UnexpectedAnswer"]
+# The answers' enums too (the domain's, functions.core.model), so that a user imports from one place.
+__all__ = [
+    "BulkResult",
+    "CreatedJobs",
+    "Health",
+    "Job",
+    "JobStatus",
+    "Page",
+    "Punctual",
+    "Reason",
+    "Run",
+    "RunKind",
+    "RunStatus",
+    "UnexpectedAnswer",
+]
 
 # The role session name of the typed client's AssumeRole (the CLI's is punctual-cli): what CloudTrail
 # shows, and with the deployment's owner_mode=session part of the owner.

@@ -569,3 +569,18 @@ def test_the_cli_does_without_the_typed_clients_imports() -> None:
     )
     shown = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert shown.stdout.split() == ["False", "True"]
+
+
+def test_punctual_client_exports_every_name_of_the_typed_client_for_mypy_as_at_run_time() -> None:
+    import re
+
+    import punctual.client
+    from punctual import typed_client
+
+    source = Path(punctual.client.__file__).read_text()
+    for_mypy = re.findall(r"from punctual\.typed_client import (\w+) as \1\b", source)
+    assert sorted(for_mypy) == sorted(typed_client.__all__)
+    for name in typed_client.__all__:
+        assert getattr(punctual.client, name) is getattr(typed_client, name)
+    with pytest.raises(AttributeError):
+        punctual.client.Nothing  # type: ignore[attr-defined]  # noqa: B018
