@@ -60,7 +60,7 @@ def test_a_role_is_for_sigv4_only(config_file: Path, monkeypatch: pytest.MonkeyP
     assert Config.load(DEPLOYED, None).role_arn == ROLE
 
 
-def test_a_role_arn_that_is_not_a_roles_is_a_config_error(config_file: Path) -> None:
+def test_an_arn_that_is_not_a_roles_is_a_config_error(config_file: Path) -> None:
     for wrong in ("jobs-owner", "arn:aws:iam::123456789012:user/alice", "arn:aws:iam::12345:role/x"):
         with pytest.raises(ConfigError, match="not an IAM role ARN"):
             Config.load(DEPLOYED, None, role_arn=wrong)
@@ -160,18 +160,34 @@ def test_the_roles_credentials_are_assumed_again_before_they_expire(
     assert signed_key(authenticator) != first
 
 
-def test_a_role_that_cannot_be_assumed_is_one_line(moto_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def refuse_assume_role(monkeypatch: pytest.MonkeyPatch) -> None:
+    """STS refuses every AssumeRole (moto serves them all)."""
     from botocore.credentials import AssumeRoleCredentialFetcher
     from botocore.exceptions import ClientError
 
     def refused(self: Any) -> Any:
-        error = {"Error": {"Code": "AccessDenied", "Message": "not authorized to perform sts:AssumeRole"}}
-        raise ClientError(error, "AssumeRole")  # type: ignore[arg-type]
+        raise ClientError(
+            {"Error": {"Code": "AccessDenied", "Message": "not authorized to perform sts:AssumeRole"}},
+            "AssumeRole",
+        )
 
     monkeypatch.setattr(AssumeRoleCredentialFetcher, "_get_credentials", refused)
+
+
+def test_a_role_that_cannot_be_assumed_is_one_line(moto_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    refuse_assume_role(monkeypatch)
     authenticator = Authenticator(Config(endpoint=DEPLOYED, auth="sigv4", region="eu-west-1", role_arn=ROLE))
     with pytest.raises(ConnectionFailed, match=f"^cannot assume role {ROLE}: .*AccessDenied"):
         authenticator.aws()
+
+
+def test_a_command_whose_role_cannot_be_assumed_exits_5_with_one_line(
+    moto_env: None, config_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refuse_assume_role(monkeypatch)
+    result = CliRunner().invoke(main, ["jobs", "list", "--endpoint", DEPLOYED, "--role-arn", ROLE])
+    assert result.exit_code == 5
+    assert result.stderr.startswith(f"error: cannot assume role {ROLE}: ") and result.stderr.count("\n") == 1
 
 
 class Recorder:
