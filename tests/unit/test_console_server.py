@@ -324,3 +324,15 @@ def test_credentials_that_can_no_longer_be_had_reach_the_page_as_502(
         "reason": "cannot assume role arn:aws:iam::123456789012:role/jobs-owner: AccessDenied",
     }
     assert receiver.requests == []
+
+
+def test_with_a_role_it_says_so_when_it_starts(moto_env: None) -> None:
+    role = "arn:aws:iam::123456789012:role/jobs-owner"
+    endpoint = "https://abc.execute-api.eu-west-1.amazonaws.com"
+    server = start_console(
+        Config(endpoint=endpoint, auth="sigv4", region=REGION, role_arn=role), background=True
+    )
+    try:
+        assert server.forwarder.description == f"{endpoint} (SigV4 as {role}, region {REGION})"
+    finally:
+        server.stop()
