@@ -1,20 +1,14 @@
 """The typed client (``punctual.client.Punctual``) against a scripted HTTP server: answers read into the
 API's own models and kept in ``raw``, fields added later ignored at every level, values it cannot know
-refused with the answer kept, pagination, the requests it sends, errors by meaning, construction."""
+refused with the answer kept, pagination, the requests it sends (errors and construction:
+test_client_typed_setup.py)."""
 
 from __future__ import annotations
 
 import copy
-import json
-import subprocess
-import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
@@ -29,174 +23,14 @@ from functions.api.responses import (
 )
 from functions.api.targets import HttpTargetOut, LambdaTargetOut
 from functions.core.model import JobStatus, RunKind, RunStatus
-from punctual.client import (
-    ApiError,
-    Config,
-    ConfigError,
-    Conflict,
-    InvalidRequest,
-    Job,
-    NotFound,
-    Page,
-    Punctual,
-    PunctualError,
-    Run,
-    ServerError,
-    Throttled,
-    Unauthorized,
-    UnexpectedAnswer,
-)
-
-# Answers as the local stack gave them (a one-off that ran, and its run).
-JOB: dict[str, Any] = {
-    "job_id": "job_f2c8f1a739e14a1995417e05_202611270115s2",
-    "name": "smoke",
-    "status": "COMPLETED",
-    "schedule": {
-        "at": "2026-11-27T01:15:52.808Z",
-        "timezone": "UTC",
-        "misfire": "run_once",
-        "overlap": "allow",
-        "catchup_seconds": None,
-        "calendar": None,
-        "on_excluded": None,
-    },
-    "target": {"type": "http", "url": "http://127.0.0.1:8000/v1/health", "method": "GET", "headers": {}},
-    "payload": None,
-    "retry": {"max_attempts": 3, "backoff_seconds": 5.0, "max_backoff_seconds": 600.0},
-    "timeout_seconds": 30,
-    "jitter_seconds": 0,
-    "pause_on_failures": None,
-    "max_runs": None,
-    "max_concurrent": None,
-    "alerts": None,
-    "dead_letter": None,
-    "remaining_runs": None,
-    "on_complete": "keep",
-    "delete_after_days": None,
-    "deletes_at": None,
-    "pause": None,
-    "tags": {"t": "x"},
-    "has_signing_secret": False,
-    "next_run_at": None,
-    "upcoming": [],
-    "last_run": {
-        "run_id": "20261127T011552.808Z-15e3fea8",
-        "status": "SUCCEEDED",
-        "scheduled_for": "2026-11-27T01:15:52.808Z",
-        "finished_at": "2026-11-27T01:15:52.810Z",
-        "lateness_ms": 0,
-        "attempt": 1,
-        "error": None,
-    },
-    "run_counts": {"SUCCEEDED": 1},
-    "version": 1,
-    "created_at": "2026-11-27T01:15:50.068Z",
-    "updated_at": "2026-11-27T01:15:50.068Z",
-}
-RUN: dict[str, Any] = {
-    "run_id": "20261127T011552.808Z-15e3fea8",
-    "job_id": JOB["job_id"],
-    "status": "SUCCEEDED",
-    "kind": "scheduled",
-    "scheduled_for": "2026-11-27T01:15:52.808Z",
-    "queued_at": "2026-11-27T01:15:50.092Z",
-    "started_at": "2026-11-27T01:15:52.808Z",
-    "finished_at": "2026-11-27T01:15:52.810Z",
-    "lateness_ms": 0,
-    "jitter_ms": 0,
-    "reason": None,
-    "covers": 1,
-    "covers_until": None,
-    "note": None,
-    "by": None,
-    "overlap_with": None,
-    "calendar": None,
-    "moved_from": [],
-    "limited_by": None,
-    "limited_since": None,
-    "limited_ms": None,
-    "attempt": 1,
-    "duration_ms": 2,
-    "executions": 1,
-    "next_attempt_at": None,
-    "error": None,
-    "attempts": [
-        {
-            "attempt": 1,
-            "started_at": "2026-11-27T01:15:52.808Z",
-            "finished_at": "2026-11-27T01:15:52.809Z",
-            "outcome": "SUCCEEDED",
-            "duration_ms": 2,
-            "status_code": 200,
-            "error": None,
-            "response": '{"status":"ok"}',
-        }
-    ],
-}
-
-Answer = tuple[int, Any, dict[str, str]]  # status, JSON body, headers
-
-
-def unscripted(_query: dict[str, str], _body: Any) -> Answer:
-    return 404, {"error": "not_found", "field": "path", "reason": "not in the script"}, {}
-
-
-class ScriptedApi:
-    """An HTTP server answering each ``(method, path)`` with what its script returns for the request's
-    query and body; every request is kept (method, path, query, headers, JSON body)."""
-
-    def __init__(self) -> None:
-        self.script: dict[tuple[str, str], Callable[[dict[str, str], Any], Answer]] = {}
-        self.requests: list[dict[str, Any]] = []
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def _answer(self) -> None:
-                url = urlsplit(self.path)
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                body = json.loads(raw) if raw else None
-                query = dict(parse_qsl(url.query))
-                api.requests.append(
-                    {
-                        "method": self.command,
-                        "path": url.path,
-                        "query": query,
-                        "headers": dict(self.headers.items()),
-                        "body": body,
-                    }
-                )
-                script = api.script.get((self.command, url.path), unscripted)
-                status, payload, headers = script(query, body)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                for name, value in {"Content-Type": "application/json", **headers}.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PATCH = do_DELETE = _answer
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def on(
-        self, method: str, path: str, status: int, body: Any, headers: dict[str, str] | None = None
-    ) -> None:
-        self.script[(method, path)] = lambda _query, _body: (status, body, headers or {})
+from punctual.client import ApiError, Job, Page, Punctual, PunctualError, Run, UnexpectedAnswer
+from tests.support.scripted_api import JOB, RUN, Answer, ScriptedApi, scripted_api
 
 
 @pytest.fixture
 def api() -> Iterator[ScriptedApi]:
-    scripted = ScriptedApi()
-    threading.Thread(target=scripted.server.serve_forever, args=(0.05,), daemon=True).start()
-    yield scripted
-    scripted.server.shutdown()
-    scripted.server.server_close()
+    with scripted_api() as running:
+        yield running
 
 
 @pytest.fixture
@@ -459,128 +293,3 @@ def test_bulk_all_goes_on_with_the_cursor_until_none_is_left(api: ScriptedApi, c
 def test_health_needs_no_model_of_the_api(api: ScriptedApi, client: Punctual) -> None:
     api.on("GET", "/v1/health", 200, {"status": "ok"})
     assert client.health().status == "ok"
-
-
-# ------------------------------------------------------------------------------------------ errors
-
-
-@pytest.mark.parametrize(
-    ("status", "kind"),
-    [
-        (400, InvalidRequest),
-        (401, Unauthorized),
-        (403, Unauthorized),
-        (404, NotFound),
-        (409, Conflict),
-        (413, InvalidRequest),
-        (415, InvalidRequest),
-        (422, InvalidRequest),
-        (429, Throttled),
-        (500, ServerError),
-        (503, ServerError),
-    ],
-)
-def test_errors_are_api_error_subclasses_by_meaning_with_field_and_reason(
-    api: ScriptedApi, client: Punctual, status: int, kind: type[ApiError]
-) -> None:
-    api.on("GET", "/v1/jobs/x", status, {"error": "e", "field": "job_id", "reason": f"because {status}"})
-    with pytest.raises(ApiError) as raised:
-        client.get_job("x")
-    assert type(raised.value) is kind
-    assert (raised.value.status, raised.value.field, raised.value.reason) == (
-        status,
-        "job_id",
-        f"because {status}",
-    )
-
-
-def test_a_status_without_a_meaning_of_its_own_is_a_plain_api_error(
-    api: ScriptedApi, client: Punctual
-) -> None:
-    api.on("GET", "/v1/jobs/x", 418, {"reason": "teapot"})
-    with pytest.raises(ApiError) as raised:
-        client.get_job("x")
-    assert type(raised.value) is ApiError and raised.value.reason == "teapot"
-
-
-def test_throttled_says_when_to_retry(api: ScriptedApi, client: Punctual) -> None:
-    api.on("POST", "/v1/jobs", 429, {"error": "throttled", "reason": "slow down"}, {"Retry-After": "1"})
-    with pytest.raises(Throttled) as raised:
-        client.create_job({"cron": "0 3 * * *"}, {"type": "http", "url": "https://example.com"})
-    assert raised.value.retry_after == 1.0
-
-
-# ------------------------------------------------------------------------------------ construction
-
-
-def test_how_a_client_authenticates_follows_what_it_is_given() -> None:
-    deployed = "https://abc123.execute-api.eu-west-1.amazonaws.com/prod/"
-    signed = Punctual(deployed).config
-    assert (signed.endpoint, signed.auth, signed.region, signed.token) == (
-        deployed.rstrip("/"),
-        "sigv4",
-        "eu-west-1",
-        None,
-    )
-    assert Punctual(deployed, region="eu-central-1").config.region == "eu-central-1"
-    keyed = Punctual(deployed, api_key="k" * 20).config
-    assert (keyed.auth, keyed.api_key) == ("api_key", "k" * 20)
-    local = Punctual("http://127.0.0.1:8000").config
-    assert (local.auth, local.token) == ("bearer", "local-dev-token")
-    role = Punctual(deployed, role_arn="arn:aws:iam::123456789012:role/jobs-owner").config
-    assert (role.auth, role.role_arn, role.role_session_name) == (
-        "sigv4",
-        "arn:aws:iam::123456789012:role/jobs-owner",
-        "punctual-client",
-    )
-    assert Punctual("https://punctual.example.com").config.region is None, "a custom domain names none"
-
-
-@pytest.mark.parametrize(
-    "arguments",
-    [
-        {"token": "t", "api_key": "k"},
-        {"token": "t", "role_arn": "arn:aws:iam::123456789012:role/r"},
-        {"role_arn": "arn:aws:iam::123456789012:user/someone"},
-    ],
-)
-def test_arguments_that_cannot_go_together_are_a_config_error(arguments: dict[str, Any]) -> None:
-    with pytest.raises(ConfigError):
-        Punctual("https://abc123.execute-api.eu-west-1.amazonaws.com", **arguments)
-
-
-def test_from_config_is_configured_as_the_cli_is(config_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PUNCTUAL_ENDPOINT", "https://abc123.execute-api.eu-west-1.amazonaws.com")
-    monkeypatch.setenv("PUNCTUAL_ROLE_ARN", "arn:aws:iam::123456789012:role/jobs-owner")
-    config = Punctual.from_config().config
-    assert (config.auth, config.role_arn) == ("sigv4", "arn:aws:iam::123456789012:role/jobs-owner")
-    given = Config(endpoint="http://127.0.0.1:9", token="x")
-    assert Punctual.from_config(given).config is given
-
-
-def test_the_cli_does_without_the_typed_clients_imports() -> None:
-    """``punctual.client`` exports the typed client without importing it (nor the API's models) until
-    it is used: every CLI command imports ``punctual.client``."""
-    code = (
-        "import sys, punctual.cli, punctual.client\n"
-        "print('functions.api.responses' in sys.modules)\n"
-        "from punctual.client import Punctual\n"
-        "print('functions.api.responses' in sys.modules)\n"
-    )
-    shown = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    assert shown.stdout.split() == ["False", "True"]
-
-
-def test_punctual_client_exports_every_name_of_the_typed_client_for_mypy_as_at_run_time() -> None:
-    import re
-
-    import punctual.client
-    from punctual import typed_client
-
-    source = Path(punctual.client.__file__).read_text()
-    for_mypy = re.findall(r"from punctual\.typed_client import (\w+) as \1\b", source)
-    assert sorted(for_mypy) == sorted(typed_client.__all__)
-    for name in typed_client.__all__:
-        assert getattr(punctual.client, name) is getattr(typed_client, name)
-    with pytest.raises(AttributeError):
-        punctual.client.Nothing  # type: ignore[attr-defined]  # noqa: B018
