@@ -388,8 +388,17 @@ class Client:
         status: str | None = None,
         name: str | None = None,
         name_prefix: str | None = None,
+        tag: str | None = None,
     ) -> Any:
-        query = {"limit": limit, "cursor": cursor, "status": status, "name": name, "name_prefix": name_prefix}
+        """GET /v1/jobs: one page; ``tag`` is ``key=value``, the jobs carrying that tag."""
+        query = {
+            "limit": limit,
+            "cursor": cursor,
+            "status": status,
+            "name": name,
+            "name_prefix": name_prefix,
+            "tag": tag,
+        }
         return self.request("GET", "/v1/jobs", query=query)
 
     def get_job(self, job_id: str) -> Any:

@@ -277,11 +277,12 @@ class Punctual:
         status: str | None = None,
         name: str | None = None,
         name_prefix: str | None = None,
+        tag: str | None = None,
     ) -> Page[Job]:
         """``GET /v1/jobs``: one page of your jobs, newest first (``limit`` 1 to 100), after ``cursor``
-        (an earlier page's ``next_cursor``, with the same filters)."""
+        (an earlier page's ``next_cursor``, with the same filters); ``tag`` is ``key=value``."""
         answer = self.client.list_jobs(
-            limit=limit, cursor=cursor, status=status, name=name, name_prefix=name_prefix
+            limit=limit, cursor=cursor, status=status, name=name, name_prefix=name_prefix, tag=tag
         )
         return _read(Page[Job], answer)
 
@@ -291,6 +292,7 @@ class Punctual:
         status: str | None = None,
         name: str | None = None,
         name_prefix: str | None = None,
+        tag: str | None = None,
         page_size: int = 100,
     ) -> Iterator[Job]:
         """Every job of yours (with the filters), newest first, reading page after page as the
@@ -298,7 +300,7 @@ class Punctual:
         cursor: str | None = None
         while True:
             page = self.list_jobs(
-                limit=page_size, cursor=cursor, status=status, name=name, name_prefix=name_prefix
+                limit=page_size, cursor=cursor, status=status, name=name, name_prefix=name_prefix, tag=tag
             )
             yield from page.items
             if not page.next_cursor:

@@ -47,6 +47,7 @@ def test_a_job_through_the_typed_client_from_create_to_its_successful_run(
     page = client.list_jobs(name=name)
     assert [listed.job_id for listed in page.items] == [job.job_id] and page.next_cursor is None
     assert job.job_id in {listed.job_id for listed in client.iter_jobs(name_prefix="typed-", page_size=1)}
+    assert [tagged.job_id for tagged in client.iter_jobs(tag=f"suite={name}")] == [job.job_id]
 
     paused = client.pause_job(job.job_id, note="typed client")
     assert (

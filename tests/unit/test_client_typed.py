@@ -144,13 +144,14 @@ def test_the_page_has_the_fields_of_the_apis_page_models() -> None:
 
 def test_list_jobs_is_one_page_after_a_cursor_with_the_filters(api: ScriptedApi, client: Punctual) -> None:
     api.on("GET", "/v1/jobs", 200, {"items": [JOB], "next_cursor": "c2"})
-    page = client.list_jobs(limit=1, cursor="c1", status="ACTIVE", name_prefix="nightly-")
+    page = client.list_jobs(limit=1, cursor="c1", status="ACTIVE", name_prefix="nightly-", tag="team=data")
     assert (len(page.items), page.next_cursor) == (1, "c2")
     assert api.requests[-1]["query"] == {
         "limit": "1",
         "cursor": "c1",
         "status": "ACTIVE",
         "name_prefix": "nightly-",
+        "tag": "team=data",
     }
 
 
