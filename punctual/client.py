@@ -1,24 +1,58 @@
-"""A small client for the Punctual HTTP API: bearer tokens locally, SigV4 or an API key for a deployed API."""
+"""A small client for the Punctual HTTP API: bearer tokens locally, SigV4 (as the caller, or as a role it
+assumes) or an API key for a deployed API.
+
+``Client`` answers the API's JSON as it is (the CLI's transport); ``Punctual`` (``punctual.typed_client``,
+exported here) answers it typed, for users' own code (docs/client.md).
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 import urllib3
 
 from functions.core.sigv4 import sign_sigv4
 
+if TYPE_CHECKING:  # exported as they are at run time (__getattr__, at the end)
+    from punctual.typed_client import BulkResult as BulkResult  # noqa: PLC0414
+    from punctual.typed_client import CreatedJobs as CreatedJobs  # noqa: PLC0414
+    from punctual.typed_client import Health as Health  # noqa: PLC0414
+    from punctual.typed_client import Job as Job  # noqa: PLC0414
+    from punctual.typed_client import JobStatus as JobStatus  # noqa: PLC0414
+    from punctual.typed_client import Page as Page  # noqa: PLC0414
+    from punctual.typed_client import Punctual as Punctual  # noqa: PLC0414
+    from punctual.typed_client import Reason as Reason  # noqa: PLC0414
+    from punctual.typed_client import Run as Run  # noqa: PLC0414
+    from punctual.typed_client import RunKind as RunKind  # noqa: PLC0414
+    from punctual.typed_client import RunStatus as RunStatus  # noqa: PLC0414
+    from punctual.typed_client import UnexpectedAnswer as UnexpectedAnswer  # noqa: PLC0414
+
 DEFAULT_ENDPOINT = "http://127.0.0.1:8000"
 CONFIG_PATH = Path(os.environ.get("PUNCTUAL_CONFIG", Path.home() / ".config" / "punctual" / "config.json"))
+# An IAM role's ARN, as AssumeRole takes it (any partition).
+ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+# The session name of the CLI's AssumeRole: what CloudTrail shows (and, with the deployment's
+# owner_mode=session, part of the owner).
+CLI_ROLE_SESSION_NAME = "punctual-cli"
 
 
-class ApiError(Exception):
-    """The API answered with an error (4xx/5xx); ``reason`` and ``field`` come from its JSON body."""
+class PunctualError(Exception):
+    """Whatever this module raises: an API error, no connection, a bad configuration."""
+
+
+class ApiError(PunctualError):
+    """The API answered with an error (4xx/5xx); ``reason`` and ``field`` come from its JSON body.
+
+    Raised as the subclass that says what the status means (``NotFound``, ``Conflict``,
+    ``InvalidRequest``, ``Unauthorized``, ``Throttled``, ``ServerError``; ``api_error`` picks it), so
+    ``except ApiError`` still catches every one."""
 
     def __init__(self, status: int, body: Any) -> None:
         self.status = status
@@ -31,24 +65,97 @@ class ApiError(Exception):
         super().__init__(f"{self.field}: {self.reason}" if self.field else self.reason)
 
 
-class ConfigError(Exception):
+class InvalidRequest(ApiError):
+    """400, 413, 415 or 422: the request itself is wrong (``field`` names what); sending it again as it
+    is will be refused again."""
+
+
+class Unauthorized(ApiError):
+    """401 or 403: no valid credentials, or API Gateway refused the signature or the API key."""
+
+
+class NotFound(ApiError):
+    """404: no such job or run, or it is another owner's (``field``: ``job_id``, ``run_id``)."""
+
+
+class Conflict(ApiError):
+    """409: a live job has that name, the Idempotency-Key was used for another body, the job's status
+    does not allow it, or it changed concurrently (``field`` says which)."""
+
+
+class Throttled(ApiError):
+    """429: the request's rate was refused, not its content; retry after ``retry_after`` seconds (the
+    ``Retry-After`` header, when sent) with the same Idempotency-Key."""
+
+    def __init__(self, status: int, body: Any, retry_after: float | None = None) -> None:
+        super().__init__(status, body)
+        self.retry_after = retry_after
+
+
+class ServerError(ApiError):
+    """5xx: the API (or API Gateway in front of it) failed; the request may be retried."""
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    400: InvalidRequest,
+    401: Unauthorized,
+    403: Unauthorized,
+    404: NotFound,
+    409: Conflict,
+    413: InvalidRequest,
+    415: InvalidRequest,
+    422: InvalidRequest,
+}
+
+
+def api_error(status: int, body: Any, retry_after: str | None = None) -> ApiError:
+    """The ``ApiError`` subclass for ``status`` (plain ``ApiError`` for a status none names)."""
+    if status == 429:
+        try:
+            seconds = float(retry_after) if retry_after else None
+        except ValueError:
+            seconds = None  # an HTTP date: rare from API Gateway, and a retry will say again
+        return Throttled(status, body, seconds)
+    if status >= 500:
+        return ServerError(status, body)
+    return _BY_STATUS.get(status, ApiError)(status, body)
+
+
+class ConfigError(PunctualError):
     pass
 
 
-class ConnectionFailed(Exception):
+class ConnectionFailed(PunctualError):
     pass
 
 
 def aws_credentials(config: Config) -> tuple[Any, str]:
     """The standard AWS credential chain's credentials and the region to sign for (the configured one,
-    else the session's): what SigV4 signing needs; ``ConnectionFailed`` when there are none."""
+    else the session's): what SigV4 signing needs; ``ConnectionFailed`` when there are none.
+
+    With ``config.role_arn``, the credentials of that role instead, assumed with the chain's: botocore's
+    own ``AssumeRoleCredentialFetcher`` in ``DeferredRefreshableCredentials``, what boto3 uses for a
+    profile's ``role_arn``, so they are fetched on first use and fetched again before they expire
+    (a long-lived client or ``punctual console`` outlives the hour a role's session lasts)."""
     import boto3
 
     session = boto3.session.Session()
     credentials = session.get_credentials()
     if credentials is None:
         raise ConnectionFailed("no AWS credentials found for SigV4 signing (aws configure, or AWS_PROFILE)")
-    return credentials, config.region or session.region_name or "us-east-1"
+    region = config.region or session.region_name or "us-east-1"
+    if config.role_arn:
+        from botocore.credentials import AssumeRoleCredentialFetcher, DeferredRefreshableCredentials
+
+        fetcher = AssumeRoleCredentialFetcher(
+            # STS in the API's region: its regional endpoint, as the signature's.
+            client_creator=functools.partial(session.client, region_name=region),
+            source_credentials=credentials,
+            role_arn=config.role_arn,
+            extra_args={"RoleSessionName": config.role_session_name},
+        )
+        credentials = DeferredRefreshableCredentials(fetcher.fetch_credentials, "assume-role")
+    return credentials, region
 
 
 @dataclass
@@ -61,16 +168,25 @@ class Config:
     region: str | None = None
     # API-key mode (a deployment with api_auth=api_key): sent as x-api-key; kept out of repr.
     api_key: str | None = field(default=None, repr=False)
+    # SigV4 as this role (assumed with the caller's credentials): the owner of the jobs a custom
+    # resource creates as its "jobs owner" role, say.
+    role_arn: str | None = None
+    role_session_name: str = CLI_ROLE_SESSION_NAME
 
     @classmethod
     def load(
-        cls, endpoint: str | None, token: str | None, auth: str | None = None, api_key: str | None = None
+        cls,
+        endpoint: str | None,
+        token: str | None,
+        auth: str | None = None,
+        api_key: str | None = None,
+        role_arn: str | None = None,
     ) -> Config:
         """Flags, then environment, then the saved file, then the local stack.
 
         The saved authentication belongs to the saved endpoint: another endpoint given by flag or
         environment decides its own (bearer for a token or a local address, an API key when one is
-        given, SigV4 otherwise).
+        given, SigV4 otherwise). A role is assumed for SigV4 only: the other modes do not sign.
         """
         saved: dict[str, Any] = {}
         if CONFIG_PATH.exists():
@@ -102,6 +218,11 @@ class Config:
             raise ConfigError(
                 f'auth api_key needs a key: --api-key, PUNCTUAL_API_KEY or "api_key" in {CONFIG_PATH}'
             )
+        resolved_role = (
+            role_arn or os.environ.get("PUNCTUAL_ROLE_ARN") or (saved.get("role_arn") if use_saved else None)
+        )
+        if resolved_auth == "sigv4" and resolved_role:
+            check_role_arn(str(resolved_role))
         return cls(
             endpoint=str(resolved_endpoint).rstrip("/"),
             token=resolved_token or ("local-dev-token" if resolved_auth == "bearer" else None),
@@ -110,20 +231,30 @@ class Config:
             or os.environ.get("AWS_REGION")
             or os.environ.get("AWS_DEFAULT_REGION"),
             api_key=resolved_api_key if resolved_auth == "api_key" else None,
+            role_arn=str(resolved_role) if resolved_auth == "sigv4" and resolved_role else None,
         )
 
     def save(self) -> Path:
-        """Write the endpoint, its authentication and region (and the API key, in API-key mode) to the
-        config file, readable by its owner only."""
+        """Write the endpoint, its authentication and region (and the API key, in API-key mode; the role,
+        when one is assumed) to the config file, readable by its owner only."""
         CONFIG_PATH.parent.mkdir(parents=True, exist_ok=True)
         data: dict[str, Any] = {"endpoint": self.endpoint, "auth": self.auth, "region": self.region}
         if self.api_key is not None:
             data["api_key"] = self.api_key
+        if self.role_arn is not None:
+            data["role_arn"] = self.role_arn
         descriptor = os.open(CONFIG_PATH, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as handle:
             handle.write(json.dumps(data, indent=2) + "\n")
         CONFIG_PATH.chmod(0o600)  # a file written before by an older version may be wider
         return CONFIG_PATH
+
+
+def check_role_arn(role_arn: str) -> None:
+    """``ConfigError`` unless ``role_arn`` is an IAM role's ARN: said before any request, not as STS's
+    validation error."""
+    if not ROLE_ARN.match(role_arn):
+        raise ConfigError(f"{role_arn!r} is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)")
 
 
 def is_local(endpoint: str) -> bool:
@@ -139,23 +270,39 @@ def masked(secret: str) -> str:
 
 class Authenticator:
     """How requests to the API are authenticated, as configured: SigV4 with the standard AWS
-    credential chain (read once; temporary credentials refresh themselves), the API key
-    (``x-api-key``), or the bearer token. The CLI's client and ``punctual console``'s forwarder both
-    use it."""
+    credential chain (read once; temporary credentials refresh themselves) or with a role assumed
+    with it, the API key (``x-api-key``), or the bearer token. The CLI's client, ``punctual
+    console``'s forwarder and the typed client use it."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
         self._aws: tuple[Any, str] | None = None
 
     def aws(self) -> tuple[Any, str]:
-        """The credentials and the region SigV4 signs with; ``ConnectionFailed`` without any."""
+        """The credentials and the region SigV4 signs with; ``ConnectionFailed`` without any, or when
+        the role cannot be assumed (asked at once: a console says so before it serves)."""
         if self._aws is None:
-            self._aws = aws_credentials(self.config)
+            credentials, region = aws_credentials(self.config)
+            if self.config.role_arn:
+                self._frozen(credentials)
+            self._aws = credentials, region
         return self._aws
 
     def sign(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
         credentials, region = self.aws()
+        self._frozen(credentials)  # a refresh that fails is one line, not a traceback
         return sign_sigv4(credentials, region, method, url, data, headers)
+
+    def _frozen(self, credentials: Any) -> Any:
+        """The credentials as of now, refreshed if they are about to expire (the refresh is botocore's:
+        SSO, a profile's role, ``role_arn``), with botocore's errors as ``ConnectionFailed``."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return credentials.get_frozen_credentials()
+        except (BotoCoreError, ClientError) as error:
+            role = f"cannot assume role {self.config.role_arn}: " if self.config.role_arn else ""
+            raise ConnectionFailed(f"{role}{error}") from error
 
     def apply(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
         """``headers`` with the request's authentication added."""
@@ -200,7 +347,7 @@ class Client:
         except ValueError:
             payload = {"reason": response.data[:200].decode(errors="replace")}
         if response.status >= 400:
-            raise ApiError(response.status, payload)
+            raise api_error(response.status, payload, response.headers.get("Retry-After"))
         return payload
 
     def _sign(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
@@ -241,8 +388,17 @@ class Client:
         status: str | None = None,
         name: str | None = None,
         name_prefix: str | None = None,
+        tag: str | None = None,
     ) -> Any:
-        query = {"limit": limit, "cursor": cursor, "status": status, "name": name, "name_prefix": name_prefix}
+        """GET /v1/jobs: one page; ``tag`` is ``key=value``, the jobs carrying that tag."""
+        query = {
+            "limit": limit,
+            "cursor": cursor,
+            "status": status,
+            "name": name,
+            "name_prefix": name_prefix,
+            "tag": tag,
+        }
         return self.request("GET", "/v1/jobs", query=query)
 
     def get_job(self, job_id: str) -> Any:
@@ -319,3 +475,17 @@ class Client:
 
     def delete_limit(self, name: str) -> Any:
         return self.request("DELETE", f"/v1/limits/{quote(name, safe='')}")
+
+
+# The typed client and its answers (typed_client.__all__), exported here but imported on first use: they
+# need the API's answer models (pydantic; functions.api.responses and what it imports, about 0.1 s),
+# which the CLI, importing this module for every command, does without. mypy sees the imports above.
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        if not name.startswith("_"):  # an import machinery's probe (__path__, ...) is no reason to load it
+            from punctual import typed_client
+
+            if name in typed_client.__all__:
+                return getattr(typed_client, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """The root ``punctual`` group and what every command group shares.
 
-``main`` (the root group), ``Context`` and ``api_command`` (--endpoint/--token/--api-key/--json, the
-client, API errors → one line and an exit code), the exit codes, and option helpers: relative times
+``main`` (the root group), ``Context`` and ``api_command`` (--endpoint/--token/--api-key/--role-arn/--json,
+the client, API errors → one line and an exit code), the exit codes, and option helpers: relative times
 (``parse_when``, ``remembered_time``), KEY=VALUE pairs, --payload, and following pages.
 """
 
@@ -42,9 +42,14 @@ def parse_when(text: str, now: datetime | None = None) -> str:
 
 class Context:
     def __init__(
-        self, endpoint: str | None, token: str | None, as_json: bool, api_key: str | None = None
+        self,
+        endpoint: str | None,
+        token: str | None,
+        as_json: bool,
+        api_key: str | None = None,
+        role_arn: str | None = None,
     ) -> None:
-        self.config = Config.load(endpoint, token, api_key=api_key)
+        self.config = Config.load(endpoint, token, api_key=api_key, role_arn=role_arn)
         self.client = Client(self.config)
         self.as_json = as_json
 
@@ -54,22 +59,33 @@ api_key_option = click.option(
     envvar="PUNCTUAL_API_KEY",
     help="API key (a deployment with api_auth=api_key), sent as x-api-key.",
 )
+role_arn_option = click.option(
+    "--role-arn",
+    envvar="PUNCTUAL_ROLE_ARN",
+    help="Sign as this IAM role (SigV4), assumed with your AWS credentials: act on the jobs it owns.",
+)
 
 
 def api_command(function: F) -> F:
-    """Adds --endpoint/--token/--api-key/--json, builds the client, and turns API errors into one line
-    + exit code."""
+    """Adds --endpoint/--token/--api-key/--role-arn/--json, builds the client, and turns API errors into
+    one line + exit code."""
 
     @click.option("--endpoint", envvar="PUNCTUAL_ENDPOINT", help="API URL (default: the local stack).")
     @click.option("--token", envvar="PUNCTUAL_TOKEN", help="Bearer token (local stack).")
     @api_key_option
+    @role_arn_option
     @click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
     @functools.wraps(function)
     def wrapper(
-        endpoint: str | None, token: str | None, api_key: str | None, as_json: bool, **kwargs: Any
+        endpoint: str | None,
+        token: str | None,
+        api_key: str | None,
+        role_arn: str | None,
+        as_json: bool,
+        **kwargs: Any,
     ) -> Any:
         try:
-            ctx = Context(endpoint, token, as_json, api_key)
+            ctx = Context(endpoint, token, as_json, api_key, role_arn)
         except ConfigError as error:
             click.echo(f"error: {error}", err=True)
             sys.exit(EXIT_USAGE)

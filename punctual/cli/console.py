@@ -7,7 +7,7 @@ import webbrowser
 
 import click
 
-from punctual.cli.common import EXIT_UNAVAILABLE, EXIT_USAGE, api_key_option, main
+from punctual.cli.common import EXIT_UNAVAILABLE, EXIT_USAGE, api_key_option, main, role_arn_option
 from punctual.client import Config, ConfigError, ConnectionFailed
 
 
@@ -19,18 +19,24 @@ from punctual.client import Config, ConfigError, ConnectionFailed
 @click.option("--endpoint", envvar="PUNCTUAL_ENDPOINT", help="API URL (default: as the other commands).")
 @click.option("--token", envvar="PUNCTUAL_TOKEN", help="Bearer token (local stack).")
 @api_key_option
+@role_arn_option
 def console(
-    port: int, open_browser: bool, endpoint: str | None, token: str | None, api_key: str | None
+    port: int,
+    open_browser: bool,
+    endpoint: str | None,
+    token: str | None,
+    api_key: str | None,
+    role_arn: str | None,
 ) -> None:
     """Serve the web console on 127.0.0.1, forwarding its API calls to the configured endpoint.
 
-    Calls are authenticated here (SigV4 with your AWS credentials or the API key for a deployed API,
-    or the bearer token), so no credential reaches the browser. Ctrl-C stops it.
+    Calls are authenticated here (SigV4 with your AWS credentials, or as --role-arn, or the API key for
+    a deployed API, or the bearer token), so no credential reaches the browser. Ctrl-C stops it.
     """
     from punctual.console.server import start_console
 
     try:
-        config = Config.load(endpoint, token, api_key=api_key)
+        config = Config.load(endpoint, token, api_key=api_key, role_arn=role_arn)
     except ConfigError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(EXIT_USAGE)

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import urllib3
 
-from punctual.client import Authenticator, Config, masked
+from punctual.client import Authenticator, Config, ConnectionFailed, masked
 from punctual.console.assets import CONSOLE_PREFIX, console_answer, is_console_path
 from punctual.local.httpserver import LocalHTTPServer, reply
 
@@ -53,7 +53,8 @@ class Forwarder:
     @property
     def description(self) -> str:
         if self.config.auth == "sigv4":
-            return f"{self.config.endpoint} (SigV4, region {self._auth.aws()[1]})"
+            role = f" as {self.config.role_arn}" if self.config.role_arn else ""
+            return f"{self.config.endpoint} (SigV4{role}, region {self._auth.aws()[1]})"
         if self.config.auth == "api_key" and self.config.api_key:
             return f"{self.config.endpoint} (API key {masked(self.config.api_key)})"
         return f"{self.config.endpoint} (bearer token)"
@@ -65,7 +66,12 @@ class Forwarder:
         wanted = {name.lower() for name in FORWARDED_REQUEST_HEADERS}
         sent = {name: value for name, value in headers.items() if name.lower() in wanted}
         data = body or None
-        sent = self._auth.apply(method, url, data, sent)
+        try:
+            # Credentials that cannot be refreshed (an SSO session ended, a role no longer assumable)
+            # are the API out of reach for the page: its answer says why, the server serves on.
+            sent = self._auth.apply(method, url, data, sent)
+        except ConnectionFailed as error:
+            return 502, {"Content-Type": "application/json"}, _error("bad_gateway", str(error))
         try:
             response = self._http.request(method, url, body=data, headers=sent)
         except urllib3.exceptions.HTTPError as error:

@@ -53,6 +53,29 @@ def test_from_stack_saves_the_api_url_with_sigv4(aws: None, config_file: Path) -
     assert Config.load(None, None) == Config(endpoint=DEPLOYED, token=None, auth="sigv4", region="us-east-1")
 
 
+def test_from_stack_with_a_role_saves_it_for_the_other_commands(aws: None, config_file: Path) -> None:
+    role = "arn:aws:iam::123456789012:role/jobs-owner"
+    _stack("Punctual", {"ApiUrl": {"Value": DEPLOYED + "/"}})
+    result = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1", "--role-arn", role])
+    assert result.exit_code == 0, result.output
+    assert json.loads(config_file.read_text())["role_arn"] == role
+    assert f"(SigV4, as role {role}, region us-east-1) saved to" in result.stdout
+    assert Config.load(None, None).role_arn == role
+
+
+def test_from_stack_refuses_a_role_for_api_key_mode_or_that_is_not_a_role(
+    aws: None, config_file: Path
+) -> None:
+    key_id, _ = _api_key("punctual-prod-default")
+    _stack("punctual-prod", {"ApiUrl": {"Value": DEPLOYED + "/"}, "ApiKeyId0": {"Value": key_id}})
+    role = "arn:aws:iam::123456789012:role/jobs-owner"
+    keyed = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1", "--role-arn", role])
+    assert keyed.exit_code == 2 and "--role-arn does not apply" in keyed.stderr
+    wrong = CliRunner().invoke(main, ["config", "from-stack", "--region", "us-east-1", "--role-arn", "owner"])
+    assert wrong.exit_code == 2 and "not an IAM role ARN" in wrong.stderr
+    assert not config_file.exists()
+
+
 def _api_key(name: str) -> tuple[str, str]:
     """An API key in moto's API Gateway: (id, value)."""
     key = boto3.client("apigateway", region_name="us-east-1").create_api_key(name=name, enabled=True)

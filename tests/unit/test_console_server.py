@@ -302,3 +302,37 @@ def test_the_command_exits_5_without_aws_credentials_for_a_deployed_api(no_aws_c
     )
     assert result.exit_code == 5
     assert "no AWS credentials found for SigV4 signing" in result.output
+
+
+def test_credentials_that_can_no_longer_be_had_reach_the_page_as_502(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SSO session that ended or a role no longer assumable, after the console started: the page
+    reads why, the server serves on, nothing unsigned goes out."""
+    from punctual.console.server import Forwarder
+
+    forwarder = Forwarder(Config(endpoint=receiver.url, auth="bearer", token="t"))
+
+    def refused(*_args: Any) -> dict[str, str]:
+        raise ConnectionFailed("cannot assume role arn:aws:iam::123456789012:role/jobs-owner: AccessDenied")
+
+    monkeypatch.setattr(forwarder._auth, "apply", refused)
+    status, headers, body = forwarder.forward("GET", "/v1/jobs", {}, b"")
+    assert (status, headers["Content-Type"]) == (502, "application/json")
+    assert json.loads(body) == {
+        "error": "bad_gateway",
+        "reason": "cannot assume role arn:aws:iam::123456789012:role/jobs-owner: AccessDenied",
+    }
+    assert receiver.requests == []
+
+
+def test_with_a_role_it_says_so_when_it_starts(moto_env: None) -> None:
+    role = "arn:aws:iam::123456789012:role/jobs-owner"
+    endpoint = "https://abc.execute-api.eu-west-1.amazonaws.com"
+    server = start_console(
+        Config(endpoint=endpoint, auth="sigv4", region=REGION, role_arn=role), background=True
+    )
+    try:
+        assert server.forwarder.description == f"{endpoint} (SigV4 as {role}, region {REGION})"
+    finally:
+        server.stop()
