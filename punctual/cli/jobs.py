@@ -250,6 +250,7 @@ def _alerts_of(options: dict[str, Any]) -> dict[str, Any] | None:
 @click.option("--status", type=choice(JobStatus))
 @click.option("--name", help="Only the job of this exact name.")
 @click.option("--name-prefix", help="Only jobs whose name starts with this.")
+@click.option("--tag", metavar="KEY=VALUE", help="Only jobs carrying this tag.")
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
 @click.option("--cursor", help="Continue from a previous page.")
 @click.option("--all", "everything", is_flag=True, help="Follow every page.")
@@ -259,6 +260,7 @@ def jobs_list(
     status: str | None,
     name: str | None,
     name_prefix: str | None,
+    tag: str | None,
     limit: int,
     cursor: str | None,
     everything: bool,
@@ -266,7 +268,7 @@ def jobs_list(
     """Your jobs, newest first."""
     items, next_cursor = collect(
         lambda c: ctx.client.list_jobs(
-            limit=limit, cursor=c or cursor, status=status, name=name, name_prefix=name_prefix
+            limit=limit, cursor=c or cursor, status=status, name=name, name_prefix=name_prefix, tag=tag
         ),
         everything,
     )

@@ -270,11 +270,23 @@ def test_retrying_a_relative_one_off_with_its_idempotency_key_returns_the_first_
 def test_list_filters_by_status_and_name(cli: Cli, receiver: Receiver) -> None:
     name = f"cli-list-{uuid.uuid4().hex[:8]}"
     job = cli.ok(
-        "jobs", "create", "--name", name, "--cron", "0 4 * * *", "--url", receiver.url + "/l", "--json"
+        "jobs",
+        "create",
+        "--name",
+        name,
+        "--cron",
+        "0 4 * * *",
+        "--url",
+        receiver.url + "/l",
+        "--tag",
+        f"cfn:resource={name}",
+        "--json",
     )
     job_id = job.json["job_id"]
     named = rows(cli.ok("jobs", "list", "--name", name).out)
     assert [(row[0], row[1], row[2]) for row in named] == [(job_id, name, "ACTIVE")]
+    tagged = cli.ok("jobs", "list", "--tag", f"cfn:resource={name}", "--json").json["items"]
+    assert [item["job_id"] for item in tagged] == [job_id]
     assert named[0][3] == "cron 0 4 * * *"
     cli.ok("jobs", "pause", job_id)
     paused = cli.ok("jobs", "list", "--status", "PAUSED", "--limit", "100", "--json").json["items"]
