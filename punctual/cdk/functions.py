@@ -90,6 +90,7 @@ class Functions(Construct):
         super().__init__(scope, construct_id)
         self._config = config
         self._target_keys_suppressed = False
+        self._allowed_keys: set[str] = set()
         self.log_groups: dict[str, logs.LogGroup] = {}
         settings = config.runtime_settings(
             table_name=table.table_name,
@@ -270,7 +271,9 @@ class Functions(Construct):
     def allow_target(self, service: str, arn: str) -> None:
         """Let jobs target the resource ``arn`` of ``service`` (a key of TARGET_ACTIONS): the API and the
         worker find it on their allow-list, and the worker may do exactly the one action delivery
-        needs, on exactly that resource."""
+        needs, on exactly that resource. Once per resource, however many jobs target it."""
+        if arn in self._allowed_targets:
+            return
         self._allowed_targets.append(arn)
         self._role(self.worker).add_to_principal_policy(
             iam.PolicyStatement(actions=[TARGET_ACTIONS[service]], resources=[arn])
@@ -278,7 +281,11 @@ class Functions(Construct):
 
     def allow_worker_target_keys(self, *key_arns: str) -> None:
         """Let the worker publish to targets encrypted with these keys (target_kms_key_arns, and the
-        stack's own alarm-topic key): exactly TARGET_KEY_ACTIONS, on exactly these keys."""
+        stack's own alarm-topic key): exactly TARGET_KEY_ACTIONS, on exactly these keys (each once)."""
+        key_arns = tuple(arn for arn in dict.fromkeys(key_arns) if arn not in self._allowed_keys)
+        if not key_arns:
+            return
+        self._allowed_keys.update(key_arns)
         role = self._role(self.worker)
         role.add_to_principal_policy(permissions.target_key_statement(key_arns))
         if self._target_keys_suppressed:

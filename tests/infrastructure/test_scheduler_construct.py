@@ -29,6 +29,7 @@ def wired() -> dict[str, Any]:
     bus = events.EventBus(stack, "Orders")
     scheduler.allow_target(topic)
     scheduler.allow_target(bus)
+    scheduler.allow_target(topic)  # two jobs on one topic: allowed once
     caller = iam.Role(stack, "Caller", assumed_by=iam.AccountRootPrincipal())
     scheduler.grant_invoke(caller)
     template = Template.from_stack(stack).to_json()
@@ -66,9 +67,16 @@ def test_given_a_topic_and_a_bus_when_allowed_then_the_worker_publishes_and_puts
         "Effect": "Allow",
         "Resource": {"Fn::GetAtt": [key, "Arn"]},
     } in statements
-    # Nothing else of the worker's names them.
+    # Nothing else of the worker's names them, and each once.
     mentioning = [s for s in statements if any(n in json.dumps(s) for n in (topic, bus, key))]
     assert len(mentioning) == 3
+    worker = next(
+        value
+        for name, value in template["Resources"].items()
+        if name.startswith("PunctualFunctionsWorker") and value["Type"] == "AWS::Lambda::Function"
+    )
+    allowed = worker["Properties"]["Environment"]["Variables"]["PUNCTUAL_ALLOWED_TARGET_ARNS"]
+    assert allowed == {"Fn::Join": ["", [{"Ref": topic}, ",", {"Fn::GetAtt": [bus, "Arn"]}]]}
 
 
 def test_given_a_grantee_when_granted_then_it_may_invoke_the_api_routes_and_nothing_more(wired):
