@@ -1,7 +1,7 @@
 """The ``Job`` construct's custom resource: CloudFormation's Create, Update and Delete of a job,
 through the Punctual API, for CDK's ``custom_resources.Provider`` framework (its ``onEvent``: return
 the answer, raise to fail with the error's text as the stack event's reason). docs/architecture.md,
-"Being built: schedules as code".
+"Schedules as code (CDK)".
 
 The API checks the job as it checks any other: a refusal fails the resource with the API's field
 and reason.

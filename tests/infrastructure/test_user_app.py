@@ -15,6 +15,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -106,6 +107,20 @@ class Installed:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     LambdaAssets.build()  # the repository's layers: the user's app finds them through BUILD_DIR_ENV
     root = tmp_path_factory.mktemp("installed")
+    # Built from a copy of the files git would commit: setuptools' build/ directory in the checkout
+    # keeps modules deleted since, and would ship them in the wheel.
+    source = root / "source"
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    for name in filter(None, listed.split("\0")):
+        if (REPO_ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO_ROOT / name, source / name)
     wheels = root / "wheels"
     subprocess.run(
         [
@@ -117,7 +132,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
             "--no-deps",
             "--wheel-dir",
             str(wheels),
-            str(REPO_ROOT),
+            str(source),
         ],
         check=True,
         capture_output=True,
