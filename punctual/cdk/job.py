@@ -59,22 +59,24 @@ class Target:
 
     @classmethod
     def function(cls, function: Any) -> Target:
-        """Invoke a Lambda function (asynchronously) with the run's payload."""
+        """Invoke a Lambda function (synchronously): its event is the run (job_id, run_id, attempt,
+        scheduled_for, idempotency_key) and the job's ``payload`` (docs/api.md, "Targets")."""
         return cls({"type": "lambda", "function": function.function_arn}, function)
 
     @classmethod
     def queue(cls, queue: Any) -> Target:
-        """Send the run's payload to an SQS queue."""
+        """Send the job's ``payload`` to an SQS queue (the run's fields as message attributes)."""
         return cls({"type": "sqs", "queue_url": queue.queue_url}, queue)
 
     @classmethod
     def topic(cls, topic: Any) -> Target:
-        """Publish the run's payload to an SNS topic."""
+        """Publish the job's ``payload`` to an SNS topic (the run's fields as message attributes)."""
         return cls({"type": "sns", "topic_arn": topic.topic_arn}, topic)
 
     @classmethod
     def bus(cls, bus: Any, *, source: str | None = None, detail_type: str | None = None) -> Target:
-        """Put the run's payload as an event's detail on an EventBridge bus."""
+        """Put an event on an EventBridge bus: its detail is the job's ``payload`` and the run's
+        ``punctual`` fields (docs/api.md, "Targets")."""
         body = {"type": "eventbridge", "bus": bus.event_bus_arn, "source": source, "detail_type": detail_type}
         return cls({name: value for name, value in body.items() if value is not None}, bus)
 
