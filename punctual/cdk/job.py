@@ -16,6 +16,7 @@ from typing import Any
 from aws_cdk import CustomResource, Stack
 from constructs import Construct
 
+from functions.api.requests import CreateJobIn
 from functions.cfn.job_resource import JOB_PROPERTY
 from punctual.cdk.job_provider import RESOURCE_TYPE
 from punctual.cdk.scheduler import Scheduler
@@ -122,6 +123,12 @@ class Job(Construct):
         **fields: Any,
     ) -> None:
         super().__init__(scope, construct_id)
+        unknown = sorted(set(fields) - set(CreateJobIn.model_fields))
+        if unknown:  # the API would refuse it at deploy time; say so at synth
+            known = ", ".join(sorted(set(CreateJobIn.model_fields) - {"schedule", "target", "dead_letter"}))
+            raise TypeError(
+                f"Job {construct_id}: no job field {', '.join(unknown)} (a job's fields: {known})"
+            )
         body: dict[str, Any] = {"schedule": dict(schedule.body), "target": dict(target.body)}
         body.update({name: value for name, value in fields.items() if value is not None})
         if target.resource is not None:

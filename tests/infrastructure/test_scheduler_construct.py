@@ -15,7 +15,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Template
 
-from punctual.cdk import LambdaAssets, Scheduler, SchedulerProps
+from punctual.cdk import Job, LambdaAssets, Schedule, Scheduler, SchedulerProps, Target
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
 
@@ -102,6 +102,20 @@ def test_given_something_else_when_allowed_as_a_target_then_it_is_refused_by_nam
     scheduler = Scheduler(stack, "Punctual", assets=LambdaAssets.build())
     with pytest.raises(TypeError, match="not a Lambda function, SQS queue, SNS topic or EventBridge bus"):
         scheduler.allow_target(iam.Role(stack, "NotATarget", assumed_by=iam.AccountRootPrincipal()))
+
+
+def test_given_a_misspelt_job_field_when_declared_then_synth_names_it() -> None:
+    stack = Stack(App(), "Misspelt")
+    scheduler = Scheduler(stack, "Punctual", assets=LambdaAssets.build())
+    with pytest.raises(TypeError, match="Job Nightly: no job field timout_seconds"):
+        Job(
+            stack,
+            "Nightly",
+            scheduler=scheduler,
+            schedule=Schedule.cron("0 2 * * *"),
+            target=Target.http("https://example.com/report"),
+            timout_seconds=30,
+        )
 
 
 def test_given_bad_props_when_made_then_the_field_is_named() -> None:
