@@ -79,7 +79,7 @@ $(NODE_STAMP): package.json package-lock.json
 infra-setup: $(INFRA_STAMP) $(NODE_STAMP)
 	$(BIN)/python -m punctual.cdk.assets
 
-# mypy follows tests/infrastructure into infra/ and aws_cdk, so type-checking needs them installed.
+# mypy checks punctual/cdk/ and follows tests/infrastructure into infra/: both import aws_cdk.
 lint: infra-setup
 
 ## Synthesize the CloudFormation template into cdk.out/ (offline, no credentials, no Docker).
