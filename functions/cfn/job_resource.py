@@ -168,12 +168,9 @@ def _cancel_jobs(api: JobsApi, event: Mapping[str, Any], *, earlier_requests: bo
         found = api.tagged(REQUEST_TAG, origin[REQUEST_TAG])
     for job in found:
         tags = job.get("tags") or {}
-        if (
-            tags.get(STACK_TAG) != origin[STACK_TAG]
-            or tags.get(RESOURCE_TAG) != origin[RESOURCE_TAG]
-            or (tags.get(REQUEST_TAG) == origin[REQUEST_TAG]) == earlier_requests
-            or job.get("status") not in _LIVE
-        ):
+        this_request = tags.get(REQUEST_TAG) == origin[REQUEST_TAG]
+        ours = tags.get(STACK_TAG) == origin[STACK_TAG] and tags.get(RESOURCE_TAG) == origin[RESOURCE_TAG]
+        if not ours or this_request is earlier_requests or job.get("status") not in _LIVE:
             continue
         logger.info("cancelling a job of a failed create", extra={"job_id": job["job_id"], "tags": tags})
         try:

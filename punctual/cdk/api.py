@@ -13,17 +13,16 @@ import json
 from typing import Final
 
 import jsii
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_apigatewayv2 as apigatewayv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from punctual.cdk.config import SchedulerProps
+from punctual.cdk.log_groups import log_group
 
 # Served without authentication: liveness, the OpenAPI document and Swagger UI (its page, and
 # its script and style under /docs/).
@@ -76,11 +75,7 @@ class Api(Construct):
         handler: lambda_.IFunction,
     ) -> None:
         super().__init__(scope, construct_id)
-        removal = RemovalPolicy.RETAIN if config.is_production else RemovalPolicy.DESTROY
-        self.access_logs = logs.LogGroup(self, "AccessLogs", removal_policy=removal)
-        access_log_resource = self.access_logs.node.default_child
-        assert isinstance(access_log_resource, logs.CfnLogGroup)
-        access_log_resource.retention_in_days = config.log_retention_days
+        self.access_logs = log_group(self, "AccessLogs", config)
 
         self.api_keys: list[apigateway.IApiKey] = []
         self.gateway: apigateway.RestApi | apigatewayv2.HttpApi

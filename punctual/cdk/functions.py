@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Final
 
 import jsii
-from aws_cdk import ArnFormat, Aws, Duration, IStableStringProducer, Lazy, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Aws, Duration, IStableStringProducer, Lazy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -23,6 +23,7 @@ from functions.core.resources import (
 from punctual.cdk import permissions
 from punctual.cdk.assets import LAMBDA_PYTHON_VERSION, LambdaAssets
 from punctual.cdk.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, SchedulerProps
+from punctual.cdk.log_groups import log_group
 from punctual.cdk.queues import WorkQueues
 
 # Python 3.13, not the newest runtime: the assets ship bytecode, which is specific to one Python
@@ -185,13 +186,8 @@ class Functions(Construct):
         reserved_concurrency: int | None = None,
         layers: list[lambda_.ILayerVersion] | None = None,
     ) -> lambda_.Function:
-        removal = RemovalPolicy.RETAIN if self._config.is_production else RemovalPolicy.DESTROY
-        log_group = logs.LogGroup(self, f"{spec.construct_id}Logs", removal_policy=removal)
-        # The context gives days as a number (validated in config); set it on the resource itself.
-        log_group_resource = log_group.node.default_child
-        assert isinstance(log_group_resource, logs.CfnLogGroup)
-        log_group_resource.retention_in_days = self._config.log_retention_days
-        self.log_groups[spec.role_name] = log_group
+        logs_of_function = log_group(self, f"{spec.construct_id}Logs", self._config)
+        self.log_groups[spec.role_name] = logs_of_function
 
         role = iam.Role(
             self,
@@ -217,12 +213,12 @@ class Functions(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
             system_log_level_v2=lambda_.SystemLogLevel.INFO,
-            log_group=log_group,
+            log_group=logs_of_function,
             retry_attempts=retry_attempts,
             max_event_age=max_event_age,
             reserved_concurrent_executions=reserved_concurrency,
         )
-        log_group.grant_write(role)
+        logs_of_function.grant_write(role)
         NagSuppressions.add_resource_suppressions(
             role,
             [NagPackSuppression(id="AwsSolutions-IAM5", reason=_XRAY_REASON, applies_to=["Resource::*"])],

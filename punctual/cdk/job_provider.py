@@ -15,16 +15,16 @@ from __future__ import annotations
 
 from typing import Final
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from punctual.cdk.config import SchedulerProps
 from punctual.cdk.functions import ARCHITECTURE, RUNTIME, RUNTIME_REASON, Functions
+from punctual.cdk.log_groups import log_group
 
 # The custom resource's type in the template (Custom::<name>).
 RESOURCE_TYPE: Final = "Custom::PunctualJob"
@@ -53,18 +53,14 @@ class JobProvider(Construct):
         api_url: str,
     ) -> None:
         super().__init__(scope, construct_id)
-        removal = RemovalPolicy.RETAIN if props.is_production else RemovalPolicy.DESTROY
-        log_group = logs.LogGroup(self, "OnEventLogs", removal_policy=removal)
-        log_group_resource = log_group.node.default_child
-        assert isinstance(log_group_resource, logs.CfnLogGroup)
-        log_group_resource.retention_in_days = props.log_retention_days
+        logs_of_function = log_group(self, "OnEventLogs", props)
         role = iam.Role(
             self,
             "OnEventRole",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description="Punctual jobs' custom resource: assumes the jobs' owner role, nothing else",
         )
-        log_group.grant_write(role)
+        logs_of_function.grant_write(role)
         self.jobs_owner = iam.Role(
             self,
             "JobsOwner",
@@ -91,7 +87,7 @@ class JobProvider(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
             system_log_level_v2=lambda_.SystemLogLevel.INFO,
-            log_group=log_group,
+            log_group=logs_of_function,
         )
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["sts:AssumeRole"], resources=[self.jobs_owner.role_arn])
