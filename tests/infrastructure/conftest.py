@@ -63,11 +63,7 @@ class Synthesized:
         return self.assembly_dir / str(self.stack.template_file)
 
     def resources(self, resource_type: str) -> dict[str, dict[str, Any]]:
-        return {
-            logical_id: resource
-            for logical_id, resource in self.raw["Resources"].items()
-            if resource["Type"] == resource_type
-        }
+        return resources_of(self.raw, resource_type)
 
     def logical_id(self, resource_type: str) -> str:
         found = self.resources(resource_type)
@@ -89,6 +85,27 @@ class Synthesized:
     def logical_id_of_function(self, role: str) -> str:
         wanted = self.function(role)
         return next(str(key) for key, value in self.raw["Resources"].items() if value is wanted)
+
+
+def resources_of(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    """A synthesized template's resources of one type, by logical id."""
+    return {name: value for name, value in template["Resources"].items() if value["Type"] == resource_type}
+
+
+def logical_id_of(template: dict[str, Any], resource_type: str, prefix: str) -> str:
+    """The logical id of the one resource of that type whose id starts with ``prefix``."""
+    (name,) = [name for name in resources_of(template, resource_type) if name.startswith(prefix)]
+    return str(name)
+
+
+def policy_statements(template: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """Every statement of the IAM policies whose logical id starts with ``prefix``."""
+    return [
+        statement
+        for name, policy in resources_of(template, "AWS::IAM::Policy").items()
+        if name.startswith(prefix)
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
 
 
 def cdk_json_context() -> dict[str, Any]:

@@ -16,6 +16,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Template
 
 from punctual.cdk import Job, LambdaAssets, Schedule, Scheduler, SchedulerProps, Target
+from tests.infrastructure.conftest import logical_id_of, policy_statements
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
 
@@ -36,26 +37,12 @@ def wired() -> dict[str, Any]:
     return {"template": template}
 
 
-def _statements(template: dict[str, Any], policy_prefix: str) -> list[dict[str, Any]]:
-    return [
-        statement
-        for name, value in template["Resources"].items()
-        if name.startswith(policy_prefix) and value["Type"] == "AWS::IAM::Policy"
-        for statement in value["Properties"]["PolicyDocument"]["Statement"]
-    ]
-
-
-def _id(template: dict[str, Any], kind: str, prefix: str) -> str:
-    (name,) = [n for n, v in template["Resources"].items() if v["Type"] == kind and n.startswith(prefix)]
-    return str(name)
-
-
 def test_given_a_topic_and_a_bus_when_allowed_then_the_worker_publishes_and_puts_events_on_them_alone(wired):
     template = wired["template"]
-    topic = _id(template, "AWS::SNS::Topic", "Alerts")
-    bus = _id(template, "AWS::Events::EventBus", "Orders")
-    key = _id(template, "AWS::KMS::Key", "AlertsKey")
-    statements = _statements(template, "PunctualFunctionsWorkerRoleDefaultPolicy")
+    topic = logical_id_of(template, "AWS::SNS::Topic", "Alerts")
+    bus = logical_id_of(template, "AWS::Events::EventBus", "Orders")
+    key = logical_id_of(template, "AWS::KMS::Key", "AlertsKey")
+    statements = policy_statements(template, "PunctualFunctionsWorkerRoleDefaultPolicy")
     assert {"Action": "sns:Publish", "Effect": "Allow", "Resource": {"Ref": topic}} in statements
     assert {
         "Action": "events:PutEvents",
@@ -70,21 +57,19 @@ def test_given_a_topic_and_a_bus_when_allowed_then_the_worker_publishes_and_puts
     # Nothing else of the worker's names them, and each once.
     mentioning = [s for s in statements if any(n in json.dumps(s) for n in (topic, bus, key))]
     assert len(mentioning) == 3
-    worker = next(
-        value
-        for name, value in template["Resources"].items()
-        if name.startswith("PunctualFunctionsWorker") and value["Type"] == "AWS::Lambda::Function"
-    )
+    worker = template["Resources"][
+        logical_id_of(template, "AWS::Lambda::Function", "PunctualFunctionsWorker")
+    ]
     allowed = worker["Properties"]["Environment"]["Variables"]["PUNCTUAL_ALLOWED_TARGET_ARNS"]
     assert allowed == {"Fn::Join": ["", [{"Ref": topic}, ",", {"Fn::GetAtt": [bus, "Arn"]}]]}
 
 
 def test_given_a_grantee_when_granted_then_it_may_invoke_the_api_routes_and_nothing_more(wired):
     template = wired["template"]
-    (statement,) = _statements(template, "CallerDefaultPolicy")
+    (statement,) = policy_statements(template, "CallerDefaultPolicy")
     assert statement["Action"] == "execute-api:Invoke"
     resource = json.dumps(statement["Resource"])
-    assert _id(template, "AWS::ApiGatewayV2::Api", "PunctualApiHttpApi") in resource
+    assert logical_id_of(template, "AWS::ApiGatewayV2::Api", "PunctualApiHttpApi") in resource
     assert resource.endswith('/*/v1/*"]]}')
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from punctual.cdk.assets import BUILD_DIR_ENV, LambdaAssets
-from tests.infrastructure.conftest import REPO_ROOT
+from tests.infrastructure.conftest import REPO_ROOT, logical_id_of, policy_statements, resources_of
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
 
@@ -193,17 +193,8 @@ def test_given_the_app_of_docs_cdk_md_when_synthesized_from_the_installed_packag
     assert json.loads(doc_file("cdk.json")) == {"app": ".venv/bin/python app.py"}
     installed.run(tmp_path)
     template = json.loads((tmp_path / "cdk.out" / "Reports.template.json").read_text())
-    assert len(_resources(template, "Custom::PunctualJob")) == 2
+    assert len(resources_of(template, "Custom::PunctualJob")) == 2
     assert set(template["Outputs"]) >= {"ApiUrl", "JobsOwnerRoleArn", "NightlyJobId"}
-
-
-def _resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
-    return {name: value for name, value in template["Resources"].items() if value["Type"] == kind}
-
-
-def _logical_id(template: dict[str, Any], kind: str, prefix: str) -> str:
-    (name,) = [name for name in _resources(template, kind) if name.startswith(prefix)]
-    return name
 
 
 def test_given_the_installed_package_when_the_app_imports_it_then_it_comes_from_the_wheel(user_app):
@@ -218,17 +209,12 @@ def test_given_a_user_app_when_synthesized_then_cdk_nag_finds_nothing_unsuppress
 
 def test_given_two_jobs_when_synthesized_then_the_worker_may_do_exactly_what_their_targets_need(user_app):
     template = user_app["template"]
-    report = _logical_id(template, "AWS::Lambda::Function", "Report")
-    inbox = _logical_id(template, "AWS::SQS::Queue", "Inbox")
-    key = _logical_id(template, "AWS::KMS::Key", "InboxKey")
-    worker_policy = next(
-        value
-        for name, value in _resources(template, "AWS::IAM::Policy").items()
-        if name.startswith("PunctualFunctionsWorkerRoleDefaultPolicy")
-    )
+    report = logical_id_of(template, "AWS::Lambda::Function", "Report")
+    inbox = logical_id_of(template, "AWS::SQS::Queue", "Inbox")
+    key = logical_id_of(template, "AWS::KMS::Key", "InboxKey")
     on_users_resources = [
         (statement["Action"], statement["Resource"])
-        for statement in worker_policy["Properties"]["PolicyDocument"]["Statement"]
+        for statement in policy_statements(template, "PunctualFunctionsWorkerRoleDefaultPolicy")
         if any(name in json.dumps(statement["Resource"]) for name in (report, inbox, key))
     ]
     assert sorted(on_users_resources, key=json.dumps) == sorted(
@@ -243,11 +229,11 @@ def test_given_two_jobs_when_synthesized_then_the_worker_may_do_exactly_what_the
 
 def test_given_two_jobs_when_synthesized_then_the_api_and_the_worker_allow_exactly_their_targets(user_app):
     template = user_app["template"]
-    report = _logical_id(template, "AWS::Lambda::Function", "Report")
-    inbox = _logical_id(template, "AWS::SQS::Queue", "Inbox")
+    report = logical_id_of(template, "AWS::Lambda::Function", "Report")
+    inbox = logical_id_of(template, "AWS::SQS::Queue", "Inbox")
     for role in ("Api", "Worker"):
         function = template["Resources"][
-            _logical_id(template, "AWS::Lambda::Function", f"PunctualFunctions{role}")
+            logical_id_of(template, "AWS::Lambda::Function", f"PunctualFunctions{role}")
         ]
         allowed = function["Properties"]["Environment"]["Variables"]["PUNCTUAL_ALLOWED_TARGET_ARNS"]
         assert allowed == {
@@ -257,11 +243,11 @@ def test_given_two_jobs_when_synthesized_then_the_api_and_the_worker_allow_exact
 
 def test_given_two_jobs_when_synthesized_then_each_is_a_custom_resource_with_its_body(user_app):
     template = user_app["template"]
-    jobs = _resources(template, "Custom::PunctualJob")
+    jobs = resources_of(template, "Custom::PunctualJob")
     assert sorted(jobs) == sorted(
         [
-            _logical_id(template, "Custom::PunctualJob", "NightlyReport"),
-            _logical_id(template, "Custom::PunctualJob", "HourlyDigest"),
+            logical_id_of(template, "Custom::PunctualJob", "NightlyReport"),
+            logical_id_of(template, "Custom::PunctualJob", "HourlyDigest"),
         ]
     )
     nightly = next(value for name, value in jobs.items() if name.startswith("NightlyReport"))
@@ -284,8 +270,8 @@ def test_given_jobs_when_synthesized_then_their_owner_role_may_call_the_api_and_
     user_app,
 ):
     template = user_app["template"]
-    owner = _logical_id(template, "AWS::IAM::Role", "PunctualJobsJobsOwner")
-    on_event_role = _logical_id(template, "AWS::IAM::Role", "PunctualJobsOnEventRole")
+    owner = logical_id_of(template, "AWS::IAM::Role", "PunctualJobsJobsOwner")
+    on_event_role = logical_id_of(template, "AWS::IAM::Role", "PunctualJobsOnEventRole")
     trust = template["Resources"][owner]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert trust == [
         {
@@ -294,23 +280,12 @@ def test_given_jobs_when_synthesized_then_their_owner_role_may_call_the_api_and_
             "Principal": {"AWS": {"Fn::GetAtt": [on_event_role, "Arn"]}},
         }
     ]
-    owner_policy = next(
-        value
-        for name, value in _resources(template, "AWS::IAM::Policy").items()
-        if name.startswith("PunctualJobsJobsOwnerDefaultPolicy")
-    )
-    (statement,) = owner_policy["Properties"]["PolicyDocument"]["Statement"]
+    (statement,) = policy_statements(template, "PunctualJobsJobsOwnerDefaultPolicy")
     assert statement["Action"] == "execute-api:Invoke"
     assert json.dumps(statement["Resource"]).endswith('/v1/*"]]}')
-    on_event_policies = [
-        value
-        for name, value in _resources(template, "AWS::IAM::Policy").items()
-        if name.startswith("PunctualJobsOnEventRoleDefaultPolicy")
-    ]
     actions = {
         action
-        for policy in on_event_policies
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        for statement in policy_statements(template, "PunctualJobsOnEventRoleDefaultPolicy")
         for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
     }
     assert "sts:AssumeRole" in actions

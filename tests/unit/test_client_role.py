@@ -93,6 +93,18 @@ def signed_key(authenticator: Authenticator) -> str:
     return headers["Authorization"].split("Credential=")[1].split("/")[0]
 
 
+def identity_of(frozen: Any, region: str) -> str:
+    """Whom STS takes these credentials for (its caller identity's ARN)."""
+    sts = boto3.client(
+        "sts",
+        region_name=region,
+        aws_access_key_id=frozen.access_key,
+        aws_secret_access_key=frozen.secret_key,
+        aws_session_token=frozen.token,
+    )
+    return str(sts.get_caller_identity()["Arn"])
+
+
 def caller_key() -> str:
     credentials = boto3.session.Session().get_credentials()
     assert credentials is not None
@@ -108,16 +120,7 @@ def test_with_a_role_requests_are_signed_with_the_assumed_roles_credentials(moto
     headers = authenticator.sign("GET", DEPLOYED + "/v1/jobs", None, {})
     assert headers["X-Amz-Security-Token"] == frozen.token
     assert "/eu-west-1/execute-api/aws4_request" in headers["Authorization"]
-    sts = boto3.client(
-        "sts",
-        region_name=region,
-        aws_access_key_id=frozen.access_key,
-        aws_secret_access_key=frozen.secret_key,
-        aws_session_token=frozen.token,
-    )
-    assert (
-        sts.get_caller_identity()["Arn"] == "arn:aws:sts::123456789012:assumed-role/jobs-owner/punctual-cli"
-    )
+    assert identity_of(frozen, region) == "arn:aws:sts::123456789012:assumed-role/jobs-owner/punctual-cli"
 
 
 def test_without_a_role_the_callers_own_credentials_sign(moto_env: None) -> None:
@@ -130,14 +133,7 @@ def test_the_typed_client_assumes_the_role_with_its_own_session_name(moto_env: N
     credentials, region = client.client.auth.aws()
     frozen = credentials.get_frozen_credentials()
     assert (frozen.access_key != caller_key(), region) == (True, "eu-west-1")
-    sts = boto3.client(
-        "sts",
-        region_name=region,
-        aws_access_key_id=frozen.access_key,
-        aws_secret_access_key=frozen.secret_key,
-        aws_session_token=frozen.token,
-    )
-    assert sts.get_caller_identity()["Arn"].endswith(":assumed-role/jobs-owner/punctual-client")
+    assert identity_of(frozen, region).endswith(":assumed-role/jobs-owner/punctual-client")
 
 
 def test_the_roles_credentials_are_assumed_again_before_they_expire(
