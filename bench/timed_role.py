@@ -13,7 +13,7 @@ It runs the real role (``punctual.local.role``) with two additions, both outside
 
 One JSON object per line goes to ``--events FILE``; the benchmark reads them by time window.
 
-    python -m bench.timed_role worker --events worker.jsonl --concurrency 4 --name worker-1
+    python -m bench.timed_role worker --events worker.jsonl --pollers 4 --name worker-1
 """
 
 from __future__ import annotations

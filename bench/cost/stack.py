@@ -95,7 +95,7 @@ def timed_stack() -> Iterator[TimedStack]:
             role_args = {
                 "api": ["--port", str(api_port)],
                 "dispatcher": ["--tick-seconds", str(TICK_SECONDS)],
-                "worker": ["--concurrency", "4", "--name", "worker-1"],
+                "worker": ["--pollers", "4", "--name", "worker-1"],
             }
             for role in ROLES:
                 role_log = (workdir / f"{role}.log").open("wb")

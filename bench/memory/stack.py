@@ -131,7 +131,7 @@ def serve_stack(config_path: str) -> None:
         port=int(config["port"]),
         workers=1,
         tick_seconds=float(config["tick_seconds"]),
-        worker_concurrency=int(config["pollers"]),
+        worker_pollers=int(config["pollers"]),
         settings_overrides=dict(config["settings"]),
         state_dir=str(config["state_dir"]),
     )

@@ -18,6 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from functions.core.settings import Settings
 
+# The worker's event source: at most this many invocations at once (its MaximumConcurrency). The local
+# stack's event source takes the same (punctual/local/roles.py).
+WORKER_MAX_CONCURRENCY: Final = 50
+
 # The services whose resources jobs may target, and the one action the worker needs on each.
 TARGET_ACTIONS: Final = {
     "lambda": "lambda:InvokeFunction",
@@ -85,7 +89,7 @@ class SchedulerProps(BaseModel):
     # 0: the event source hands over each record as soon as it is there (a window holds records back
     # to fill a batch, which only a batch above 10 needs).
     worker_batching_window_seconds: int = Field(default=0, ge=0, le=300)
-    worker_max_concurrency: int = Field(default=50, ge=2, le=1000)
+    worker_max_concurrency: int = Field(default=WORKER_MAX_CONCURRENCY, ge=2, le=1000)
 
     # Operations.
     log_retention_days: int = Field(default=30, ge=1)

@@ -10,10 +10,13 @@ import threading
 import time
 
 from functions.core.settings import Settings
+from punctual.cdk.config import WORKER_MAX_CONCURRENCY
 from punctual.local.env import parse_tokens
 
 # Lower priority for the dispatcher role: see ``main``.
 DISPATCHER_NICENESS = 10
+# A worker process's SQS pollers (each hands its batches to invocations of their own: ``roles.EventSource``).
+WORKER_POLLERS = 4
 
 
 def exit_with_parent() -> None:
@@ -35,7 +38,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--tick-seconds", type=float, default=60.0)
-    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--pollers", type=int, default=WORKER_POLLERS, help="Worker: threads polling SQS.")
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=WORKER_MAX_CONCURRENCY,
+        help="Worker: invocations in flight at once (the event source's MaximumConcurrency).",
+    )
     parser.add_argument("--name", default=None, help="How this process is named in the logs.")
     args = parser.parse_args(argv)
     if os.environ.get("PUNCTUAL_LOG_FORMAT", "text") != "json":
@@ -59,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
             os.nice(DISPATCHER_NICENESS)
             roles.run_dispatcher(settings, args.tick_seconds)
         else:
-            roles.run_worker(settings, args.concurrency)
+            roles.run_worker(settings, args.pollers, args.max_concurrency)
     except KeyboardInterrupt:
         pass
 

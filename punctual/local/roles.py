@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 from functions.core import aws
@@ -65,58 +67,106 @@ def _to_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> di
     }
 
 
-def _poll_forever(settings: Settings, batch_size: int, queue_arn: str) -> None:
-    from functions.worker.handler import handler
+class EventSource:
+    """Lambda's SQS event source mapping, emulated in one worker process: ``pollers`` threads long-poll
+    the queue and hand each batch to an invocation of its own, at most ``max_concurrency`` of them in
+    flight at once (the mapping's ``MaximumConcurrency``).
 
-    sqs: Any = aws.client("sqs", settings)
-    while True:
-        try:
-            response = sqs.receive_message(
-                QueueUrl=settings.queue_url,
-                MaxNumberOfMessages=batch_size,
-                WaitTimeSeconds=2,
-                # Short, unlike Lambda's poller (which uses the queue's): a worker process killed right
-                # after receiving gives its messages back in seconds. The handler then holds each
-                # message for exactly as long as it needs.
-                VisibilityTimeout=RECEIVE_VISIBILITY_SECONDS,
-                AttributeNames=["All"],
-                MessageAttributeNames=["All"],
-            )
-        except Exception:
-            logger.exception("receive failed")
-            time.sleep(1)
-            continue
-        messages = response.get("Messages") or []
-        if not messages:
-            continue
-        context = LambdaContext(function_name="punctual-worker-local", aws_request_id=uuid.uuid4().hex)
-        try:
-            result = handler(_to_event(messages, queue_arn, settings.region), cast(Any, context))
-            failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
-        except Exception:  # an invocation error returns the whole batch, as Lambda does
-            logger.exception("worker invocation failed")
-            continue
-        done = [m for m in messages if m["MessageId"] not in failed]
-        if done:
-            sqs.delete_message_batch(
-                QueueUrl=settings.queue_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
-            )
+    A poller does not wait for the invocation it started: a message that becomes visible while every
+    earlier invocation still waits for its second (a message sent by the API arrives up to 1.25 s
+    before its second, alone) is received and invoked at once, as on AWS, where each batch runs in an
+    execution environment of its own. When ``max_concurrency`` invocations are in flight, the pollers
+    stop receiving until one ends: no message is received that no invocation could take.
+    """
 
+    def __init__(
+        self,
+        settings: Settings,
+        pollers: int,
+        max_concurrency: int,
+        batch_size: int = 10,
+        handler: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None,
+    ) -> None:
+        if handler is None:
+            # Imported before the first receive, not by the first invocation: its message would wait.
+            from functions.worker.handler import handler as worker_handler
 
-def run_worker(settings: Settings, concurrency: int, batch_size: int = 10) -> None:
-    """Like Lambda's SQS event source mapping: several pollers, each invoking the handler per batch."""
-    sqs: Any = aws.client("sqs", settings)
-    queue_arn = sqs.get_queue_attributes(QueueUrl=settings.queue_url, AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
-    threads = [
-        threading.Thread(
-            target=_poll_forever, args=(settings, batch_size, queue_arn), name=f"poller-{i}", daemon=True
+            handler = cast(Callable[[dict[str, Any], Any], dict[str, Any]], worker_handler)
+        self.handler = handler
+        self.settings = settings
+        self.pollers = pollers
+        self.batch_size = batch_size
+        self.slots = threading.BoundedSemaphore(max_concurrency)
+        self.invocations = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="invocation")
+        self.sqs: Any = aws.client("sqs", settings)
+        self.queue_arn = self.sqs.get_queue_attributes(
+            QueueUrl=settings.queue_url, AttributeNames=["QueueArn"]
+        )["Attributes"]["QueueArn"]
+
+    def run(self) -> None:
+        threads = [
+            threading.Thread(target=self._poll_forever, name=f"poller-{i}", daemon=True)
+            for i in range(self.pollers)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _poll_forever(self) -> None:
+        while True:
+            self.slots.acquire()  # an invocation free to take what this receive brings
+            try:
+                messages = self._receive()
+            except Exception:
+                self.slots.release()
+                logger.exception("receive failed")
+                time.sleep(1)
+                continue
+            if not messages:
+                self.slots.release()
+                continue
+            self.invocations.submit(self._invoke, messages)
+
+    def _receive(self) -> list[dict[str, Any]]:
+        response = self.sqs.receive_message(
+            QueueUrl=self.settings.queue_url,
+            MaxNumberOfMessages=self.batch_size,
+            WaitTimeSeconds=2,
+            # Short, unlike Lambda's poller (which uses the queue's): a worker process killed right
+            # after receiving gives its messages back in seconds. The handler then holds each
+            # message for exactly as long as it needs.
+            VisibilityTimeout=RECEIVE_VISIBILITY_SECONDS,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
         )
-        for i in range(concurrency)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+        return list(response.get("Messages") or [])
+
+    def _invoke(self, messages: list[dict[str, Any]]) -> None:
+        """One invocation of the worker handler with the batch; then, as the mapping does, delete the
+        messages it did not report as failed (an invocation error returns the whole batch)."""
+        try:
+            context = LambdaContext(function_name="punctual-worker-local", aws_request_id=uuid.uuid4().hex)
+            try:
+                result = self.handler(
+                    _to_event(messages, self.queue_arn, self.settings.region), cast(Any, context)
+                )
+                failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
+            except Exception:
+                logger.exception("worker invocation failed")
+                return
+            done = [m for m in messages if m["MessageId"] not in failed]
+            if done:
+                self.sqs.delete_message_batch(
+                    QueueUrl=self.settings.queue_url,
+                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+                )
+        except Exception:  # a delete that failed: the messages come back, and their runs end once
+            logger.exception("batch not deleted")
+        finally:
+            self.slots.release()
+
+
+def run_worker(settings: Settings, pollers: int, max_concurrency: int, batch_size: int = 10) -> None:
+    """Like Lambda's SQS event source mapping: several pollers, an invocation of the handler per batch."""
+    EventSource(settings, pollers, max_concurrency, batch_size).run()

@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from functions.core.settings import Settings
+from punctual.cdk.config import WORKER_MAX_CONCURRENCY
 from punctual.local.env import LOCAL_CREDENTIALS, local_settings
 from punctual.local.provision import provision
+from punctual.local.role import WORKER_POLLERS
 
 # Below the workers, above the dispatcher role (punctual/local/role.py, DISPATCHER_NICENESS).
 EMULATOR_NICENESS = 5
@@ -64,7 +66,9 @@ class LocalStack:
     aws_endpoint: str | None = None
     emulator_port: int = 0
     tick_seconds: float = 60.0
-    worker_concurrency: int = 4
+    worker_pollers: int = WORKER_POLLERS
+    # The event source's MaximumConcurrency, shared by the worker processes.
+    worker_max_concurrency: int = WORKER_MAX_CONCURRENCY
     settings_overrides: dict[str, object] = field(default_factory=dict)
     log: TextIO = sys.stderr
     state_dir: str = ".punctual"
@@ -117,8 +121,10 @@ class LocalStack:
                     [
                         *role,
                         "worker",
-                        "--concurrency",
-                        str(self.worker_concurrency),
+                        "--pollers",
+                        str(self.worker_pollers),
+                        "--max-concurrency",
+                        str(-(-self.worker_max_concurrency // self.workers)),
                         "--name",
                         f"worker-{index + 1}",
                     ],

@@ -1,0 +1,111 @@
+"""The local stack's SQS event source (``punctual.local.roles.EventSource``) behaves as Lambda's: a batch
+is invoked as soon as it is received, whatever earlier invocations are still doing, up to the
+mapping's maximum concurrency; beyond it, messages stay in the queue for a later receive."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from functions.core.settings import Settings
+from punctual.local.roles import EventSource
+
+
+class BlockingHandler:
+    """A worker handler whose invocations all wait until released, counting those in flight."""
+
+    def __init__(self) -> None:
+        self.condition = threading.Condition()
+        self.in_flight = 0
+        self.invoked: list[str] = []
+        self.release = threading.Event()
+
+    def __call__(self, event: dict[str, Any], _context: Any) -> dict[str, Any]:
+        with self.condition:
+            self.in_flight += 1
+            self.invoked.extend(record["body"] for record in event["Records"])
+            self.condition.notify_all()
+        self.release.wait(30)
+        with self.condition:
+            self.in_flight -= 1
+        return {"batchItemFailures": []}
+
+    def wait_for(self, in_flight: int, timeout: float = 10) -> bool:
+        with self.condition:
+            return self.condition.wait_for(lambda: self.in_flight >= in_flight, timeout)
+
+
+@pytest.fixture
+def queue(moto_endpoint: str) -> Iterator[tuple[Any, Settings]]:
+    sqs: Any = boto3.client(
+        "sqs",
+        endpoint_url=moto_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    url = sqs.create_queue(QueueName=f"work-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    settings = Settings(aws_endpoint_url=moto_endpoint, queue_url=url, region="us-east-1")
+    yield sqs, settings
+    sqs.delete_queue(QueueUrl=url)
+
+
+def _start(source: EventSource) -> None:
+    threading.Thread(target=source.run, daemon=True).start()
+
+
+def _visible(sqs: Any, url: str) -> int:
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+
+def test_a_batch_is_invoked_while_every_poller_s_earlier_invocation_still_waits(
+    queue: tuple[Any, Settings],
+) -> None:
+    """Messages arriving one by one, each held by its invocation until its second, each get an
+    invocation of their own at once: two pollers start six. (A poller that waited for its invocation
+    left the third message in the queue until one of the first two had ended: after its second.)"""
+    sqs, settings = queue
+    handler = BlockingHandler()
+    source = EventSource(settings, pollers=2, max_concurrency=50, batch_size=1, handler=handler)
+    _start(source)
+    try:
+        for n in range(6):
+            sqs.send_message(QueueUrl=settings.queue_url, MessageBody=f"m{n}")
+        assert handler.wait_for(6), f"{handler.in_flight} invocations in flight, not 6"
+        assert sorted(handler.invoked) == [f"m{n}" for n in range(6)]
+    finally:
+        handler.release.set()
+
+
+def test_at_its_maximum_concurrency_the_event_source_leaves_messages_in_the_queue(
+    queue: tuple[Any, Settings],
+) -> None:
+    """Three invocations at most: the other messages stay visible (not received and hidden where no
+    invocation can take them), and are invoked once an invocation ends; each is deleted after it."""
+    sqs, settings = queue
+    handler = BlockingHandler()
+    source = EventSource(settings, pollers=4, max_concurrency=3, batch_size=1, handler=handler)
+    _start(source)
+    for n in range(5):
+        sqs.send_message(QueueUrl=settings.queue_url, MessageBody=f"m{n}")
+    assert handler.wait_for(3)
+    assert handler.in_flight == 3
+    assert _visible(sqs, settings.queue_url) == 2
+    handler.release.set()
+    with handler.condition:
+        assert handler.condition.wait_for(lambda: len(handler.invoked) == 5, 10)
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    left: dict[str, str] = {}
+    for _ in range(50):  # the last deletes follow the last invocations' ends
+        left = sqs.get_queue_attributes(QueueUrl=settings.queue_url, AttributeNames=names)["Attributes"]
+        if left == dict.fromkeys(names, "0"):
+            break
+        time.sleep(0.1)
+    assert left == dict.fromkeys(names, "0"), "messages left after their invocations"
