@@ -18,6 +18,7 @@ from functions.core.ports import RunNotOurs
 from functions.core.targets.outcome import Delivery, TargetOutcome
 from functions.worker import lease
 from functions.worker.arrival import Arrival
+from functions.worker.calls import CallsDue
 from functions.worker.context import ReturnLater, WorkerContext
 from functions.worker.heartbeat import AgeAlarm, Heartbeat
 from functions.worker.outcome import Outcomes
@@ -31,6 +32,8 @@ class Attempts:
         self.arrival = arrival
         self.alerts = alerts
         self.outcomes = outcomes
+        # This executor's calls by due time: an outcome is written once its second's calls are out.
+        self.calls = CallsDue()
 
     def run(
         self, job: Job, run: Run, receipt_handle: str | None, *, create: bool, arrived_at: datetime
@@ -87,8 +90,14 @@ class Attempts:
             alarm=self._running_long(job, run, sending),
             hidden_until=lease.renew_by(context, run, self.arrival.held_until(receipt_handle)),
         ) as heartbeat:
-            outcome = self._deliver(job, run, heartbeat.lost, due)
+            self.calls.expect(due)
+            try:
+                outcome = self._deliver(job, run, heartbeat.lost, due)
+            finally:
+                self.calls.returned(due)
             context.crash_point("after_execute_before_record")
+            # The other calls due at this second go first: its outcome is written after them.
+            self.calls.wait_for_the_others(due, context.clock)
             # The heartbeat beats on until the outcome is written: a write the table answers late
             # (throttled: the SDK retries for seconds) must not let the lease and the message's
             # visibility run out, or another delivery would take the attempt over and call again.

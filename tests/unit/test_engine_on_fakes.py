@@ -35,6 +35,7 @@ from functions.core.settings import Settings
 from functions.core.ssrf_guard import NetworkPolicy
 from functions.core.sweep import FANOUT_SPREAD, shard_groups
 from functions.dispatcher import handler as dispatcher_handler
+from functions.worker.calls import OUTCOME_GRACE
 from functions.worker.context import ReturnLater
 from functions.worker.followups import FollowUps
 from tests.conftest import Clock
@@ -112,6 +113,35 @@ def test_the_call_is_composed_before_the_second_and_only_the_request_waits_for_i
     assert engine.clock() >= due, "the wait it was handed ends at the second"
     (run,) = [r for runs in engine.store.runs.values() for r in runs.values()]
     assert run.status is RunStatus.SUCCEEDED and run.lateness_ms == 0
+
+
+def test_an_outcome_is_written_after_the_other_calls_due_at_its_second(engine: Engine) -> None:
+    """At a busy second the outcomes' table writes took the CPU the calls still to go out needed
+    (twenty runs due at one second in one process: the last calls 40-50 ms late). A run whose call
+    returned waits, before its outcome, for the executor's other calls due at that second."""
+    due = engine.clock() + timedelta(seconds=5)
+    job = engine.create(schedule={"at": due.isoformat()})
+    waited: list[tuple[datetime, bool]] = []
+    calls = engine.executor.attempts.calls
+    calls.expect(due)  # another record's call of the same second, still under way
+
+    others = calls._moments[due].returned
+    system_wait = engine.clock.wait  # the heartbeat's waits stay the system's
+
+    def wait(event: Any, timeout: float) -> bool:
+        if event is not others:
+            return system_wait(event, timeout)
+        status = next(iter(engine.store.runs[job["job_id"]].values())).status
+        waited.append((engine.clock() + timedelta(seconds=timeout), status is RunStatus.RUNNING))
+        return False
+
+    engine.clock.wait = wait  # type: ignore[method-assign]
+    engine.clock.now = due - timedelta(milliseconds=250)
+    engine.deliver_all()
+    assert waited == [(due + OUTCOME_GRACE, True)], "waited before its outcome, until the grace at most"
+    (run,) = engine.store.runs[job["job_id"]].values()
+    assert run.status is RunStatus.SUCCEEDED
+    calls.returned(due)
 
 
 def test_a_fatal_failure_fails_the_run_and_the_job_and_leaves_the_dlq_empty(engine: Engine) -> None:
