@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Any
@@ -30,6 +32,25 @@ from functions.worker.execute import RunExecutor
 @lru_cache(maxsize=1)
 def run_executor() -> RunExecutor:
     return build_run_executor(get_settings())
+
+
+_frozen = threading.Event()
+
+
+def _freeze_the_cold_start() -> None:
+    """Once, as the first batch arrives (the handler's imports done and its executor built): keep the
+    objects that exist from then on out of the garbage collector's full collections. Those scanned
+    every object of the process (the SDK's models, Powertools, pydantic: hundreds of thousands), 40
+    to 90 ms each, every 15 to 20 s under load, and every call due while one ran went out that much
+    later; they now scan what the invocations left behind (about 5 ms)."""
+    if _frozen.is_set():
+        return
+    _frozen.set()
+    try:
+        run_executor()
+    except Exception:  # not configured: the records report it, one by one
+        return
+    gc.freeze()
 
 
 def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:
@@ -144,6 +165,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
     (retries, not due yet) is routine, not a failed invocation: no alarm.
     """
     records = event.get("Records") or []
+    _freeze_the_cold_start()
     processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     settler = _settler() if len(records) > 1 else None  # a lone record ends with its invocation
     # Every batch, a lone record's too: its hold and its read are one request each either way, and
