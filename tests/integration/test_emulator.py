@@ -250,6 +250,23 @@ def test_waiting_senders_take_turns_so_a_burst_does_not_queue_ahead_of_a_single_
     assert order == ["d0", "w0", "v0", "d1", "w1", "d2", "d3"]
 
 
+def test_a_worker_takes_several_turns_in_a_row_before_the_dispatcher_takes_one() -> None:
+    """The start writes of runs due just after a tick each waited for one of the sweep's reads (30 to
+    50 ms apiece), and were made after their second: a worker now has up to WORKER_TURNS in a row."""
+    from punctual.local.emulator import WORKER_TURNS, TurnLock, turns_of
+
+    lock = TurnLock(turns_of)
+    order: list[str] = []
+    lock.acquire("holder")
+    threads = [_queued(lock, "dispatcher", order, f"d{n}") for n in range(3)]
+    threads += [_queued(lock, "worker-1", order, f"w{n}") for n in range(WORKER_TURNS + 2)]
+    lock.release()
+    for thread in threads:
+        thread.join(timeout=5)
+    workers = [f"w{n}" for n in range(WORKER_TURNS + 2)]
+    assert order == ["d0", *workers[:WORKER_TURNS], "d1", *workers[WORKER_TURNS:], "d2"]
+
+
 def test_the_turn_lock_lets_one_holder_in_at_a_time() -> None:
     from punctual.local.emulator import TurnLock
 
