@@ -33,7 +33,7 @@ test-fast: setup
 test-slow: setup
 	$(BIN)/pytest -m slow
 
-## Benchmarks, not tests (~25 min on 2 cores): precision, precision under faults, cost per job, cold
+## Benchmarks, not tests (~45 min on 2 cores): precision, precision under faults, created soon, cost per job, cold
 ## start, dispatcher claims, each repeated. Prints the medians and writes them, with PNG plots, to
 ## bench/results/ (docs/benchmarks.md). The plots need matplotlib (the `bench` extra), installed once
 ## here; make test does without it.

@@ -252,10 +252,15 @@ class StackHandle:
 
 @contextmanager
 def local_stack(
-    workers: int = 3, tick_seconds: float | None = 10, lookahead_seconds: int | None = 60, shards: int = 4
+    workers: int | None = 3,
+    tick_seconds: float | None = 10,
+    lookahead_seconds: int | None = 60,
+    shards: int = 4,
+    log_format: str = "text",
 ) -> Iterator[StackHandle]:
     """``punctual local`` as a subprocess on free ports, in a temporary directory; stopped with SIGINT.
-    ``None`` for the tick or the look-ahead leaves the stack's default."""
+    ``None`` for the workers, the tick or the look-ahead leaves the stack's default.
+    ``log_format="json"``: the roles log JSON lines, as on AWS (for reading their fields back)."""
     workdir = Path(tempfile.mkdtemp(prefix="punctual-bench-"))
     with start_local_stack(
         workdir,
@@ -263,7 +268,7 @@ def local_stack(
         tick_seconds=tick_seconds,
         lookahead_seconds=lookahead_seconds,
         shards=shards,
-        env={"PUNCTUAL_LOG_FORMAT": "text"},
+        env={"PUNCTUAL_LOG_FORMAT": log_format},
     ) as stack:
         yield StackHandle(Api(stack.base_url), stack)
 

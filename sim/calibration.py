@@ -1,7 +1,7 @@
 """The simulator set beside what the local stack measured (docs/scale.md, "Calibration").
 
 The simulator runs with the local stack's parameters (``LOCAL``: the emulator's request latencies, a
-full core per process, the local worker's twelve pollers, a tick on the wall clock, no cold starts)
+full core per process, the local workers' 51 invocations, a tick on the wall clock, no cold starts)
 at the load of ``bench/precision/``, and its figures are compared with the measured ones in
 ``bench/results/precision.json`` and ``bench/results/cost.json``, each within a tolerance stated here
 (``CHECKS``). ``tests/sim/test_calibration.py`` runs it: a change of the engine or of the models that
@@ -30,12 +30,13 @@ RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
 FULL_CORE_MB = 1769
 
 # The local stack as bench/precision/ runs it (its "config"): 4 shards, the defaults' look-ahead
-# and head start, a tick a minute on the wall clock, 3 worker processes of 4 pollers, batches of 10.
-LOCAL_POLLERS = 12
+# and head start, a tick a minute on the wall clock, 3 worker processes sharing the event source's
+# 50 invocations (17 each: punctual/local/roles.py), batches of 10.
+LOCAL_WORKER_CONCURRENCY = 3 * 17
 LOCAL_DEPLOYMENT = Deployment(
     shard_count=4,
     lookahead_seconds=120,
-    worker_max_concurrency=LOCAL_POLLERS,
+    worker_max_concurrency=LOCAL_WORKER_CONCURRENCY,
     memory_mb={"dispatcher": FULL_CORE_MB, "worker": FULL_CORE_MB, "api": FULL_CORE_MB},
 )
 
@@ -52,7 +53,7 @@ LOCAL = DEFAULTS.replace(
     ddb_latency_ms=((0.0, 3.0), (0.5, 6.0), (0.9, 10.0), (0.99, 25.0), (1.0, 60.0)),
     sqs_latency_ms=((0.0, 10.0), (0.5, 30.0), (0.9, 40.0), (0.99, 60.0), (1.0, 100.0)),
     esm_latency_ms=LOCAL_POLL_MS,
-    esm_initial_concurrency=LOCAL_POLLERS,
+    esm_initial_concurrency=LOCAL_WORKER_CONCURRENCY,
     esm_scale_per_minute=0,
     cold_start_ms={"dispatcher": 0.0, "worker": 0.0, "api": 0.0},
     tick_delay_ms=((0.0, 0.0), (1.0, 20.0)),  # a thread that sleeps until the minute
@@ -70,19 +71,20 @@ SCENARIO = Scenario(
 
 
 # The cost bench's one_off_ahead (bench/results/cost.json, "config"): one-offs created beyond the
-# look-ahead, dispatched by the tick (every 10 s there, a 60 s look-ahead, 4 shards, 4 pollers).
+# look-ahead, dispatched by the tick (every 10 s there, a 60 s look-ahead, 4 shards, one worker
+# process of 50 invocations).
 COST_DEPLOYMENT = Deployment(
     shard_count=4,
     lookahead_seconds=60,
     tick_seconds=10,
-    worker_max_concurrency=4,
+    worker_max_concurrency=50,
     memory_mb={"dispatcher": FULL_CORE_MB, "worker": FULL_CORE_MB, "api": FULL_CORE_MB},
 )
 AHEAD = Scenario(
     "the cost bench's one-offs created beyond the look-ahead",
     Load(60, minutes=1, cron_fraction=0.0, lead_seconds=(70.0, 120.0), warmup_minutes=0),
     COST_DEPLOYMENT,
-    LOCAL.replace(esm_initial_concurrency=4),
+    LOCAL.replace(esm_initial_concurrency=50),
 )
 # The writes every one-off job makes whatever the tick and the density: (function, operation) as the
 # cost bench names them.

@@ -41,11 +41,25 @@ def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def default_workers() -> int:
+    """One worker process per core, at most four. On AWS every invocation has an execution environment
+    of its own; here a process's invocations share its one interpreter lock, and the calls due at one
+    second queue for it (docs/benchmarks.md, "Jobs created shortly before they fall due"). A process
+    beyond the machine's cores adds no CPU."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 @main.command()
 @click.option(
     "--port", type=int, default=lambda: int(os.environ.get("PUNCTUAL_PORT", "8000")), show_default="8000"
 )
-@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True, help="Worker processes.")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=default_workers,
+    show_default="the machine's cores, at most 4",
+    help="Worker processes (each an SQS event source; together they take the deployment's 50 invocations).",
+)
 @click.option(
     "--aws-endpoint",
     default=None,

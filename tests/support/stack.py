@@ -43,7 +43,7 @@ class StackProcess:
 def local_stack(
     workdir: Path,
     *,
-    workers: int = 2,
+    workers: int | None = 2,
     tick_seconds: float | None = 10,
     lookahead_seconds: int | None = 60,
     shards: int | None = None,
@@ -51,7 +51,8 @@ def local_stack(
 ) -> Iterator[StackProcess]:
     """Run ``punctual local`` with its working directory (and so ``.punctual/``) in ``workdir``;
     yields it once the API answers, stops the stack with Ctrl-C afterwards. ``tick_seconds`` and
-    ``lookahead_seconds`` of None leave the stack's defaults (a one-minute tick), as ``make run``."""
+    ``lookahead_seconds`` (and ``workers``) of None leave the stack's defaults (a one-minute tick), as
+    ``make run``."""
     port = free_port()
     log_path = workdir / "stack.log"
     command = [
@@ -61,9 +62,9 @@ def local_stack(
         "local",
         "--port",
         str(port),
-        "--workers",
-        str(workers),
     ]
+    if workers is not None:
+        command += ["--workers", str(workers)]
     if tick_seconds is not None:
         command += ["--tick-seconds", str(tick_seconds)]
     if lookahead_seconds is not None:
