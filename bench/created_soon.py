@@ -124,6 +124,7 @@ def _run_once(jobs: int, seed: int) -> dict[str, Any]:
     for sender in SENDERS:
         mine = [job for job in planned if job.sender == sender]
         lateness, hold = [], []
+        latest: list[tuple[float, float, float | None]] = []
         lost = early = duplicates = 0
         for job in mine:
             got = arrivals.get(job.path, [])
@@ -136,6 +137,7 @@ def _run_once(jobs: int, seed: int) -> dict[str, Any]:
             lateness.append(late)
             if job.job_id in holds:
                 hold.append(holds[job.job_id])
+            latest.append((round(late, 1), job.due, holds.get(job.job_id)))
         per_second = [sum(1 for job in mine if job.due == due) for due in {job.due for job in mine}]
         result[sender] = {
             "jobs": len(mine),
@@ -145,6 +147,12 @@ def _run_once(jobs: int, seed: int) -> dict[str, Any]:
             "duplicates": duplicates,
             "lateness_ms": summary(lateness),
             "hold_ms": summary(hold, 0),
+            # The ten latest: lateness (ms), the second of the minute it was due at (the tick is at
+            # 0), how many of this sender's runs were due at that second, the worker's hold (ms).
+            "latest": [
+                [late, int(due) % 60, sum(1 for job in mine if job.due == due), hold_ms]
+                for late, due, hold_ms in sorted(latest, key=lambda entry: entry[0], reverse=True)[:10]
+            ],
         }
     return result
 
