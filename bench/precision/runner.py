@@ -123,6 +123,7 @@ def run(
         "window_seconds": window,
         "workers": workers,
         "worker_pollers_each": 4,
+        "worker_invocations_each": -(-50 // workers),
         "tick_seconds": TICK_SECONDS,
         "lookahead_seconds": LOOKAHEAD_SECONDS,
         "shards": 4,
