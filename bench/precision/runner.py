@@ -32,6 +32,7 @@ from bench.precision.plan import (
     whole_seconds_offsets,
 )
 from functions.core.model import iso
+from punctual.cdk.config import WORKER_MAX_CONCURRENCY
 from tests.support.receiver import Delivery, Receiver
 
 
@@ -123,7 +124,7 @@ def run(
         "window_seconds": window,
         "workers": workers,
         "worker_pollers_each": 4,
-        "worker_invocations_each": -(-50 // workers),
+        "worker_invocations_each": -(-WORKER_MAX_CONCURRENCY // workers),
         "tick_seconds": TICK_SECONDS,
         "lookahead_seconds": LOOKAHEAD_SECONDS,
         "shards": 4,
