@@ -67,6 +67,31 @@ def _to_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> di
     }
 
 
+# The most messages a local worker process has in flight: see ``EventSource``.
+MAX_MESSAGES_IN_FLIGHT = 40
+
+
+class _Budget:
+    """A count of messages a process may still take in."""
+
+    def __init__(self, total: int) -> None:
+        self._free = total
+        self._condition = threading.Condition()
+
+    def take(self, most: int) -> int:
+        """Wait until some room is left; take up to ``most`` of it."""
+        with self._condition:
+            self._condition.wait_for(lambda: self._free > 0)
+            taken = min(most, self._free)
+            self._free -= taken
+            return taken
+
+    def give(self, count: int) -> None:
+        with self._condition:
+            self._free += count
+            self._condition.notify_all()
+
+
 class EventSource:
     """Lambda's SQS event source mapping, emulated in one worker process: ``pollers`` threads long-poll
     the queue and hand each batch to an invocation of its own, at most ``max_concurrency`` of them in
@@ -77,6 +102,13 @@ class EventSource:
     before its second, alone) is received and invoked at once, as on AWS, where each batch runs in an
     execution environment of its own. When ``max_concurrency`` invocations are in flight, the pollers
     stop receiving until one ends: no message is received that no invocation could take.
+
+    Unlike Lambda's, it also keeps at most ``max_messages`` messages in flight (four batches of ten by
+    default): the emulator serves the table one request at a time, and 300 runs due at one second
+    under a target limit of ten, all in flight at once in 30 invocations, kept it busy for minutes
+    (starts answered after their leases had lapsed, attempts taken over again and again). On AWS the
+    table serves them side by side. Messages that arrive one at a time (sent by the API) still each
+    get an invocation of their own.
     """
 
     def __init__(
@@ -86,6 +118,7 @@ class EventSource:
         max_concurrency: int,
         batch_size: int = 10,
         handler: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None,
+        max_messages: int = MAX_MESSAGES_IN_FLIGHT,
     ) -> None:
         if handler is None:
             # Imported before the first receive, not by the first invocation: its message would wait.
@@ -97,6 +130,7 @@ class EventSource:
         self.pollers = pollers
         self.batch_size = batch_size
         self.slots = threading.BoundedSemaphore(max_concurrency)
+        self.messages = _Budget(max_messages)
         self.invocations = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="invocation")
         self.sqs: Any = aws.client("sqs", settings)
         self.queue_arn = self.sqs.get_queue_attributes(
@@ -116,22 +150,25 @@ class EventSource:
     def _poll_forever(self) -> None:
         while True:
             self.slots.acquire()  # an invocation free to take what this receive brings
+            room = self.messages.take(self.batch_size)
             try:
-                messages = self._receive()
+                messages = self._receive(room)
             except Exception:
+                self.messages.give(room)
                 self.slots.release()
                 logger.exception("receive failed")
                 time.sleep(1)
                 continue
+            self.messages.give(room - len(messages))
             if not messages:
                 self.slots.release()
                 continue
             self.invocations.submit(self._invoke, messages)
 
-    def _receive(self) -> list[dict[str, Any]]:
+    def _receive(self, most: int) -> list[dict[str, Any]]:
         response = self.sqs.receive_message(
             QueueUrl=self.settings.queue_url,
-            MaxNumberOfMessages=self.batch_size,
+            MaxNumberOfMessages=most,
             WaitTimeSeconds=2,
             # Short, unlike Lambda's poller (which uses the queue's): a worker process killed right
             # after receiving gives its messages back in seconds. The handler then holds each
@@ -164,6 +201,7 @@ class EventSource:
         except Exception:  # a delete that failed: the messages come back, and their runs end once
             logger.exception("batch not deleted")
         finally:
+            self.messages.give(len(messages))
             self.slots.release()
 
 

@@ -109,3 +109,29 @@ def test_at_its_maximum_concurrency_the_event_source_leaves_messages_in_the_queu
             break
         time.sleep(0.1)
     assert left == dict.fromkeys(names, "0"), "messages left after their invocations"
+
+
+def test_a_worker_process_keeps_at_most_its_messages_in_flight(queue: tuple[Any, Settings]) -> None:
+    """The emulator serves the table one request at a time: 300 runs due at one second, all received
+    at once, kept it busy for minutes. Batches of ten under a budget of 25: two batches and five."""
+    sqs, settings = queue
+    handler = BlockingHandler()
+    source = EventSource(
+        settings, pollers=4, max_concurrency=50, batch_size=10, handler=handler, max_messages=25
+    )
+    for start in range(0, 40, 10):
+        sqs.send_message_batch(
+            QueueUrl=settings.queue_url,
+            Entries=[{"Id": str(n), "MessageBody": f"m{start + n}"} for n in range(10)],
+        )
+    _start(source)
+    try:
+        with handler.condition:
+            assert handler.condition.wait_for(lambda: len(handler.invoked) >= 25, 10)
+        time.sleep(0.5)  # a poller that took more would have invoked by now
+        assert len(handler.invoked) == 25
+        assert _visible(sqs, settings.queue_url) == 15
+    finally:
+        handler.release.set()
+    with handler.condition:
+        assert handler.condition.wait_for(lambda: len(handler.invoked) == 40, 10)
