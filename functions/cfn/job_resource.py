@@ -12,6 +12,10 @@ is tagged with its stack, resource and request; the failed create cancels its ow
 before it reports the failure, and a later create of the same resource cancels the leftovers of
 earlier requests (if that cancel failed too).
 
+A job that has ended (a one-off job that ran, a recurring one past its ``end_at`` or ``max_runs``,
+one cancelled by hand) is the record of what ran: a Delete of it succeeds, an Update of it changes
+nothing and answers the ended job (``Status`` says which end); a new construct id schedules a new one.
+
 The job travels as one JSON property (``Job``): CloudFormation hands a custom resource every property
 value as a string, numbers and booleans included.
 """
@@ -101,16 +105,25 @@ def on_event(event: Mapping[str, Any], api: JobsApi) -> dict[str, Any]:
         if not changes:
             return _answer(api.get(physical))
         if "tags" in changes:  # a PATCH replaces the tags: the stack's own (from its create) stay
-            kept = {
-                key: value for key, value in api.get(physical).get("tags", {}).items() if key in ORIGIN_TAGS
-            }
+            current = api.get(physical)
+            if current.get("status") not in _LIVE:
+                return _unchanged_end(current)
+            kept = {key: value for key, value in current.get("tags", {}).items() if key in ORIGIN_TAGS}
             changes["tags"] = {**(changes["tags"] or {}), **kept}
-        return _answer(api.patch(physical, changes))
+        try:
+            return _answer(api.patch(physical, changes))
+        except Refused as refused:
+            ended = _ended(api, physical, refused)
+            if ended is None:
+                raise
+            return _unchanged_end(ended)
     if request == "Delete":
         try:
             api.cancel(physical)
         except Refused as refused:
-            if refused.status != 404:  # gone already: deleted is what CloudFormation asked for
+            # Gone already (404), or ended (409: it ran, passed its end, or was cancelled by hand):
+            # either way nothing of it will run, which is what CloudFormation asked for.
+            if refused.status != 404 and _ended(api, physical, refused) is None:
                 raise
         return {"PhysicalResourceId": physical}
     raise ValueError(f"unknown RequestType {request!r}")
@@ -178,6 +191,26 @@ def _cancel_jobs(api: JobsApi, event: Mapping[str, Any], *, earlier_requests: bo
         except Refused as refused:
             if refused.status != 404:
                 raise
+
+
+def _ended(api: JobsApi, job_id: str, refused: Refused) -> Mapping[str, Any] | None:
+    """The job, when the API refused a change or cancel of it because it has ended (a one-off job
+    that ran, a recurring one past its ``end_at`` or ``max_runs``, one cancelled by hand); else None."""
+    if refused.status != 409:
+        return None
+    job = api.get(job_id)
+    return job if job.get("status") not in _LIVE else None
+
+
+def _unchanged_end(job: Mapping[str, Any]) -> dict[str, Any]:
+    """An Update of a job that has ended changes nothing: the job is the record of what ran, and
+    making it run again is a Create's (a new construct id). Updating it into a new job could run a
+    one-off job twice (an ``at`` in the past runs at once), as a rollback's Update would."""
+    logger.warning(
+        "the job has ended: the update changes nothing (a new construct id schedules a new job)",
+        extra={"job_id": job.get("job_id"), "status": job.get("status")},
+    )
+    return _answer(job)
 
 
 def _origin(event: Mapping[str, Any]) -> dict[str, str]:

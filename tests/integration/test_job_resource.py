@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
 from functions.cfn.job_resource import REQUEST_TAG, RESOURCE_TAG, STACK_TAG, Refused, on_event
-from tests.integration.conftest import Call
+from tests.integration.conftest import Call, Harness, http_target
+from tests.support.receiver import Receiver
 
 STACK = "arn:aws:cloudformation:eu-west-1:123456789012:stack/reports/5f1c7a40-0000-4000-8000-000000000000"
 JOB: dict[str, Any] = {
@@ -220,3 +222,61 @@ def test_a_delete_cancels_the_job_and_one_already_gone_succeeds(api: CalledApi) 
     )
     gone = "job_00000000000000000000000a"
     assert on_event(event("Delete", JOB, request="req-4", physical=gone), api) == {"PhysicalResourceId": gone}
+
+
+def _ended_three_ways(api: CalledApi, harness: Harness, receiver: Receiver) -> dict[str, dict[str, Any]]:
+    """A stack's jobs, one ended each way a job ends: a one-off job that ran, a recurring job that
+    reached its ``max_runs``, and a job cancelled by hand; {way: the job's properties and id}."""
+    target = http_target(receiver, "/ended")
+    soon = (harness.clock() + timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    jobs = {
+        "ran once": {"name": "once", "schedule": {"at": soon}, "target": target},
+        "max_runs": {"name": "twice", "schedule": {"rate": "1 minute"}, "max_runs": 2, "target": target},
+        "cancelled": {**JOB, "name": "by-hand"},
+    }
+    made = {
+        way: {"job": job, "id": on_event(event("Create", job, request=f"req-{way}", resource=way), api)}
+        for way, job in jobs.items()
+    }
+    for _ in range(3):
+        harness.clock.advance(60)
+        harness.dispatcher.sweep()
+        harness.deliver_all()
+    api.cancel(made["cancelled"]["id"]["PhysicalResourceId"])
+    for way, expected in (("ran once", "COMPLETED"), ("max_runs", "COMPLETED"), ("cancelled", "CANCELLED")):
+        made[way]["id"] = made[way]["id"]["PhysicalResourceId"]
+        assert api.get(made[way]["id"])["status"] == expected, way
+    assert len(receiver.for_path("/ended")) == 3
+    return made
+
+
+def test_a_delete_of_a_job_that_has_ended_succeeds_whichever_way_it_ended(
+    api: CalledApi, harness: Harness, receiver: Receiver
+) -> None:
+    for way, made in _ended_three_ways(api, harness, receiver).items():
+        deleted = on_event(event("Delete", made["job"], request=f"del-{way}", physical=made["id"]), api)
+        assert deleted == {"PhysicalResourceId": made["id"]}, way
+
+
+def test_an_update_of_a_job_that_has_ended_changes_nothing_and_answers_the_ended_job(
+    api: CalledApi, harness: Harness, receiver: Receiver
+) -> None:
+    """Neither a PATCH (refused: 409) nor a new job (an ``at`` in the past would run again at once,
+    as a rollback's Update would make it): the resource keeps the ended job."""
+    for way, made in _ended_three_ways(api, harness, receiver).items():
+        before = api.get(made["id"])
+        for changed in (
+            {**made["job"], "payload": {"v": 2}},
+            {**made["job"], "tags": {"team": "ops"}},
+            {**made["job"], "schedule": {"cron": "0 4 * * *"}},
+        ):
+            answer = on_event(
+                event("Update", changed, request=f"upd-{way}", old=made["job"], physical=made["id"]), api
+            )
+            assert answer["PhysicalResourceId"] == made["id"], way
+            assert answer["Data"]["Status"] == before["status"], way
+        assert api.get(made["id"]) == before, way
+    harness.clock.advance(3600)
+    harness.dispatcher.sweep()
+    harness.deliver_all()
+    assert len(receiver.for_path("/ended")) == 3, "nothing ran again"
