@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gc
 import inspect
 import threading
@@ -175,7 +176,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
         with ThreadPoolExecutor(max_workers=max(1, len(records)), thread_name_prefix="record") as pool:
 
             async def on_thread(record: SQSRecord) -> None:
-                await asyncio.get_running_loop().run_in_executor(pool, _handle, record, context, settler)
+                # In the invocation's context, as the invocation's own thread would run it (the local
+                # runtime keeps an invocation's trace header there: punctual/local/recursion.py).
+                run = contextvars.copy_context().run
+                await asyncio.get_running_loop().run_in_executor(pool, run, _handle, record, context, settler)
 
             return async_process_partial_response(
                 event=event, record_handler=on_thread, processor=processor, context=context

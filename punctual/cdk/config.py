@@ -21,6 +21,12 @@ from functions.core.settings import Settings
 # The worker's event source: at most this many invocations at once (its MaximumConcurrency). The local
 # stack's event source takes the same (punctual/local/roles.py).
 WORKER_MAX_CONCURRENCY: Final = 50
+# The worker's recursive-loop detection. It continues chains of its own on its own queue (the next
+# occurrence of a buffered backfill, a slot handed on under a target limit, a run woken after the one
+# it waited for), which Lambda's default (Terminate) stops after 16 invocations. Each chain ends by
+# itself (docs/aws-behaviours.md, "Recursive-loop detection"). The local stack's event source counts
+# chains the same way and reads this setting (punctual/local/recursion.py).
+WORKER_RECURSIVE_LOOP: Final = "Allow"
 
 # The services whose resources jobs may target, and the one action the worker needs on each.
 TARGET_ACTIONS: Final = {

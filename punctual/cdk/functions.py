@@ -22,7 +22,7 @@ from functions.core.resources import (
 )
 from punctual.cdk import permissions
 from punctual.cdk.assets import LAMBDA_PYTHON_VERSION, LambdaAssets
-from punctual.cdk.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, SchedulerProps
+from punctual.cdk.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, WORKER_RECURSIVE_LOOP, SchedulerProps
 from punctual.cdk.log_groups import log_group
 from punctual.cdk.queues import WorkQueues
 
@@ -60,6 +60,8 @@ class _FunctionSpec:
     memory_mb: int
     timeout: Duration
     description: str
+    # Lambda's recursive-loop detection: its default (Terminate) unless the function continues chains.
+    recursive_loop: lambda_.RecursiveLoop = lambda_.RecursiveLoop.TERMINATE
 
 
 @jsii.implements(IStableStringProducer)
@@ -158,6 +160,7 @@ class Functions(Construct):
                 WORKER_MEMORY_MB,
                 WORKER_TIMEOUT,
                 "Punctual worker: executes runs from the work queue against their targets",
+                recursive_loop=lambda_.RecursiveLoop(WORKER_RECURSIVE_LOOP.upper()),
             )
         )
 
@@ -217,6 +220,7 @@ class Functions(Construct):
             retry_attempts=retry_attempts,
             max_event_age=max_event_age,
             reserved_concurrent_executions=reserved_concurrency,
+            recursive_loop=spec.recursive_loop,
         )
         logs_of_function.grant_write(role)
         NagSuppressions.add_resource_suppressions(

@@ -28,6 +28,9 @@ For SQS:
   received. With a few hundred messages delayed until their second, the polls took half of the
   emulator's time.
 
+- SQS keeps a send's ``X-Amzn-Trace-Id`` header with its messages (``AWSTraceHeader``), for the
+  event source's recursive-loop detection (``punctual/local/recursion.py``); moto drops it.
+
 For both: the server keeps HTTP/1.1 connections open, as AWS's endpoints do
 (``punctual/local/keepalive.py``).
 
@@ -67,6 +70,7 @@ from moto.sqs.models import Message, Queue, SQSBackend
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from punctual.local.keepalive import KeepAliveHandler
+from punctual.local.recursion import TraceHeaders, keep_trace_headers
 from punctual.local.turns import WORKER_TURNS, TurnLock, turns_of
 
 __all__ = ["WORKER_TURNS", "TurnLock", "make_emulator", "turns_of"]
@@ -392,7 +396,8 @@ def make_emulator(host: str, port: int) -> BaseWSGIServer:
     sqs_models.unix_time_millis = _unix_time_millis  # type: ignore[attr-defined]
     trace_path = os.environ.get("PUNCTUAL_EMULATOR_TRACE")
     trace = open(trace_path, "a", buffering=1) if trace_path else None  # noqa: SIM115 - lives with the server
-    app: WsgiApp = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app), trace)
+    keep_trace_headers(SQSBackend)  # Lambda's recursive-loop detection reads them (recursion.py)
+    app: WsgiApp = SerializedDynamoDB(TraceHeaders(DomainDispatcherApplication(create_backend_app)), trace)
     app = FaultInjector.from_env(app, os.environ.get("PUNCTUAL_EMULATOR_FAULTS", ""))
     app = RequestCounter(app)
     return make_server(host, port, app, threaded=True, request_handler=KeepAliveHandler)

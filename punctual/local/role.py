@@ -10,11 +10,13 @@ import threading
 import time
 
 from functions.core.settings import Settings
-from punctual.cdk.config import WORKER_MAX_CONCURRENCY
+from punctual.cdk.config import WORKER_MAX_CONCURRENCY, WORKER_RECURSIVE_LOOP
 from punctual.local.env import parse_tokens
 
 # Lower priority for the dispatcher role: see ``main``.
 DISPATCHER_NICENESS = 10
+# Overrides the worker's recursive-loop setting (tests: what Lambda's default would do).
+RECURSIVE_LOOP_ENV = "PUNCTUAL_WORKER_RECURSIVE_LOOP"
 # A worker process's SQS pollers (each hands its batches to invocations of their own: ``roles.EventSource``).
 WORKER_POLLERS = 4
 
@@ -68,7 +70,10 @@ def main(argv: list[str] | None = None) -> None:
             os.nice(DISPATCHER_NICENESS)
             roles.run_dispatcher(settings, args.tick_seconds)
         else:
-            roles.run_worker(settings, args.pollers, args.max_concurrency)
+            recursive_loop = os.environ.get(RECURSIVE_LOOP_ENV, WORKER_RECURSIVE_LOOP)
+            if recursive_loop not in ("Allow", "Terminate"):
+                parser.error(f"{RECURSIVE_LOOP_ENV} must be Allow or Terminate, not {recursive_loop!r}")
+            roles.run_worker(settings, args.pollers, args.max_concurrency, recursive_loop)  # type: ignore[arg-type]
     except KeyboardInterrupt:
         pass
 

@@ -17,6 +17,8 @@ from functions.core import aws
 from functions.core.observability import logger
 from functions.core.settings import Settings
 from punctual.local.gateway import LambdaContext
+from punctual.local.recursion import Chains, Invocation, RecursiveLoop
+from punctual.local.recursion import install as install_recursion_header
 
 # How long a received message stays hidden until the worker hides it for its own wait (its first
 # request on arrival). Only a worker process killed in between makes it count: its messages come back
@@ -109,7 +111,14 @@ class EventSource:
     (starts answered after their leases had lapsed, attempts taken over again and again). On AWS the
     table serves them side by side. Messages that arrive one at a time (sent by the API) still each
     get an invocation of their own.
+
+    Like Lambda, it counts each message's chain of invocations (``punctual/local/recursion.py``): a
+    message that would invoke the worker a 17th time in one chain goes to the dead-letter queue
+    unless ``recursive_loop`` is ``Allow``, the worker's setting on AWS.
     """
+
+    # How the local worker is named to the detection (and in its logs).
+    FUNCTION_NAME = "punctual-worker-local"
 
     def __init__(
         self,
@@ -119,6 +128,7 @@ class EventSource:
         batch_size: int = 10,
         handler: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None,
         max_messages: int = MAX_MESSAGES_IN_FLIGHT,
+        recursive_loop: RecursiveLoop = "Terminate",
     ) -> None:
         if handler is None:
             # Imported before the first receive, not by the first invocation: its message would wait.
@@ -127,6 +137,7 @@ class EventSource:
             handler = cast(Callable[[dict[str, Any], Any], dict[str, Any]], worker_handler)
         self.handler = handler
         self.settings = settings
+        self.chains = Chains(self.FUNCTION_NAME, recursive_loop)
         self.pollers = pollers
         self.batch_size = batch_size
         self.slots = threading.BoundedSemaphore(max_concurrency)
@@ -182,17 +193,26 @@ class EventSource:
     def _invoke(self, messages: list[dict[str, Any]]) -> None:
         """One invocation of the worker handler with the batch; then, as the mapping does, delete the
         messages it did not report as failed (an invocation error returns the whole batch)."""
+        taken = len(messages)
         try:
-            context = LambdaContext(function_name="punctual-worker-local", aws_request_id=uuid.uuid4().hex)
+            verdict = self.chains.judge(messages)
+            stopped = self._stop(verdict.stopped)
+            messages = verdict.invoke
+            context = LambdaContext(function_name=self.FUNCTION_NAME, aws_request_id=uuid.uuid4().hex)
             try:
-                result = self.handler(
-                    _to_event(messages, self.queue_arn, self.settings.region), cast(Any, context)
-                )
+                with Invocation(verdict.header):
+                    result = (
+                        self.handler(
+                            _to_event(messages, self.queue_arn, self.settings.region), cast(Any, context)
+                        )
+                        if messages
+                        else {}
+                    )
                 failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
             except Exception:
                 logger.exception("worker invocation failed")
                 return
-            done = [m for m in messages if m["MessageId"] not in failed]
+            done = stopped + [m for m in messages if m["MessageId"] not in failed]
             if done:
                 self.sqs.delete_message_batch(
                     QueueUrl=self.settings.queue_url,
@@ -201,10 +221,41 @@ class EventSource:
         except Exception:  # a delete that failed: the messages come back, and their runs end once
             logger.exception("batch not deleted")
         finally:
-            self.messages.give(len(messages))
+            self.messages.give(taken)
             self.slots.release()
 
+    def _stop(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Lambda's stop of a recursive loop: the messages go to the dead-letter queue, uninvoked;
+        the ones moved there (to be deleted from the work queue)."""
+        moved: list[dict[str, Any]] = []
+        for message in messages:
+            logger.warning(
+                "recursive loop detected: the message goes to the dead-letter queue uninvoked "
+                "(the function's RecursiveLoop is Terminate)",
+                extra={"message_id": message["MessageId"]},
+            )
+            try:
+                self.sqs.send_message(
+                    QueueUrl=self.settings.dlq_url,
+                    MessageBody=message["Body"],
+                    MessageAttributes={
+                        "reason": {"DataType": "String", "StringValue": "recursive loop detected by Lambda"}
+                    },
+                )
+            except Exception:  # it stays on the work queue, and is stopped again when it comes back
+                logger.exception("a stopped message could not be moved to the dead-letter queue")
+                continue
+            moved.append(message)
+        return moved
 
-def run_worker(settings: Settings, pollers: int, max_concurrency: int, batch_size: int = 10) -> None:
+
+def run_worker(
+    settings: Settings,
+    pollers: int,
+    max_concurrency: int,
+    recursive_loop: RecursiveLoop,
+    batch_size: int = 10,
+) -> None:
     """Like Lambda's SQS event source mapping: several pollers, an invocation of the handler per batch."""
-    EventSource(settings, pollers, max_concurrency, batch_size).run()
+    install_recursion_header()  # before the first client: its requests carry the invocation's header
+    EventSource(settings, pollers, max_concurrency, batch_size, recursive_loop=recursive_loop).run()

@@ -19,7 +19,7 @@ from punctual.cdk.assets import (
     UNZIPPED_LIMIT_BYTES,
     tree_size,
 )
-from punctual.cdk.config import DeploymentConfig
+from punctual.cdk.config import WORKER_RECURSIVE_LOOP, DeploymentConfig
 from tests.infrastructure.conftest import PRODUCTION_CONTEXT, REPO_ROOT, Synthesized, synthesize
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
@@ -253,6 +253,18 @@ def test_given_the_worker_when_synthesized_then_its_sqs_source_batches_and_repor
             "ScalingConfig": {"MaximumConcurrency": 50},
         },
     )
+
+
+def test_given_the_worker_when_synthesized_then_it_allows_the_recursive_loops_it_bounds_itself(
+    default_stack: Synthesized,
+) -> None:
+    """The worker continues its own chains on its own queue: Lambda's default (Terminate) would stop a
+    buffered backfill or a target limit's hand-overs after 16 invocations. The local stack's event
+    source reads the same setting (tests/e2e/test_recursive_loops.py)."""
+    assert WORKER_RECURSIVE_LOOP == "Allow"
+    assert default_stack.function("worker")["Properties"]["RecursiveLoop"] == "Allow"
+    for role in ("api", "dispatcher"):
+        assert default_stack.function(role)["Properties"]["RecursiveLoop"] == "Terminate", role
 
 
 def test_given_the_dispatcher_when_synthesized_then_a_rule_invokes_it_every_minute_without_a_singleton(

@@ -1,6 +1,7 @@
 """The local stack's SQS event source (``punctual.local.roles.EventSource``) behaves as Lambda's: a batch
 is invoked as soon as it is received, whatever earlier invocations are still doing, up to the
-mapping's maximum concurrency; beyond it, messages stay in the queue for a later receive."""
+mapping's maximum concurrency; beyond it, messages stay in the queue for a later receive; and a chain
+of messages an invocation sends to its own queue stops at its 16th invocation unless allowed."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import boto3
 import pytest
 
 from functions.core.settings import Settings
+from punctual.local.recursion import MAX_CHAIN_INVOCATIONS, RecursiveLoop, install
 from punctual.local.roles import EventSource
 
 
@@ -135,3 +138,74 @@ def test_a_worker_process_keeps_at_most_its_messages_in_flight(queue: tuple[Any,
         handler.release.set()
     with handler.condition:
         assert handler.condition.wait_for(lambda: len(handler.invoked) == 40, 10)
+
+
+class ChainingHandler:
+    """A worker handler that continues a chain, as the worker's follow-ups do: each invocation sends
+    the next message to the queue that invoked it, up to ``links`` invocations."""
+
+    def __init__(self, sqs: Any, url: str, links: int) -> None:
+        self.sqs = sqs
+        self.url = url
+        self.links = links
+        self.invoked: list[int] = []
+        self.done = threading.Event()
+
+    def __call__(self, event: dict[str, Any], _context: Any) -> dict[str, Any]:
+        for record in event["Records"]:
+            link = int(record["body"])
+            self.invoked.append(link)
+            if link < self.links:
+                self.sqs.send_message(QueueUrl=self.url, MessageBody=str(link + 1))
+            else:
+                self.done.set()
+        return {"batchItemFailures": []}
+
+
+def _chain(
+    queue: tuple[Any, Settings], recursive_loop: RecursiveLoop, links: int
+) -> tuple[ChainingHandler, Any]:
+    sqs, settings = queue
+    dlq = sqs.create_queue(QueueName=f"dlq-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    settings = replace(settings, dlq_url=dlq)
+    install()  # as a worker process does before its first client (each made by a session of its own)
+    sender = boto3.session.Session().client(
+        "sqs",
+        endpoint_url=settings.aws_endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    handler = ChainingHandler(sender, settings.queue_url, links)
+    source = EventSource(
+        settings, pollers=1, max_concurrency=5, batch_size=1, handler=handler, recursive_loop=recursive_loop
+    )
+    _start(source)
+    sqs.send_message(QueueUrl=settings.queue_url, MessageBody="1")  # from outside: a fresh chain
+    return handler, dlq
+
+
+def test_a_chain_of_the_worker_s_own_messages_stops_at_its_16th_invocation_under_terminate(
+    queue: tuple[Any, Settings],
+) -> None:
+    """Lambda's recursive-loop detection, as the local event source imitates it: the 17th invocation a
+    chain would make goes to the dead-letter queue, uninvoked, with the reason."""
+    sqs, _ = queue
+    handler, dlq = _chain(queue, "Terminate", links=30)
+    deadline = time.monotonic() + 20
+    stopped: list[dict[str, Any]] = []
+    while not stopped and time.monotonic() < deadline:
+        answer = sqs.receive_message(QueueUrl=dlq, MessageAttributeNames=["All"], WaitTimeSeconds=1)
+        stopped = list(answer.get("Messages") or [])
+    assert [m["Body"] for m in stopped] == [str(MAX_CHAIN_INVOCATIONS + 1)]
+    assert stopped[0]["MessageAttributes"]["reason"]["StringValue"] == "recursive loop detected by Lambda"
+    assert handler.invoked == list(range(1, MAX_CHAIN_INVOCATIONS + 1))
+    assert not handler.done.is_set()
+
+
+def test_a_chain_of_the_worker_s_own_messages_runs_to_its_end_under_allow(
+    queue: tuple[Any, Settings],
+) -> None:
+    handler, _dlq = _chain(queue, "Allow", links=30)
+    assert handler.done.wait(20), f"the chain stopped after {len(handler.invoked)} invocations"
+    assert handler.invoked == list(range(1, 31))
