@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .PHONY: setup run test test-fast test-slow lint format clean infra-setup synth deploy cfn-lint bench \
-	console-assets console-assets-check browser console-screenshots
+	console-assets console-assets-check browser console-screenshots wheel
 
 setup: $(STAMP)
 
@@ -54,6 +54,13 @@ lint: setup
 format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+## The package as a wheel, to install before a release exists (docs/client.md, "Install"):
+## dist/punctual_aws-<version>-py3-none-any.whl.
+DIST ?= dist
+wheel: setup
+	rm -rf build/lib build/bdist.*  # setuptools keeps modules deleted since there, and would ship them
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir $(DIST) .
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -29,20 +29,25 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import log, machine, write_json
-from functions.core.settings import Settings
 from punctual.cdk.assets import LAMBDA_PYTHON_VERSION, build_twin, runtime_python, stage_code
+from punctual_functions.core.settings import Settings
 
-MODULES = ("boto3", "functions.api.handler", "functions.dispatcher.handler", "functions.worker.handler")
+MODULES = (
+    "boto3",
+    "punctual_functions.api.handler",
+    "punctual_functions.dispatcher.handler",
+    "punctual_functions.worker.handler",
+)
 # What a cold api pays, on top of its import, for its first request with a body (a create): pydantic
 # and the request models load then, and the body is checked (no AWS call). Not a target: the
 # target is about the import; measured so the price the import no longer pays is seen where it went.
-FIRST_BODY = "functions.api.handler + first body"
+FIRST_BODY = "punctual_functions.api.handler + first body"
 CREATE_BODY = {
     "schedule": {"cron": "0 13 * * 1-5", "timezone": "Europe/Berlin"},
     "target": {"type": "http", "url": "https://example.com/hook"},
 }
 STATEMENTS = {module: f"import {module}" for module in MODULES} | {
-    FIRST_BODY: "import functions.api.handler as api; "
+    FIRST_BODY: "import punctual_functions.api.handler as api; "
     f"api.app.match('POST', '/v1/jobs')[0].body.model_class().model_validate({CREATE_BODY!r})"
 }
 MEASURED = (*MODULES, FIRST_BODY)

@@ -61,7 +61,7 @@ def machine() -> dict[str, Any]:
     ).stdout.strip()
     # Uncommitted changes to the engine mean the figures are not those of the commit alone.
     dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--", "functions", "punctual"],
+        ["git", "status", "--porcelain", "--", "punctual_functions", "punctual"],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import emulator, log, machine, median_tree, spread, write_json
-from functions.api.requests import CreateJobIn
-from functions.core.factories import build_dispatcher, build_job_service, build_store
-from functions.core.model import bucket_of, bucket_start, iso
 from punctual.local.env import local_settings
 from punctual.local.provision import provision
+from punctual_functions.api.requests import CreateJobIn
+from punctual_functions.core.factories import build_dispatcher, build_job_service, build_store
+from punctual_functions.core.model import bucket_of, bucket_start, iso
 
 LOOKAHEAD_SECONDS = 60
 

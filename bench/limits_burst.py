@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.common import Api, local_stack, log, machine, spread, write_json
-from functions.core.model import iso
+from punctual_functions.core.model import iso
 from tests.support.receiver import Receiver
 
 

@@ -6,7 +6,7 @@ re-checked against AWS for this run. Update ``AS_OF`` and the values together.
 
 from __future__ import annotations
 
-from functions.core.resources import WORKER_MEMORY_MB
+from punctual_functions.core.resources import WORKER_MEMORY_MB
 
 AS_OF = "the prices stated in docs/deploy.md (us-east-1 list prices, 2025); not re-checked online"
 REGION = "us-east-1"

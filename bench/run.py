@@ -260,7 +260,11 @@ def summary_markdown(results: dict[str, Any], elapsed: float, only: list[str] | 
                 )
     if "coldstart" in results:
         c = results["coldstart"]
-        for module in ("functions.api.handler", "functions.dispatcher.handler", "functions.worker.handler"):
+        for module in (
+            "punctual_functions.api.handler",
+            "punctual_functions.dispatcher.handler",
+            "punctual_functions.worker.handler",
+        ):
             figures = c["modules"][module]
             row(
                 f"import {module.split('.')[1]} handler, as deployed ({c['repeat']} runs)",

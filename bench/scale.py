@@ -15,8 +15,8 @@ import time
 from typing import Any
 
 from bench.common import log, machine, write_json
-from functions.core.observability import logger
 from punctual.scale.params import parameter_table
+from punctual_functions.core.observability import logger
 from sim.calibration import calibrate
 from sim.scenarios import SCENARIOS
 from sim.scenarios import run as run_scenario

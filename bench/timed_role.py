@@ -374,7 +374,9 @@ def main() -> None:
     describe = {"api": _describe_api, "dispatcher": _describe_dispatcher, "worker": _describe_worker}[
         args.role
     ]
-    _time_handler(f"functions.{args.role}.handler", describe, _target_path if args.role == "api" else None)
+    _time_handler(
+        f"punctual_functions.{args.role}.handler", describe, _target_path if args.role == "api" else None
+    )
     from punctual.local.role import main as role_main
 
     role_main([args.role, *(a for a in role_args if a != "--")])

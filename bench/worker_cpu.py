@@ -58,14 +58,14 @@ ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Receiver).serve_forever()
 def _measure(endpoint: str, receiver: int, runs: int, repetition: int) -> dict[str, Any]:
     settings = provision(local_settings(endpoint, prefix=f"workercpu{repetition}"))
     os.environ.update(settings.to_env())  # the worker's handler builds its adapters from these
-    from functions.api.requests import CreateJobIn
-    from functions.core import aws
-    from functions.core.factories import build_dispatcher, build_job_service, build_store
-    from functions.core.model import iso
-    from functions.core.settings import get_settings
-    from functions.worker import handler as worker
     from punctual.local.gateway import LambdaContext
     from punctual.local.roles import _to_event
+    from punctual_functions.api.requests import CreateJobIn
+    from punctual_functions.core import aws
+    from punctual_functions.core.factories import build_dispatcher, build_job_service, build_store
+    from punctual_functions.core.model import iso
+    from punctual_functions.core.settings import get_settings
+    from punctual_functions.worker import handler as worker
 
     get_settings.cache_clear()  # this repetition's table and queues
     worker.run_executor.cache_clear()

@@ -32,16 +32,16 @@ from typing import Any, cast
 import boto3
 
 from bench.common import log, machine, spread, write_json
-from functions.core import aws
-from functions.core.factories import build_queue, build_store, build_target_executor
-from functions.core.model import iso
-from functions.core.resources import WORKER_TIMEOUT_SECONDS, deployed_visibility_seconds
-from functions.core.settings import Settings
 from punctual.local.emulator import EmulatorThread
 from punctual.local.env import LOCAL_CREDENTIALS
 from punctual.local.gateway import LambdaContext
 from punctual.local.provision import provision
 from punctual.local.roles import _to_event
+from punctual_functions.core import aws
+from punctual_functions.core.factories import build_queue, build_store, build_target_executor
+from punctual_functions.core.model import iso
+from punctual_functions.core.resources import WORKER_TIMEOUT_SECONDS, deployed_visibility_seconds
+from punctual_functions.core.settings import Settings
 from tests.support.receiver import Receiver
 
 DEPLOYED_VISIBILITY_SECONDS = deployed_visibility_seconds(0)  # no batching window, the default
@@ -59,16 +59,16 @@ def _responder(slow_seconds: float) -> Any:
 
 
 def _executor(settings: Settings) -> Any:
-    """The worker's executor as ``functions.worker.handler.run_executor`` builds it, with its SQS
+    """The worker's executor as ``punctual_functions.worker.handler.run_executor`` builds it, with its SQS
     calls counted."""
-    from functions.worker import handler as worker
-    from functions.worker.execute import RunExecutor
+    from punctual_functions.worker import handler as worker
+    from punctual_functions.worker.execute import RunExecutor
 
     queue: Any = build_queue(settings)
     calls: collections.Counter[str] = collections.Counter()
     queue.client.meta.events.register("before-call.sqs.*", lambda model, **_: calls.update([model.name]))
     try:  # the ledger the handler wraps its queue in (absent before the re-delivery fix)
-        from functions.worker.batch import VisibilityLedger
+        from punctual_functions.worker.batch import VisibilityLedger
 
         queue = VisibilityLedger(queue)
     except ImportError:
@@ -86,7 +86,7 @@ def _poll(
     bodies: dict[str, str],
 ) -> None:
     """One poller of the event source mapping: receive, invoke, delete the successes afterwards."""
-    from functions.worker import handler as worker
+    from punctual_functions.worker import handler as worker
 
     sqs: Any = boto3.client(  # its own client: the worker's calls are counted on the shared one
         "sqs", region_name=settings.region, endpoint_url=settings.aws_endpoint_url
@@ -116,10 +116,10 @@ def _poll(
 
 def redelivery_run(jobs: int, slow_seconds: float) -> dict[str, Any]:
     """One run of the mixed-duration scenario on a fresh emulator."""
-    from functions.api.requests import CreateJobIn
-    from functions.api.service import JobService
-    from functions.core.dispatching import Dispatcher
-    from functions.core.ssrf_guard import NetworkPolicy
+    from punctual_functions.api.requests import CreateJobIn
+    from punctual_functions.api.service import JobService
+    from punctual_functions.core.dispatching import Dispatcher
+    from punctual_functions.core.ssrf_guard import NetworkPolicy
 
     for key, value in LOCAL_CREDENTIALS.items():
         os.environ.setdefault(key, value)
@@ -228,8 +228,8 @@ class _SimulatedAttempt:
 
 def heartbeats() -> dict[str, Any]:
     """The real ``Heartbeat`` in simulated time: renewals per attempt and the take-over bound."""
-    from functions.core.model import Run, RunStatus
-    from functions.worker.heartbeat import Heartbeat, lease_for
+    from punctual_functions.core.model import Run, RunStatus
+    from punctual_functions.worker.heartbeat import Heartbeat, lease_for
 
     base = Settings().lease_seconds
     start = datetime(2026, 11, 22, tzinfo=UTC)

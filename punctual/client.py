@@ -18,7 +18,6 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import urllib3
 
-from functions.core.sigv4 import sign_sigv4
 from punctual.errors import ApiError as ApiError  # noqa: PLC0414  (each error: exported here too)
 from punctual.errors import ConfigError as ConfigError  # noqa: PLC0414
 from punctual.errors import Conflict as Conflict  # noqa: PLC0414
@@ -30,6 +29,7 @@ from punctual.errors import ServerError as ServerError  # noqa: PLC0414
 from punctual.errors import Throttled as Throttled  # noqa: PLC0414
 from punctual.errors import Unauthorized as Unauthorized  # noqa: PLC0414
 from punctual.errors import api_error as api_error  # noqa: PLC0414
+from punctual_functions.core.sigv4 import sign_sigv4
 
 if TYPE_CHECKING:  # exported as they are at run time (__getattr__, at the end)
     from punctual.typed_client import BulkResult as BulkResult  # noqa: PLC0414
@@ -403,7 +403,7 @@ class Client:
 
 
 # The typed client and its answers (typed_client.__all__), exported here but imported on first use: they
-# need the API's answer models (pydantic; functions.api.responses and what it imports, about 0.1 s),
+# need the API's answer models (pydantic; punctual_functions.api.responses and what it imports, about 0.1 s),
 # which the CLI, importing this module for every command, does without. mypy sees the imports above.
 if not TYPE_CHECKING:
 

@@ -3,7 +3,7 @@
 Where the queues and the table are (``Resources``), the DLQ's messages (``Letter``, read without
 taking them away by ``DeadLetterQueue``), and what each one is (``explain``): why it is there, its run
 and job as they are now in the table, and what sending it back to the work queue would do, decided
-by the worker's own functions (``functions/core/lifecycle.py``). The commands are in
+by the worker's own functions (``punctual_functions/core/lifecycle.py``). The commands are in
 ``punctual/cli/dlq.py``.
 """
 
@@ -17,17 +17,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from functions.core import lifecycle
-from functions.core.model import Job, Run, RunStatus, from_ms, iso
-from functions.core.queue import WorkMessage
-from functions.core.resources import WORK_QUEUE_MAX_RECEIVE_COUNT
-from functions.core.settings import Settings
+from punctual_functions.core import lifecycle
+from punctual_functions.core.model import Job, Run, RunStatus, from_ms, iso
+from punctual_functions.core.queue import WorkMessage
+from punctual_functions.core.resources import WORK_QUEUE_MAX_RECEIVE_COUNT
+from punctual_functions.core.settings import Settings
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
-    from functions.core.store import Store
+    from punctual_functions.core.store import Store
 
 # A listing hides each message it received this long, then makes it visible again itself: long enough
 # that no message comes round twice while the rest are read.
@@ -295,7 +295,7 @@ def why_there(letter: Letter, max_receives: int) -> tuple[str, str]:
 
 def redrive_effect(letter: Letter, run: Run | None, job: Job | None, now: datetime) -> str:
     """What a worker does with the message once it is back on the work queue, as the worker decides
-    it (``functions/core/lifecycle.py``), read from the run and job as they are now."""
+    it (``punctual_functions/core/lifecycle.py``), read from the run and job as they are now."""
     message = letter.work
     if message is None:
         return "none: not a work message, no worker can read it (not redriven)"
@@ -340,10 +340,10 @@ def explain(
 
 
 def build_store(resources: Resources) -> Store:
-    """The store the functions use (``functions.core.store``), on this command's own client."""
+    """The store the functions use (``punctual_functions.core.store``), on this command's own client."""
     from datetime import timedelta
 
-    from functions.core.store import Store
+    from punctual_functions.core.store import Store
 
     settings = resources.settings()
     return Store(

@@ -3,7 +3,7 @@
 
 It sends its requests through the CLI's ``Client`` (one transport: authentication, errors as
 ``ApiError`` subclasses) and reads each answer with the API's own answer models
-(``functions/api/responses.py``), so its types are the API's and cannot drift from them. Each answer
+(``punctual_functions/api/responses.py``), so its types are the API's and cannot drift from them. Each answer
 keeps the JSON it was read from in ``raw``.
 
 Leniency, decided: the answer models ignore fields they do not declare (pydantic's default
@@ -23,11 +23,11 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, PrivateAttr, ValidationError, ValidatorFunctionWrapHandler, model_validator
 
-from functions.api.responses import BulkItemOut, BulkOut, CreatedJobsOut, JobOut, RunOut
-from functions.core.model import JobStatus, Reason, RunKind, RunStatus
 from punctual.client import DEFAULT_ENDPOINT, Client, Config, ConfigError, PunctualError, is_local
+from punctual_functions.api.responses import BulkItemOut, BulkOut, CreatedJobsOut, JobOut, RunOut
+from punctual_functions.core.model import JobStatus, Reason, RunKind, RunStatus
 
-# The answers' enums too (the domain's, functions.core.model), so that a user imports from one place.
+# The answers' enums too (the domain's, punctual_functions.core.model), so that a user imports from one place.
 __all__ = [
     "BulkResult",
     "CreatedJobs",
@@ -62,7 +62,7 @@ class UnexpectedAnswer(PunctualError):
         where = ".".join(str(part) for part in first.get("loc", ())) or "the answer"
         super().__init__(
             f"cannot read the API's answer as {model}: {where}: {first.get('msg', 'not as expected')} "
-            "(a value newer than this client? pip install -U punctual); the answer is in .raw"
+            "(a value newer than this client? pip install -U punctual-aws); the answer is in .raw"
         )
 
 

@@ -1,6 +1,7 @@
 """Verify that a delivery came from Punctual: for receivers, with nothing but the standard library.
 
-Copy this file into a receiver, or ``pip install punctual`` and ``from punctual.verify import verify``.
+Copy this file into a receiver, or install ``punctual-aws`` (docs/client.md) and
+``from punctual.verify import verify``.
 A job with a ``signing_secret`` signs every delivery (the scheme follows Stripe's webhooks)::
 
     Punctual-Signature: t=1795348805,v1=5f1c...e9a0

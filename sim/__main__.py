@@ -11,7 +11,7 @@ import json
 import logging
 import sys
 
-from functions.core.observability import logger
+from punctual_functions.core.observability import logger
 from sim.scenarios import SCENARIOS, run
 
 

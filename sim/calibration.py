@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from functions.core.observability import logger
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS
+from punctual_functions.core.observability import logger
 from sim.report import percentile
 from sim.scenarios import Load, Scenario, build, expected_in
 

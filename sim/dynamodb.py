@@ -139,7 +139,7 @@ class Capacity:
 
 
 class SimTables:
-    """Implements ``functions.core.ports.Tables`` over a ``MemoryStore``, in virtual time."""
+    """Implements ``punctual_functions.core.ports.Tables`` over a ``MemoryStore``, in virtual time."""
 
     def __init__(
         self,

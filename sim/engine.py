@@ -5,7 +5,7 @@ behind ``SimTables``, ``SimQueue`` and ``SimTargets``, all on the virtual clock 
 Around them, what AWS runs and the engine does not: EventBridge's tick each minute (with its
 fan-out to ``sweep_invocations`` dispatcher invocations), the event source mapping that polls the
 queue and invokes the worker with batches, Lambda's concurrency and API Gateway's invocations of the
-API. The batch handler around the records does here what ``functions/worker/handler.py`` does: the
+API. The batch handler around the records does here what ``punctual_functions/worker/handler.py`` does: the
 batch's holds and reads in two requests (``RunExecutor.arrive``), each record on its own task, a
 record that raises given back with the visibility its handler would give it.
 
@@ -27,24 +27,24 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from functions.api.bulk import bulk_action
-from functions.api.requests import BulkIn, CreateJobIn
-from functions.api.views import BulkView
-from functions.core.aws_errors import throttling
-from functions.core.dispatching import Dispatcher
-from functions.core.factories import build_dispatcher, build_job_service, build_run_executor
-from functions.core.queue import WorkMessage
-from functions.core.resources import (
+from punctual.scale.deployment import Deployment
+from punctual.scale.params import Parameters, quantile
+from punctual_functions.api.bulk import bulk_action
+from punctual_functions.api.requests import BulkIn, CreateJobIn
+from punctual_functions.api.views import BulkView
+from punctual_functions.core.aws_errors import throttling
+from punctual_functions.core.dispatching import Dispatcher
+from punctual_functions.core.factories import build_dispatcher, build_job_service, build_run_executor
+from punctual_functions.core.queue import WorkMessage
+from punctual_functions.core.resources import (
     WORKER_TIMEOUT_SECONDS,
     deployed_visibility_seconds,
 )
-from functions.core.ssrf_guard import NetworkPolicy
-from functions.core.sweep import FANOUT_SPREAD, staggered_starts
-from functions.core.targets.outcome import Delivery, TargetOutcome
-from functions.worker.batch import retry_visibility
-from functions.worker.context import ReturnLater
-from punctual.scale.deployment import Deployment
-from punctual.scale.params import Parameters, quantile
+from punctual_functions.core.ssrf_guard import NetworkPolicy
+from punctual_functions.core.sweep import FANOUT_SPREAD, staggered_starts
+from punctual_functions.core.targets.outcome import Delivery, TargetOutcome
+from punctual_functions.worker.batch import retry_visibility
+from punctual_functions.worker.context import ReturnLater
 from sim.dynamodb import Capacity, SimTables
 from sim.lambdas import Lambdas
 from sim.sqs import EventSourceMapping, Message, SimQueue
@@ -74,7 +74,7 @@ class Call:
 
 
 class SimTargets:
-    """Implements ``functions.core.ports.Targets``: every call recorded at its virtual moment; the
+    """Implements ``punctual_functions.core.ports.Targets``: every call recorded at its virtual moment; the
     receiver answers after ``latency_seconds``."""
 
     def __init__(self, world: World, lambdas: Lambdas, params: Parameters, latency_seconds: float) -> None:
@@ -382,7 +382,7 @@ class Simulation:
     # ---------------------------------------------------------------------------- the worker
 
     def _worker_batch(self, batch: list[Message]) -> list[str]:
-        """A worker invocation's batch, as ``functions/worker/handler.py`` handles it; the receipt
+        """A worker invocation's batch, as ``punctual_functions/worker/handler.py`` handles it; the receipt
         handles of the records that succeeded (the event source deletes them)."""
         started = self.world.now
         records: list[tuple[WorkMessage, str, int, str]] = []

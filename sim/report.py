@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from functions.core.model import MISSED_REASONS
+from punctual_functions.core.model import MISSED_REASONS
 from sim.engine import Simulation
 
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from functions.core.model import iso
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS, Parameters
 from punctual.scale.plan import plan
+from punctual_functions.core.model import iso
 from sim.engine import HOOK_HOST, Simulation
 from sim.report import Expected, Report, bulk_summary, report
 

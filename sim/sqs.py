@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from botocore.exceptions import ClientError
 
-from functions.core.queue import WorkMessage
 from punctual.scale.params import Parameters, quantile
+from punctual_functions.core.queue import WorkMessage
 from sim.lambdas import Lambdas
 from sim.world import Signal, World
 
@@ -59,7 +59,7 @@ class QueueStats:
 
 
 class SimQueue:
-    """Implements ``functions.core.ports.Queue`` in virtual time. ``in_flight_limit`` is this
+    """Implements ``punctual_functions.core.ports.Queue`` in virtual time. ``in_flight_limit`` is this
     simulation's share of the queue's limit."""
 
     def __init__(

@@ -7,7 +7,7 @@ runs at a time, so the in-memory fakes need no more locking than they have, and 
 deterministic for a given seed.
 
 The engine's code does not know: it calls ``clock()``, ``clock.sleep``, ``clock.parallel`` and
-``clock.start`` as it does on the system's clock (``functions/core/clock.py``).
+``clock.start`` as it does on the system's clock (``punctual_functions/core/clock.py``).
 """
 
 from __future__ import annotations

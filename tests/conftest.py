@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.core.clock import SystemClock
+from punctual_functions.core.clock import SystemClock
 
 # Never let a test reach a real AWS account.
 for _key, _value in {
@@ -50,7 +50,7 @@ def clock() -> Clock:
 def moto_env() -> Iterator[None]:
     from moto import mock_aws
 
-    from functions.core import aws
+    from punctual_functions.core import aws
 
     aws.reset_clients()
     with mock_aws():

@@ -1,5 +1,5 @@
 """The one harness of the engine's tests: the API service, the dispatcher and the worker's executor,
-wired by production's factories (``functions/core/factories.py``) over the ports a test gives them.
+wired by production's factories (``punctual_functions/core/factories.py``) over the ports a test gives them.
 
 The unit tests give it the in-memory fakes (``tests/unit/test_engine_on_fakes.py``, ``engine_with``),
 the integration tests the fakes or the real DynamoDB store and SQS queue on moto
@@ -14,18 +14,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 
-from functions.api.requests import CreateJobIn
-from functions.api.service import JobService
-from functions.api.views import JobView
-from functions.core.dispatching import Dispatcher
-from functions.core.factories import build_dispatcher, build_job_service, build_run_executor
-from functions.core.model import Job, bucket_of, next_bucket, shard_of
-from functions.core.ports import Tables, Targets
-from functions.core.queue import WorkMessage
-from functions.core.settings import Settings
-from functions.core.ssrf_guard import NetworkPolicy
-from functions.worker.context import ReturnLater
-from functions.worker.execute import RunExecutor
+from punctual_functions.api.requests import CreateJobIn
+from punctual_functions.api.service import JobService
+from punctual_functions.api.views import JobView
+from punctual_functions.core.dispatching import Dispatcher
+from punctual_functions.core.factories import build_dispatcher, build_job_service, build_run_executor
+from punctual_functions.core.model import Job, bucket_of, next_bucket, shard_of
+from punctual_functions.core.ports import Tables, Targets
+from punctual_functions.core.queue import WorkMessage
+from punctual_functions.core.settings import Settings
+from punctual_functions.core.ssrf_guard import NetworkPolicy
+from punctual_functions.worker.context import ReturnLater
+from punctual_functions.worker.execute import RunExecutor
 from tests.conftest import Clock
 
 

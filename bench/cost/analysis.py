@@ -17,8 +17,8 @@ from bench.common import median_tree, spread
 from bench.cost.hold import _holds_of, hold_median, hold_summary
 from bench.cost.scenarios import Scenario, _inside
 from bench.cost.stack import ROLES
-from functions.core import aws
-from functions.core.settings import Settings
+from punctual_functions.core import aws
+from punctual_functions.core.settings import Settings
 
 # ------------------------------------------------------------------------------------- analysis
 

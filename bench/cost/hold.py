@@ -13,7 +13,7 @@ from typing import Any
 from bench.common import quantile
 from bench.cost.scenarios import Scenario, _inside
 
-# The worker's outcome lines: one per attempt that called its target (functions/worker/execute.py).
+# The worker's outcome lines: one per attempt that called its target (punctual_functions/worker/execute.py).
 OUTCOME_MESSAGES = ("run succeeded", "run failed", "retry scheduled")
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from bench.common import log
 from bench.cost.stack import LOOKAHEAD_SECONDS, TICK_SECONDS, TimedStack
-from functions.core.model import iso
+from punctual_functions.core.model import iso
 from tests.support.receiver import Receiver
 
 # ------------------------------------------------------------------------------------ scenarios

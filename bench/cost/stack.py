@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, Api, emulator
-from functions.core.settings import Settings
 from punctual.local.env import LOCAL_CREDENTIALS, local_settings
 from punctual.local.provision import provision
 from punctual.local.supervisor import free_port
+from punctual_functions.core.settings import Settings
 
 TICK_SECONDS = 10
 LOOKAHEAD_SECONDS = 60

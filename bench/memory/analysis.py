@@ -53,7 +53,7 @@ def outcome_lines(lines: Sequence[str]) -> dict[str, dict[str, Any]]:
 
 
 def _ts(text: str) -> float:
-    from functions.core.model import parse_iso
+    from punctual_functions.core.model import parse_iso
 
     return parse_iso(text).timestamp()
 

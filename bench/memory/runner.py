@@ -88,7 +88,7 @@ def _ended(slot: Slot, invocations: Sequence[Mapping[str, Any]]) -> bool:
 
 def _create(api: Any, receiver_url: str, slots: list[Slot]) -> None:
     bodies: list[tuple[Slot, str, dict[str, Any]]] = []
-    from functions.core.model import iso
+    from punctual_functions.core.model import iso
 
     for slot in slots:
         for n in range(BATCH):
@@ -116,7 +116,7 @@ def _create(api: Any, receiver_url: str, slots: list[Slot]) -> None:
 def _warm_up(api: Any, receiver: Any) -> None:
     """Ten jobs due in a few seconds (the api sends them), outside any quota: the worker's first
     invocation builds its clients and connections, which no measured batch should pay for."""
-    from functions.core.model import iso
+    from punctual_functions.core.model import iso
 
     due = float(math.ceil(time.time()) + 4)
     paths = [f"/warm/{n}" for n in range(BATCH)]

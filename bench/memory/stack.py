@@ -49,8 +49,8 @@ def worker_role(events_path: str, role_args: list[str]) -> None:
     when it began): the last wait of a record, for its second, begins once the record is ready to
     call. The waits are kept in memory and written when an invocation ends, so that nothing but an
     append stands between a wait's end and the call."""
-    import functions.worker.handler as worker_handler
-    from functions.worker.arrival import Arrival
+    import punctual_functions.worker.handler as worker_handler
+    from punctual_functions.worker.arrival import Arrival
 
     out = open(events_path, "a", buffering=1)  # noqa: SIM115 - open for the life of the process
     lock = threading.Lock()

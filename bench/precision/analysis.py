@@ -9,7 +9,7 @@ from typing import Any
 
 from bench.common import histogram, spread_of_summaries, summary
 from bench.precision.plan import Planned, _cron_expected, _dt, _ts
-from functions.core.model import iso
+from punctual_functions.core.model import iso
 from tests.support.receiver import Delivery
 
 EDGES_MS = [0, 2, 4, 6, 8, 10, 12, 15, 20, 30, 50, 100]

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from functions.core.model import parse_iso
-from functions.core.settings import Settings
+from punctual_functions.core.model import parse_iso
+from punctual_functions.core.settings import Settings
 
 # The stack runs with its defaults, as users run it: a one-minute tick and the 120 s look-ahead (a
 # seconds-level cron's occurrences between ticks are dispatched by whoever dispatches the one before).

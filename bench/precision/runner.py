@@ -31,8 +31,8 @@ from bench.precision.plan import (
     whole_seconds_jobs,
     whole_seconds_offsets,
 )
-from functions.core.model import iso
 from punctual.cdk.config import WORKER_MAX_CONCURRENCY
+from punctual_functions.core.model import iso
 from tests.support.receiver import Delivery, Receiver
 
 

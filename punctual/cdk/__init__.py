@@ -1,4 +1,4 @@
-"""Punctual as AWS CDK constructs (``pip install 'punctual[cdk]'``): ``Scheduler``, the whole service
+"""Punctual as AWS CDK constructs (the ``cdk`` extra of ``punctual-aws``): ``Scheduler``, the whole service
 in one construct, and ``Job``, a job declared beside the code it calls, with its ``Schedule`` and
 ``Target``. docs/cdk.md has a complete app.
 
@@ -35,6 +35,6 @@ def __getattr__(name: str) -> Any:
     except ModuleNotFoundError as error:
         if error.name and error.name.split(".")[0] in ("aws_cdk", "constructs", "cdk_nag"):
             raise ImportError(
-                "punctual.cdk needs the AWS CDK libraries: pip install 'punctual[cdk]'"
+                "punctual.cdk needs the AWS CDK libraries: pip install 'punctual-aws[cdk]'"
             ) from error
         raise

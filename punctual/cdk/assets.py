@@ -1,4 +1,4 @@
-"""Lambda assets built without Docker: the code of ``functions/`` and a layer with its dependencies.
+"""Lambda assets built without Docker: the code of ``punctual_functions/`` and a layer with its dependencies.
 
 The functions run on arm64 (Graviton). Their third-party dependencies come from PyPI as wheels for
 ``manylinux2014_aarch64`` and the Lambda runtime's Python version, installed by the local pip with
@@ -41,18 +41,19 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Final
 
-import functions
+import punctual_functions
 
-# The functions' code: the ``functions`` package as installed beside this one (in the wheel, or a
+# The functions' code: the ``punctual_functions`` package as installed beside this one (in the wheel, or a
 # checkout's own tree in an editable install).
-FUNCTIONS_DIR: Final = Path(functions.__file__).resolve().parent
+FUNCTIONS_DIR: Final = Path(punctual_functions.__file__).resolve().parent
 # Where built layers live, overridden by this variable.
 BUILD_DIR_ENV: Final = "PUNCTUAL_BUILD_DIR"
 
 
 def default_build_dir(environ: Mapping[str, str] = os.environ, home: Path | None = None) -> Path:
     """``$PUNCTUAL_BUILD_DIR``; else, for a checkout of the project (an editable install: the
-    ``functions`` package sits beside its ``pyproject.toml``), the checkout's ``build/lambda``; else the
+    ``punctual_functions`` package sits beside its ``pyproject.toml``), the checkout's ``build/lambda``;
+    else the
     user's cache (``$XDG_CACHE_HOME`` or ``~/.cache``, then ``punctual/lambda``), shared by every CDK
     app on the machine: a layer is built once per inputs digest, whichever app asks first."""
     if environ.get(BUILD_DIR_ENV):
@@ -166,7 +167,7 @@ def compile_bytecode(directory: Path, deployed_at: str) -> None:
 
 
 def stage_code(destination: Path | None = None) -> Path:
-    """Copy the ``functions`` package into a clean asset directory, with its bytecode.
+    """Copy the ``punctual_functions`` package into a clean asset directory, with its bytecode.
 
     By default a fresh temporary directory, removed when the process exits (synthesis has copied it
     into the cloud assembly by then): two synths running at once never see each other's copy.
@@ -178,7 +179,7 @@ def stage_code(destination: Path | None = None) -> Path:
         shutil.rmtree(destination)
     shutil.copytree(
         FUNCTIONS_DIR,
-        destination / "functions",
+        destination / "punctual_functions",
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo"),
         dirs_exist_ok=True,
     )
@@ -326,7 +327,7 @@ def require_exchange_layer(build_dir: Path = BUILD_DIR) -> Path:
 
 @dataclass(frozen=True)
 class LambdaAssets:
-    """What the functions deploy: their code (``functions/``), the dependency layer, and the API's
+    """What the functions deploy: their code (``punctual_functions/``), the dependency layer, and the API's
     exchange-calendars layer, each a directory ready for ``lambda.Code.from_asset``."""
 
     code_dir: Path

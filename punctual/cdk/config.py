@@ -3,7 +3,7 @@
 context (``cdk.json`` or ``cdk synth -c key=value``).
 
 Runtime settings (shards, look-ahead, minimum interval, HTTP allow-list, retention, allowed targets) are
-validated by the functions' own :class:`~functions.core.settings.Settings`, so a value the functions
+validated by the functions' own :class:`~punctual_functions.core.settings.Settings`, so a value the functions
 would refuse at start-up fails the synth instead.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from functions.core.settings import Settings
+from punctual_functions.core.settings import Settings
 
 # The worker's event source: at most this many invocations at once (its MaximumConcurrency). The local
 # stack's event source takes the same (punctual/local/roles.py).

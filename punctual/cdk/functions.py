@@ -14,17 +14,17 @@ from aws_cdk import aws_logs as logs
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from functions.core.resources import (
-    API_MEMORY_MB,
-    DISPATCHER_MEMORY_MB,
-    WORKER_MEMORY_MB,
-    WORKER_TIMEOUT_SECONDS,
-)
 from punctual.cdk import permissions
 from punctual.cdk.assets import LAMBDA_PYTHON_VERSION, LambdaAssets
 from punctual.cdk.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, WORKER_RECURSIVE_LOOP, SchedulerProps
 from punctual.cdk.log_groups import log_group
 from punctual.cdk.queues import WorkQueues
+from punctual_functions.core.resources import (
+    API_MEMORY_MB,
+    DISPATCHER_MEMORY_MB,
+    WORKER_MEMORY_MB,
+    WORKER_TIMEOUT_SECONDS,
+)
 
 # Python 3.13, not the newest runtime: the assets ship bytecode, which is specific to one Python
 # minor version, compiled at build time by that very version (punctual/cdk/assets.py), and the build
@@ -77,7 +77,8 @@ class _Joined:
 
 
 class Functions(Construct):
-    """Code from ``functions/``, dependencies from a layer built without Docker, arm64, X-Ray, JSON logs."""
+    """Code from ``punctual_functions/``, dependencies from a layer built without Docker, arm64, X-Ray,
+    JSON logs."""
 
     def __init__(
         self,
@@ -133,7 +134,12 @@ class Functions(Construct):
 
         self.api = self._function(
             _FunctionSpec(
-                "Api", "api", "functions.api.handler.handler", API_MEMORY_MB, API_TIMEOUT, "Punctual HTTP API"
+                "Api",
+                "api",
+                "punctual_functions.api.handler.handler",
+                API_MEMORY_MB,
+                API_TIMEOUT,
+                "Punctual HTTP API",
             ),
             layers=[self._layer, self._exchange_layer],
         )
@@ -141,7 +147,7 @@ class Functions(Construct):
             _FunctionSpec(
                 "Dispatcher",
                 "dispatcher",
-                "functions.dispatcher.handler.handler",
+                "punctual_functions.dispatcher.handler.handler",
                 DISPATCHER_MEMORY_MB,
                 DISPATCHER_TIMEOUT,
                 "Punctual dispatcher: dispatches due triggers to the work queue, every minute",
@@ -156,7 +162,7 @@ class Functions(Construct):
             _FunctionSpec(
                 "Worker",
                 "worker",
-                "functions.worker.handler.handler",
+                "punctual_functions.worker.handler.handler",
                 WORKER_MEMORY_MB,
                 WORKER_TIMEOUT,
                 "Punctual worker: executes runs from the work queue against their targets",
@@ -170,7 +176,7 @@ class Functions(Construct):
 
     @property
     def code(self) -> lambda_.Code:
-        """The functions' code (the ``functions`` package), for another function of the service."""
+        """The functions' code (the ``punctual_functions`` package), for another function of the service."""
         return self._code
 
     @property

@@ -16,10 +16,10 @@ from typing import Any
 from aws_cdk import CustomResource, Stack
 from constructs import Construct
 
-from functions.api.requests import CreateJobIn
-from functions.cfn.job_resource import JOB_PROPERTY
 from punctual.cdk.job_provider import RESOURCE_TYPE
 from punctual.cdk.scheduler import Scheduler
+from punctual_functions.api.requests import CreateJobIn
+from punctual_functions.cfn.job_resource import JOB_PROPERTY
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The custom resource provider behind every ``Job`` of one ``Scheduler``: the onEvent function (the
-handler of ``functions/cfn/handler.py``), the role that owns the jobs, and CDK's Provider framework.
+handler of ``punctual_functions/cfn/handler.py``), the role that owns the jobs, and CDK's Provider framework.
 
 Why CDK's ``custom_resources.Provider`` rather than crhelper: the framework answers CloudFormation
 itself (the pre-signed S3 response, a timeout's failure, the log of each request), so the handler is
@@ -28,7 +28,7 @@ from punctual.cdk.log_groups import log_group
 
 # The custom resource's type in the template (Custom::<name>).
 RESOURCE_TYPE: Final = "Custom::PunctualJob"
-# The handler bounds each API call to 10 s (functions/cfn/api.py); a request makes at most three
+# The handler bounds each API call to 10 s (punctual_functions/cfn/api.py); a request makes at most three
 # (read, patch; or a create and the cleanup of a failed one).
 ON_EVENT_TIMEOUT: Final = Duration.seconds(60)
 ON_EVENT_MEMORY_MB: Final = 256
@@ -73,7 +73,7 @@ class JobProvider(Construct):
             description="Punctual jobs' custom resource: creates, updates and cancels jobs through the API",
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
-            handler="functions.cfn.handler.handler",
+            handler="punctual_functions.cfn.handler.handler",
             code=functions.code,
             layers=[functions.layer],
             memory_size=ON_EVENT_MEMORY_MB,

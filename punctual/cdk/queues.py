@@ -6,12 +6,12 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core.resources import (
+from punctual.cdk.config import SchedulerProps
+from punctual_functions.core.resources import (
     DLQ_RETENTION_SECONDS,
     WORK_QUEUE_MAX_RECEIVE_COUNT,
     deployed_visibility_seconds,
 )
-from punctual.cdk.config import SchedulerProps
 
 # A message is redriven to the DLQ after WORK_QUEUE_MAX_RECEIVE_COUNT receives; it must get there
 # before the work queue's retention would silently delete it.
@@ -19,9 +19,9 @@ WORK_QUEUE_RETENTION = Duration.days(4)
 
 
 def work_queue_visibility(batching_window_seconds: int) -> Duration:
-    """AWS's guidance for an SQS event source (functions/core/resources.py). Crash recovery does not
+    """AWS's guidance for an SQS event source (punctual_functions/core/resources.py). Crash recovery does not
     wait for it: the worker hides each message only for as long as it needs it, and gives back within
-    seconds any record that fails (functions/worker/batch.py)."""
+    seconds any record that fails (punctual_functions/worker/batch.py)."""
     return Duration.seconds(deployed_visibility_seconds(batching_window_seconds))
 
 

@@ -1,4 +1,4 @@
-"""The DynamoDB table, declared from ``functions.core.resources`` (the local stack's source too)."""
+"""The DynamoDB table, declared from ``punctual_functions.core.resources`` (the local stack's source too)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from functions.core.resources import TTL_ATTRIBUTE, table_definition
 from punctual.cdk.config import SchedulerProps
+from punctual_functions.core.resources import TTL_ATTRIBUTE, table_definition
 
 _ATTRIBUTE_TYPES = {
     "S": dynamodb.AttributeType.STRING,

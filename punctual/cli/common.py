@@ -113,7 +113,7 @@ def main() -> None:
 
 
 def choice(enum: type[StrEnum], *only: StrEnum) -> click.Choice[str]:
-    """An option taking an enum's values (the domain's, ``functions.core.model``: one source for the
+    """An option taking an enum's values (the domain's, ``punctual_functions.core.model``: one source for the
     API and the CLI), or only some of them."""
     return click.Choice([member.value for member in (only or tuple(enum))])
 

@@ -8,7 +8,7 @@ for the local stack's emulator). Where the queues and the table are: a deployed 
 supervisor's ``<state dir>/stack.json``; ``--dlq-url``, ``--queue-url``, ``--table`` and
 ``--aws-endpoint`` override either.
 
-A message's body is a work message (``functions/core/queue.py``) or something no worker could read
+A message's body is a work message (``punctual_functions/core/queue.py``) or something no worker could read
 (a poison message). Listing receives every message and makes it visible again at once; a redrive
 sends the body back to the work queue (without ``exhausted``, at once) and deletes it from the DLQ.
 """

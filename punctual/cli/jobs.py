@@ -9,8 +9,6 @@ from typing import Any
 
 import click
 
-from functions.core.calendars import OnExcluded
-from functions.core.model import JobStatus, MisfirePolicy, OnComplete, OverlapPolicy
 from punctual.cli.common import (
     EXIT_REFUSED,
     Context,
@@ -25,6 +23,8 @@ from punctual.cli.common import (
 )
 from punctual.cli.runs import show_run
 from punctual.output import emit_json, fields, relative, schedule_text, table, target_text
+from punctual_functions.core.calendars import OnExcluded
+from punctual_functions.core.model import JobStatus, MisfirePolicy, OnComplete, OverlapPolicy
 
 
 @main.group()

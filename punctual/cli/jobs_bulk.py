@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from functions.core.model import OverlapPolicy
 from punctual.cli.common import EXIT_REFUSED, EXIT_USAGE, Context, api_command, choice, key_values, parse_when
 from punctual.cli.jobs import jobs
 from punctual.output import emit_json, table
+from punctual_functions.core.model import OverlapPolicy
 
 
 @jobs.command("bulk")

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 import click
 
-from functions.core.model import Reason, RunStatus
 from punctual.cli.common import Context, api_command, choice, collect
 from punctual.cli.jobs import jobs
 from punctual.cli.runs import RUN_HEADERS, run_rows
 from punctual.output import emit_json, relative, schedule_text, table
+from punctual_functions.core.model import Reason, RunStatus
 
 
 @jobs.command("runs")

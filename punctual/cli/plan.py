@@ -128,7 +128,7 @@ def _simulate(result: Plan) -> dict[str, Any]:
         raise click.ClickException(
             "--simulate needs a checkout of the repository (sim/ is not installed)"
         ) from error
-    from functions.core.observability import logger
+    from punctual_functions.core.observability import logger
 
     logger.setLevel(logging.ERROR)
     jobs = result.jobs_per_minute

@@ -10,10 +10,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
-from functions.core.calendars import OnExcluded
-from functions.core.model import MisfirePolicy
 from punctual.cli.common import EXIT_USAGE, Context, api_command, choice, main
 from punctual.output import emit_json, fields, schedule_text, table
+from punctual_functions.core.calendars import OnExcluded
+from punctual_functions.core.model import MisfirePolicy
 
 _RATE = re.compile(r"^(rate\(.*\)|\d+\s*[A-Za-z]+)$", re.IGNORECASE | re.DOTALL)
 _AT = re.compile(r"^(at\(.*\)|\d{4}-\d{2}-\d{2}T.*)$", re.IGNORECASE | re.DOTALL)

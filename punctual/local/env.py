@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from functions.core.settings import Settings
+from punctual_functions.core.settings import Settings
 
 DEFAULT_TOKEN = "local-dev-token"
 DEFAULT_OWNER = "local"

@@ -17,10 +17,10 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from functions.core.observability import logger
-from functions.core.resources import WORKER_TIMEOUT_SECONDS
 from punctual.console.assets import console_answer, is_console_path
 from punctual.local.httpserver import LocalHTTPServer, reply
+from punctual_functions.core.observability import logger
+from punctual_functions.core.resources import WORKER_TIMEOUT_SECONDS
 
 PUBLIC_PATHS = ("/v1/health", "/openapi.json", "/docs")
 # Swagger UI's script and style, under /docs/.
@@ -165,7 +165,7 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
 
 
 def serve(host: str, port: int, tokens: dict[str, str]) -> None:
-    from functions.api.handler import handler as api_handler
+    from punctual_functions.api.handler import handler as api_handler
 
     server = LocalHTTPServer((host, port), make_handler_class(tokens, api_handler))
     server.serve_forever()

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
-from functions.core.observability import logger
+from punctual_functions.core.observability import logger
 
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 _NOISE = {

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.core import aws
-from functions.core.resources import (
+from punctual_functions.core import aws
+from punctual_functions.core.resources import (
     TTL_ATTRIBUTE,
     dlq_attributes,
     queue_names,
     table_definition,
     work_queue_attributes,
 )
-from functions.core.settings import Settings
+from punctual_functions.core.settings import Settings
 
 
 def provision(settings: Settings, prefix: str = "punctual") -> Settings:

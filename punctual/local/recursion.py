@@ -17,7 +17,7 @@ The local stack does the same, in three places:
 - a worker process adds the header of the invocation in progress to the requests the invocation
   makes (``install``): Lambda runs one invocation per process and reads an environment variable;
   here invocations share a process, so the header follows the invocation's context (its records'
-  threads run in it: ``functions/worker/handler.py``);
+  threads run in it: ``punctual_functions/worker/handler.py``);
 - the event source counts each message's chain (``Chains``): a message whose chain has invoked the
   worker 16 times goes to the dead-letter queue unless the worker allows recursive loops.
 """

@@ -9,9 +9,9 @@ import sys
 import threading
 import time
 
-from functions.core.settings import Settings
 from punctual.cdk.config import WORKER_MAX_CONCURRENCY, WORKER_RECURSIVE_LOOP
 from punctual.local.env import parse_tokens
+from punctual_functions.core.settings import Settings
 
 # Lower priority for the dispatcher role: see ``main``.
 DISPATCHER_NICENESS = 10

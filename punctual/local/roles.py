@@ -13,12 +13,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
-from functions.core import aws
-from functions.core.observability import logger
-from functions.core.settings import Settings
 from punctual.local.gateway import LambdaContext
 from punctual.local.recursion import Chains, Invocation, RecursiveLoop
 from punctual.local.recursion import install as install_recursion_header
+from punctual_functions.core import aws
+from punctual_functions.core.observability import logger
+from punctual_functions.core.settings import Settings
 
 # How long a received message stays hidden until the worker hides it for its own wait (its first
 # request on arrival). Only a worker process killed in between makes it count: its messages come back
@@ -36,7 +36,7 @@ def run_dispatcher(settings: Settings, tick_seconds: float) -> None:
     tick and leave a minute of dispatches (and those its predecessor left unsent) to the next one.
     Sweeps are safe to run twice.
     """
-    from functions.dispatcher.handler import handler
+    from punctual_functions.dispatcher.handler import handler
 
     first = True
     while True:
@@ -132,7 +132,7 @@ class EventSource:
     ) -> None:
         if handler is None:
             # Imported before the first receive, not by the first invocation: its message would wait.
-            from functions.worker.handler import handler as worker_handler
+            from punctual_functions.worker.handler import handler as worker_handler
 
             handler = cast(Callable[[dict[str, Any], Any], dict[str, Any]], worker_handler)
         self.handler = handler

@@ -17,11 +17,11 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from functions.core.settings import Settings
 from punctual.cdk.config import WORKER_MAX_CONCURRENCY
 from punctual.local.env import LOCAL_CREDENTIALS, local_settings
 from punctual.local.provision import provision
 from punctual.local.role import WORKER_POLLERS
+from punctual_functions.core.settings import Settings
 
 # Below the workers, above the dispatcher role (punctual/local/role.py, DISPATCHER_NICENESS).
 EMULATOR_NICENESS = 5

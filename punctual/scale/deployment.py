@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from functions.core.resources import API_MEMORY_MB, DISPATCHER_MEMORY_MB, WORKER_MEMORY_MB
-from functions.core.settings import Settings
 from punctual.scale.params import Parameters
+from punctual_functions.core.resources import API_MEMORY_MB, DISPATCHER_MEMORY_MB, WORKER_MEMORY_MB
+from punctual_functions.core.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import itertools
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from functions.core.resources import (
+from punctual_functions.core.resources import (
     API_MEMORY_MB,
     API_TABLE_ATTEMPTS,
     DISPATCHER_MEMORY_MB,
@@ -60,7 +60,7 @@ AWS_DDB_LATENCY = (
 )
 BOTOCORE_STANDARD_RETRIES = (
     "botocore, standard retry mode (botocore/retries/standard.py: at most max_attempts, delay "
-    "random() x min(20, 2^(attempt-1)) s); max_attempts as functions/core/resources.py sets it"
+    "random() x min(20, 2^(attempt-1)) s); max_attempts as punctual_functions/core/resources.py sets it"
 )
 ESM_LATENCY = (
     "bitesizedserverless.com, 'Serverless messaging latency compared' (2022): SQS standard queue to a "
@@ -288,7 +288,7 @@ class Parameters:
         },
         metadata=_about(
             "MB",
-            "the deployment's defaults (functions/core/resources.py)",
+            "the deployment's defaults (punctual_functions/core/resources.py)",
             "memory per function (CPU in proportion)",
         ),
     )

@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from functions.core.resources import DISPATCHER_MEMORY_MB, WORKER_MEMORY_MB
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS, Parameters
+from punctual_functions.core.resources import DISPATCHER_MEMORY_MB, WORKER_MEMORY_MB
 
 # Of each minute, for a sweep's CPU (the rest: its staggered start, its waits, a late tick).
 SWEEP_SECONDS = 45.0

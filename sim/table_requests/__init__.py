@@ -1,7 +1,7 @@
 """The DynamoDB requests behind each call of the table port, with their capacity units per partition.
 
-For a call of a ``functions.core.ports.Tables`` method on the in-memory fake (``tests.fakes.store``),
-:func:`requests_for` gives the requests ``functions.core.store.DynamoStore`` makes for it, in order,
+For a call of a ``punctual_functions.core.ports.Tables`` method on the in-memory fake (``tests.fakes.store``),
+:func:`requests_for` gives the requests ``punctual_functions.core.store.DynamoStore`` makes for it, in order,
 with the units each consumes on every partition key value it touches: the base table's (``JOB#<id>``,
 ``T#<bucket>#<shard>``, ...) and the owner index's (``gsi1:OWNER#<owner>``). For each call (the
 outermost only)::
@@ -17,7 +17,7 @@ transaction charges every item); a write that changes a job item writes its owne
 (projection ALL), a standard write as ``bench/cost/`` counts it. A read is 1 RCU per started 4 KB
 per item (GetItem, BatchGetItem), a query request 1 RCU per started 4 KB of the items it read (before
 its filter; at most 1 MB); eventually consistent halves (the owner index always is); a missing item
-or an empty page costs the minimum. Item sizes: the items ``functions/core/store/items.py`` builds,
+or an empty page costs the minimum. Item sizes: the items ``punctual_functions/core/store/items.py`` builds,
 measured with ``bench.timed_role.item_size``.
 """
 

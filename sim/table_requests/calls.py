@@ -9,14 +9,14 @@ import inspect
 from typing import Any
 
 from bench.timed_role import item_size
-from functions.core.calendars import Calendar
-from functions.core.model import Job, JobStatus, Run, RunStatus, Trigger
-from functions.core.ports import ConflictError, Tables
-from functions.core.resources import GSI1_SK, PK, SK
-from functions.core.store.calendars import calendar_to_item
-from functions.core.store.items import embeds, job_to_item, trigger_to_item
-from functions.core.store.jobs import IDEMPOTENCY_TTL
-from functions.core.store.keys import (
+from punctual_functions.core.calendars import Calendar
+from punctual_functions.core.model import Job, JobStatus, Run, RunStatus, Trigger
+from punctual_functions.core.ports import ConflictError, Tables
+from punctual_functions.core.resources import GSI1_SK, PK, SK
+from punctual_functions.core.store.calendars import calendar_to_item
+from punctual_functions.core.store.items import embeds, job_to_item, trigger_to_item
+from punctual_functions.core.store.jobs import IDEMPOTENCY_TTL
+from punctual_functions.core.store.keys import (
     calendar_pk,
     cursor_key,
     idempotency_key,
@@ -24,8 +24,8 @@ from functions.core.store.keys import (
     owner_index_pk,
     trigger_pk,
 )
-from functions.core.store.limits import limit_to_item, summary_key, summary_text
-from functions.core.store.pages import decode_cursor
+from punctual_functions.core.store.limits import limit_to_item, summary_key, summary_text
+from punctual_functions.core.store.pages import decode_cursor
 from sim.table_requests.units import (
     _FRONTIER_BYTES,
     _HOLD_BYTES,

@@ -13,11 +13,11 @@ from itertools import islice
 from typing import Any, Protocol
 
 from bench.timed_role import item_size
-from functions.core.calendars import Calendar
-from functions.core.model import Job, Run, Trigger, home_of, to_ms
-from functions.core.resources import PK, TTL_ATTRIBUTE
-from functions.core.store.items import run_to_item
-from functions.core.store.keys import (
+from punctual_functions.core.calendars import Calendar
+from punctual_functions.core.model import Job, Run, Trigger, home_of, to_ms
+from punctual_functions.core.resources import PK, TTL_ATTRIBUTE
+from punctual_functions.core.store.items import run_to_item
+from punctual_functions.core.store.keys import (
     cursor_key,
     idempotency_key,
     job_key,

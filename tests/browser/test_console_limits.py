@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 
-from functions.core.model import iso
+from punctual_functions.core.model import iso
 from tests.browser.conftest import PHONE, Console, Stack
 from tests.support.receiver import Receiver
 

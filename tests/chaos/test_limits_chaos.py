@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.core.model import iso
+from punctual_functions.core.model import iso
 from tests.chaos.test_process_chaos import call
 from tests.support.receiver import Receiver
 from tests.support.stack import StackProcess, local_stack

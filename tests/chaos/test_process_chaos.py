@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.core.model import iso
+from punctual_functions.core.model import iso
 from tests.support.receiver import Receiver
 from tests.support.stack import StackProcess, local_stack
 

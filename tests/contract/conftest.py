@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from functions.core import aws
-from functions.core.model import (
+from punctual.local.provision import provision
+from punctual_functions.core import aws
+from punctual_functions.core.model import (
     Attempt,
     Job,
     Run,
@@ -25,11 +26,10 @@ from functions.core.model import (
     new_job_id,
     run_id_for,
 )
-from functions.core.ports import Tables
-from functions.core.schedule import parse_schedule
-from functions.core.settings import Settings
-from functions.core.store import DynamoStore
-from punctual.local.provision import provision
+from punctual_functions.core.ports import Tables
+from punctual_functions.core.schedule import parse_schedule
+from punctual_functions.core.settings import Settings
+from punctual_functions.core.store import DynamoStore
 from tests.fakes.store import MemoryStore
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, 123456, tzinfo=UTC)

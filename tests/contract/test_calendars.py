@@ -8,8 +8,8 @@ from datetime import date
 
 import pytest
 
-from functions.core.calendars import Calendar, HolidaySource
-from functions.core.ports import CalendarExists, Tables, VersionChanged
+from punctual_functions.core.calendars import Calendar, HolidaySource
+from punctual_functions.core.ports import CalendarExists, Tables, VersionChanged
 
 FULL = Calendar(
     name="trading",

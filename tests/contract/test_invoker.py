@@ -20,8 +20,8 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.core.invoker import LambdaInvoker
-from functions.core.ports import Invoker
+from punctual_functions.core.invoker import LambdaInvoker
+from punctual_functions.core.ports import Invoker
 from tests.fakes.invoker import RecordingInvoker
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, 250000, tzinfo=UTC)

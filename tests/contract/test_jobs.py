@@ -8,10 +8,16 @@ from datetime import timedelta
 
 import pytest
 
-from functions.core.calendars import OnExcluded
-from functions.core.model import JobStatus, RunStatus, bucket_of, new_job_id
-from functions.core.ports import BadCursorError, IdempotencyKeyTaken, NameTaken, Tables, VersionChanged
-from functions.core.store.items import embeds
+from punctual_functions.core.calendars import OnExcluded
+from punctual_functions.core.model import JobStatus, RunStatus, bucket_of, new_job_id
+from punctual_functions.core.ports import (
+    BadCursorError,
+    IdempotencyKeyTaken,
+    NameTaken,
+    Tables,
+    VersionChanged,
+)
+from punctual_functions.core.store.items import embeds
 from tests.contract.conftest import NOW, SHARDS, World, WriteFault, attempt
 
 

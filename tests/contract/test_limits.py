@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from functions.core.limits import HANDOFF_SECONDS, Limit, Waiter, any_handed, in_use
-from functions.core.model import Reason, Run, RunStatus
-from functions.core.ports import LimitExists, Tables, VersionChanged
+from punctual_functions.core.limits import HANDOFF_SECONDS, Limit, Waiter, any_handed, in_use
+from punctual_functions.core.model import Reason, Run, RunStatus
+from punctual_functions.core.ports import LimitExists, Tables, VersionChanged
 from tests.contract.conftest import NOW, World
 
 LEASE = NOW + timedelta(seconds=30)

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from functions.core import aws
-from functions.core.queue import WorkMessage
-from functions.core.settings import Settings
 from punctual.local.provision import provision
+from punctual_functions.core import aws
+from punctual_functions.core.queue import WorkMessage
+from punctual_functions.core.settings import Settings
 from tests.fakes.queue import MemoryQueue
 from tests.integration.conftest import QueueUnderTest, RecordingQueue
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from functions.core.model import (
+from punctual_functions.core.model import (
     RUN_COUNT_WINDOW,
     InvalidTransitionError,
     JobStatus,
@@ -20,8 +20,8 @@ from functions.core.model import (
     new_job_id,
     not_run_row,
 )
-from functions.core.ports import RunNotOurs, Tables
-from functions.core.store.items import as_stored_attempt
+from punctual_functions.core.ports import RunNotOurs, Tables
+from punctual_functions.core.store.items import as_stored_attempt
 from tests.contract.conftest import NOW, SHARDS, World, attempt
 
 

@@ -20,14 +20,23 @@ from typing import Any
 import pytest
 
 from bench.timed_role import item_size
-from functions.core import aws
-from functions.core.calendars import Calendar, HolidaySource
-from functions.core.limits import Limit
-from functions.core.model import Job, JobStatus, Run, RunStatus, Trigger, bucket_of, new_job_id, run_id_for
-from functions.core.ports import CalendarStore, JobStore, RunStore, TriggerStore
-from functions.core.resources import table_definition
-from functions.core.settings import Settings
-from functions.core.store import DynamoStore
+from punctual_functions.core import aws
+from punctual_functions.core.calendars import Calendar, HolidaySource
+from punctual_functions.core.limits import Limit
+from punctual_functions.core.model import (
+    Job,
+    JobStatus,
+    Run,
+    RunStatus,
+    Trigger,
+    bucket_of,
+    new_job_id,
+    run_id_for,
+)
+from punctual_functions.core.ports import CalendarStore, JobStore, RunStore, TriggerStore
+from punctual_functions.core.resources import table_definition
+from punctual_functions.core.settings import Settings
+from punctual_functions.core.store import DynamoStore
 from sim.table_requests import PartitionUnits, TableRequest, requests_for, snapshot
 from tests.contract.conftest import NOW, SHARDS, World, attempt
 from tests.fakes.store import MemoryStore

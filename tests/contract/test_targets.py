@@ -21,9 +21,9 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.core.ports import Targets
-from functions.core.ssrf_guard import NetworkPolicy
-from functions.core.targets import Delivery, TargetExecutor
+from punctual_functions.core.ports import Targets
+from punctual_functions.core.ssrf_guard import NetworkPolicy
+from punctual_functions.core.targets import Delivery, TargetExecutor
 from tests.fakes.targets import ScriptedTargets, failure
 
 REGION = "us-east-1"

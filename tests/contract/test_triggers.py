@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from functions.core.frontier import Frontier
-from functions.core.model import (
+from punctual_functions.core.frontier import Frontier
+from punctual_functions.core.model import (
     JobStatus,
     OnComplete,
     RunKind,
@@ -20,7 +20,7 @@ from functions.core.model import (
     new_job_id,
     to_ms,
 )
-from functions.core.ports import RunNotOurs, Tables
+from punctual_functions.core.ports import RunNotOurs, Tables
 from tests.contract.conftest import NOW, SHARDS, World
 
 

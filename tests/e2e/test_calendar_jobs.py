@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from functions.core.model import parse_iso
+from punctual_functions.core.model import parse_iso
 from tests.e2e.conftest import Api, wait_until
 from tests.support.receiver import Receiver
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from functions.core.model import iso
+from punctual_functions.core.model import iso
 from tests.e2e.conftest import Api, emulator_client, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]

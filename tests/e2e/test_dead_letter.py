@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from functions.core.model import iso
+from punctual_functions.core.model import iso
 from tests.e2e.conftest import Api, emulator_client, wait_until
 from tests.support.receiver import Receiver
 

@@ -24,10 +24,10 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.core.model import Run, RunKind, RunStatus, from_ms, iso, run_id_for, to_ms
-from functions.core.queue import WorkMessage
-from functions.core.store import Store
 from punctual.local.env import LOCAL_CREDENTIALS
+from punctual_functions.core.model import Run, RunKind, RunStatus, from_ms, iso, run_id_for, to_ms
+from punctual_functions.core.queue import WorkMessage
+from punctual_functions.core.store import Store
 from tests.e2e.conftest import Api, wait_until
 from tests.support.receiver import Receiver
 from tests.support.stack import local_stack

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.core.model import iso, parse_iso
+from punctual_functions.core.model import iso, parse_iso
 from tests.e2e.conftest import Api
 from tests.support.receiver import Receiver
 from tests.support.stack import local_stack as run_local_stack

@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from functions.cfn.api import HttpJobsApi
-from functions.cfn.job_resource import REQUEST_TAG, Refused, on_event
+from punctual_functions.cfn.api import HttpJobsApi
+from punctual_functions.cfn.job_resource import REQUEST_TAG, Refused, on_event
 from tests.e2e.conftest import Api
 from tests.integration.test_job_resource import JOB, event
 

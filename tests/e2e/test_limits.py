@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from functions.core.model import iso
+from punctual_functions.core.model import iso
 from tests.e2e.conftest import Api, wait_until
 from tests.e2e.test_cli import Cli, clean_env, field
 from tests.support.receiver import Receiver

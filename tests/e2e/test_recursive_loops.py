@@ -24,10 +24,10 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.core.model import iso
 from punctual.local.env import LOCAL_CREDENTIALS
 from punctual.local.recursion import MAX_CHAIN_INVOCATIONS
 from punctual.local.role import RECURSIVE_LOOP_ENV
+from punctual_functions.core.model import iso
 from tests.e2e.conftest import Api, wait_until
 from tests.support.receiver import Receiver
 from tests.support.stack import local_stack as run_local_stack

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.core.model import iso
+from punctual_functions.core.model import iso
 from tests.e2e.conftest import Api
 from tests.support.receiver import Receiver
 

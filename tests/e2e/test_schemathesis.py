@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from functions.core.model import parse_iso
+from punctual_functions.core.model import parse_iso
 from tests.e2e.conftest import Api
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from functions.core.model import JobStatus, RunKind, RunStatus
 from punctual.client import InvalidRequest, NotFound, Punctual
+from punctual_functions.core.model import JobStatus, RunKind, RunStatus
 from tests.e2e.conftest import Api, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]

@@ -1,4 +1,4 @@
-"""In-memory implementations of the ports (functions/core/ports.py), for tests of the logic.
+"""In-memory implementations of the ports (punctual_functions/core/ports.py), for tests of the logic.
 
 They keep DynamoDB's and SQS's semantics that the logic relies on (conditional writes, all-or-none
 transactions, listing order and cursors, message delays and visibility), and ``tests/contract`` runs

@@ -1,5 +1,5 @@
 """The ``CalendarStore`` port in memory, mixed into ``MemoryStore``: the same conditions as
-``functions/core/store/calendars.py`` (create if the name is free, replace or delete of the version
+``punctual_functions/core/store/calendars.py`` (create if the name is free, replace or delete of the version
 read), each calendar kept as a read of its item gives it back."""
 
 from __future__ import annotations
@@ -7,13 +7,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection
 
-from functions.core.calendars import Calendar
-from functions.core.ports import CalendarExists, VersionChanged
-from functions.core.store.calendars import as_stored_calendar
+from punctual_functions.core.calendars import Calendar
+from punctual_functions.core.ports import CalendarExists, VersionChanged
+from punctual_functions.core.store.calendars import as_stored_calendar
 
 
 class MemoryCalendars:
-    """Implements ``functions.core.ports.CalendarStore`` on ``self.calendars`` under ``self.lock``."""
+    """Implements ``punctual_functions.core.ports.CalendarStore`` on ``self.calendars`` under
+    ``self.lock``."""
 
     lock: threading.RLock
     calendars: dict[tuple[str, str], Calendar]  # (owner, name) -> calendar

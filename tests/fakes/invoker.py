@@ -7,7 +7,7 @@ from datetime import datetime
 
 
 class RecordingInvoker:
-    """Implements ``functions.core.ports.Invoker``."""
+    """Implements ``punctual_functions.core.ports.Invoker``."""
 
     def __init__(self, refuse: list[list[int]] | None = None) -> None:
         self.refuse = refuse or []

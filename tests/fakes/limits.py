@@ -10,10 +10,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from functions.core import limits as rules
-from functions.core.limits import Bucket, Limit, LimitUse, Slot, TokenTaken, Waiter
-from functions.core.model import Job, Reason, Run, RunStatus, from_ms, to_ms
-from functions.core.ports import LimitExists, VersionChanged
+from punctual_functions.core import limits as rules
+from punctual_functions.core.limits import Bucket, Limit, LimitUse, Slot, TokenTaken, Waiter
+from punctual_functions.core.model import Job, Reason, Run, RunStatus, from_ms, to_ms
+from punctual_functions.core.ports import LimitExists, VersionChanged
 
 
 def _ms(moment: datetime) -> datetime:
@@ -21,7 +21,7 @@ def _ms(moment: datetime) -> datetime:
 
 
 class MemoryLimits:
-    """Implements ``functions.core.ports.LimitStore`` (its state created on first use)."""
+    """Implements ``punctual_functions.core.ports.LimitStore`` (its state created on first use)."""
 
     lock: threading.RLock
     runs: dict[str, dict[str, Run]]

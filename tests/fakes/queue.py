@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from functions.core.queue import WorkMessage
+from punctual_functions.core.queue import WorkMessage
 
 DEFAULT_VISIBILITY_SECONDS = 30
 MAX_VISIBILITY_SECONDS = 43_200
@@ -61,7 +61,7 @@ class _Fifo:
 
 
 class MemoryQueue:
-    """Implements ``functions.core.ports.Queue``. ``delays=False`` sends every message visible at
+    """Implements ``punctual_functions.core.ports.Queue``. ``delays=False`` sends every message visible at
     once (the delay it would have had is still recorded in ``sent``): for tests whose clock is not
     the wall clock."""
 

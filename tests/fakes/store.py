@@ -1,6 +1,6 @@
 """``MemoryStore``: the table's ports in memory, with DynamoDB's conditional semantics.
 
-Every method does what its DynamoDB twin in ``functions/core/store`` does, condition by condition,
+Every method does what its DynamoDB twin in ``punctual_functions/core/store`` does, condition by condition,
 under one lock (a transaction is all or none, and dispatches run on several threads). Items are kept
 as DynamoDB would return them: each is written through the same item conversion, so times have
 millisecond precision and JSON fields are copies, exactly as a read from the table gives them.
@@ -15,9 +15,9 @@ from datetime import datetime
 from itertools import islice
 from typing import Any, TypeVar
 
-from functions.core.calendars import Calendar
-from functions.core.frontier import Frontier, ms_up
-from functions.core.model import (
+from punctual_functions.core.calendars import Calendar
+from punctual_functions.core.frontier import Frontier, ms_up
+from punctual_functions.core.model import (
     Attempt,
     Job,
     JobStatus,
@@ -32,7 +32,7 @@ from functions.core.model import (
     started_run,
     to_ms,
 )
-from functions.core.ports import (
+from punctual_functions.core.ports import (
     BadCursorError,
     ConflictError,
     IdempotencyKeyTaken,
@@ -42,8 +42,8 @@ from functions.core.ports import (
     ShardState,
     VersionChanged,
 )
-from functions.core.resources import GSI1_PK, GSI1_SK, PK, SK
-from functions.core.store.items import (
+from punctual_functions.core.resources import GSI1_PK, GSI1_SK, PK, SK
+from punctual_functions.core.store.items import (
     as_stored_attempt,
     as_stored_job,
     embeds,
@@ -52,9 +52,9 @@ from functions.core.store.items import (
     trigger_from_item,
     trigger_to_item,
 )
-from functions.core.store.jobs import API_OWNED, IDEMPOTENCY_TTL, api_view
-from functions.core.store.keys import in_job_listing, in_run_listing, job_key, owner_index_pk
-from functions.core.store.pages import decode_cursor, encode_cursor
+from punctual_functions.core.store.jobs import API_OWNED, IDEMPOTENCY_TTL, api_view
+from punctual_functions.core.store.keys import in_job_listing, in_run_listing, job_key, owner_index_pk
+from punctual_functions.core.store.pages import decode_cursor, encode_cursor
 from tests.fakes.calendars import MemoryCalendars
 from tests.fakes.limits import MemoryLimits
 
@@ -122,7 +122,7 @@ def _run_index_key(run: Run) -> dict[str, Any]:
 
 
 class MemoryStore(MemoryCalendars, MemoryLimits):
-    """Implements ``functions.core.ports.Tables`` (the calendars: ``tests/fakes/calendars.py``; the
+    """Implements ``punctual_functions.core.ports.Tables`` (the calendars: ``tests/fakes/calendars.py``; the
     limits: ``tests/fakes/limits.py``)."""
 
     def __init__(self) -> None:

@@ -7,8 +7,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from functions.core.lifecycle import CANCELLED_ERROR
-from functions.core.targets.outcome import Delivery, TargetOutcome
+from punctual_functions.core.lifecycle import CANCELLED_ERROR
+from punctual_functions.core.targets.outcome import Delivery, TargetOutcome
 
 OK = TargetOutcome(True, False, 200, None, '{"ok": true}', 5)
 
@@ -21,7 +21,7 @@ def failure(status_code: int, *, retriable: bool) -> TargetOutcome:
 
 
 class ScriptedTargets:
-    """Implements ``functions.core.ports.Targets``: answers ``outcomes`` in order, then ``OK``."""
+    """Implements ``punctual_functions.core.ports.Targets``: answers ``outcomes`` in order, then ``OK``."""
 
     def __init__(self, *outcomes: TargetOutcome) -> None:
         self.outcomes = list(outcomes)

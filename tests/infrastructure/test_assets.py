@@ -36,10 +36,10 @@ from punctual.cdk.config import DeploymentConfig
 
 # The jobs' custom resource handler runs with the dependency layer alone, as the dispatcher and the worker do.
 HANDLERS = (
-    "functions.api.handler",
-    "functions.dispatcher.handler",
-    "functions.worker.handler",
-    "functions.cfn.handler",
+    "punctual_functions.api.handler",
+    "punctual_functions.dispatcher.handler",
+    "punctual_functions.worker.handler",
+    "punctual_functions.cfn.handler",
 )
 # What the Lambda runtime itself provides; everything else the functions import must be in the layer.
 RUNTIME_PROVIDED = {"boto3", "botocore"}
@@ -133,7 +133,9 @@ def test_given_the_functions_imports_then_every_third_party_package_is_pinned_in
     imported: set[str] = set()
     for source in FUNCTIONS_DIR.rglob("*.py"):
         imported |= _runtime_imports(ast.parse(source.read_text()))
-    third_party = {name for name in imported if name not in sys.stdlib_module_names and name != "functions"}
+    third_party = {
+        name for name in imported if name not in sys.stdlib_module_names and name != "punctual_functions"
+    }
     distributions = metadata.packages_distributions()
     pins = {
         line.split("==")[0].strip().lower().replace("_", "-")
@@ -147,7 +149,9 @@ def test_given_the_functions_imports_then_every_third_party_package_is_pinned_in
         for dist in distributions.get(name, [name])
         if dist.lower().replace("_", "-") not in pins and dist.lower() not in RUNTIME_PROVIDED
     }
-    assert unpinned == {}, f"imported by functions/ but neither in the layer nor the runtime: {unpinned}"
+    assert unpinned == {}, (
+        f"imported by punctual_functions/ but neither in the layer nor the runtime: {unpinned}"
+    )
 
 
 def _runtime_imports(tree: ast.AST) -> set[str]:
@@ -169,7 +173,7 @@ EXPAND = """
 import json, sys
 sys.path[:0] = {paths!r}
 from datetime import date
-from functions.api.exchanges import closed_days
+from punctual_functions.api.exchanges import closed_days
 closed, until = closed_days(["XNYS"], {{1, 2, 3, 4, 5}}, date(2026, 11, 22))
 print(json.dumps({{"thanksgiving": date(2026, 11, 26) in closed, "until": until.isoformat()}}))
 """
@@ -197,7 +201,7 @@ def test_given_the_code_asset_when_it_is_imported_module_by_module_then_every_mo
     # Modules only some paths import (the target executors, the OpenAPI document) must load too.
     modules = sorted(
         ".".join(path.relative_to(code).with_suffix("").parts).removesuffix(".__init__")
-        for path in (code / "functions").rglob("*.py")
+        for path in (code / "punctual_functions").rglob("*.py")
     )
     paths = [str(code), *map(str, twin)]
     source = (

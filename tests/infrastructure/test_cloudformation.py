@@ -27,7 +27,7 @@ import pytest
 from moto import mock_aws
 from moto.kms.models import kms_backends
 
-from functions.core.resources import WORK_QUEUE_MAX_RECEIVE_COUNT
+from punctual_functions.core.resources import WORK_QUEUE_MAX_RECEIVE_COUNT
 from tests.infrastructure.conftest import Synthesized
 
 REGION = "eu-west-1"
@@ -146,7 +146,7 @@ def test_given_the_default_template_when_cloudformation_creates_it_then_its_reso
     for role in ("api", "dispatcher", "worker"):
         function = functions[f"punctual-dev-{role}"]
         assert function["Runtime"] == "python3.13"
-        assert function["Handler"] == f"functions.{role}.handler.handler"
+        assert function["Handler"] == f"punctual_functions.{role}.handler.handler"
         variables = function["Environment"]["Variables"]
         assert variables["PUNCTUAL_TABLE_NAME"] == outputs["TableName"]
         assert variables["PUNCTUAL_QUEUE_URL"] == outputs["WorkQueueUrl"]

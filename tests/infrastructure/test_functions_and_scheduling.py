@@ -11,7 +11,6 @@ from aws_cdk.assertions import Match, Template
 from packaging.requirements import Requirement
 from pydantic import ValidationError
 
-from functions.core.settings import Settings
 from punctual.cdk.assets import (
     EXCHANGE_REQUIREMENTS,
     LAMBDA_PYTHON_VERSION,
@@ -20,15 +19,16 @@ from punctual.cdk.assets import (
     tree_size,
 )
 from punctual.cdk.config import WORKER_RECURSIVE_LOOP, DeploymentConfig
+from punctual_functions.core.settings import Settings
 from tests.infrastructure.conftest import PRODUCTION_CONTEXT, REPO_ROOT, Synthesized, synthesize
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
 
 ROLES = ("api", "dispatcher", "worker")
 HANDLERS = {
-    "api": "functions.api.handler.handler",
-    "dispatcher": "functions.dispatcher.handler.handler",
-    "worker": "functions.worker.handler.handler",
+    "api": "punctual_functions.api.handler.handler",
+    "dispatcher": "punctual_functions.dispatcher.handler.handler",
+    "worker": "punctual_functions.worker.handler.handler",
 }
 
 
@@ -168,13 +168,17 @@ def test_given_the_code_asset_when_staged_then_it_holds_the_functions_package_an
 ) -> None:
     (code_key,) = {default_stack.function(role)["Properties"]["Code"]["S3Key"] for role in ROLES}
     asset = default_stack.assembly_dir / f"asset.{code_key.removesuffix('.zip')}"
-    assert sorted(path.name for path in asset.iterdir()) == ["functions"], "only functions/ is uploaded"
+    assert sorted(path.name for path in asset.iterdir()) == ["punctual_functions"], (
+        "only punctual_functions/ is uploaded"
+    )
     for role in ROLES:
-        assert (asset / "functions" / role / "handler.py").is_file()
+        assert (asset / "punctual_functions" / role / "handler.py").is_file()
     version = LAMBDA_PYTHON_VERSION.replace(".", "")
     foreign = [pyc.name for pyc in asset.rglob("*.pyc") if f".cpython-{version}." not in pyc.name]
     assert foreign == [], f"bytecode for another Python than the runtime's: {foreign[:5]}"
-    assert (asset / "functions" / "worker" / "__pycache__" / f"handler.cpython-{version}.pyc").is_file()
+    assert (
+        asset / "punctual_functions" / "worker" / "__pycache__" / f"handler.cpython-{version}.pyc"
+    ).is_file()
 
 
 def test_given_pyproject_dependencies_when_the_layer_is_pinned_then_every_pin_satisfies_them() -> None:

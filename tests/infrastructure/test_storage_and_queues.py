@@ -1,4 +1,4 @@
-"""The table and the queues: built from functions.core.resources, with production defaults."""
+"""The table and the queues: built from punctual_functions.core.resources, with production defaults."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from functions.core.resources import (
+from punctual.cdk.functions import WORKER_TIMEOUT
+from punctual_functions.core.resources import (
     DLQ_RETENTION_SECONDS,
     TTL_ATTRIBUTE,
     VISIBILITY_TIMEOUT_FACTOR,
@@ -15,7 +16,6 @@ from functions.core.resources import (
     WORKER_TIMEOUT_SECONDS,
     table_definition,
 )
-from punctual.cdk.functions import WORKER_TIMEOUT
 from tests.infrastructure.conftest import Synthesized
 
 pytestmark = pytest.mark.xdist_group("infrastructure")

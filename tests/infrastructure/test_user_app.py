@@ -6,20 +6,24 @@ those two targets need.
 
 The fresh environment borrows the third-party packages (aws-cdk-lib, pydantic, ...) of the project's
 venv through a path entry, so that the test needs no download beyond the wheel's build; ``punctual``
-and ``functions`` come from the wheel alone (the project's editable install is not visible there).
+and ``punctual_functions`` come from the wheel alone (the project's editable install is not visible
+there). The wheel is the one ``make wheel`` builds (docs/client.md, "Install"): ``punctual-aws`` (PyPI's
+``punctual`` is another project), with only packages whose names the project owns. The user's app has a
+``functions`` package of its own, as CDK apps often do for their Lambda code: it must not shadow ours.
 """
 
 from __future__ import annotations
 
 import csv
+import email
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
 import textwrap
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,6 +87,7 @@ class Installed:
 
     venv: Path
     python: Path
+    wheel: Path
 
     def run(self, app_dir: Path) -> subprocess.CompletedProcess[str]:
         environment = {
@@ -107,38 +112,17 @@ class Installed:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     LambdaAssets.build()  # the repository's layers: the user's app finds them through BUILD_DIR_ENV
     root = tmp_path_factory.mktemp("installed")
-    # Built from a copy of the files git would commit: setuptools' build/ directory in the checkout
-    # keeps modules deleted since, and would ship them in the wheel.
-    source = root / "source"
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+    wheels = root / "wheels"
+    built = subprocess.run(
+        ["make", "--no-print-directory", "wheel", f"DIST={wheels}"],
         cwd=REPO_ROOT,
-        check=True,
+        check=False,
         capture_output=True,
         text=True,
-    ).stdout
-    for name in filter(None, listed.split("\0")):
-        if (REPO_ROOT / name).is_file():
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO_ROOT / name, source / name)
-    wheels = root / "wheels"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--wheel-dir",
-            str(wheels),
-            str(source),
-        ],
-        check=True,
-        capture_output=True,
         timeout=600,
     )
-    (wheel,) = wheels.glob("punctual-*.whl")
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    (wheel,) = wheels.glob("punctual_aws-*.whl")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
@@ -157,22 +141,32 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         ).stdout.strip()
     )
     (site / "project-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return Installed(venv, python)
+    return Installed(venv, python, wheel)
 
 
 @pytest.fixture(scope="module")
 def user_app(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     app_dir = tmp_path_factory.mktemp("user-app")
     (app_dir / "app.py").write_text(APP)
+    with_functions_of_its_own(app_dir)
     result = installed.run(app_dir)
     printed = json.loads(result.stdout.strip().splitlines()[-1])
     assembly = app_dir / "cdk.out"
     return {
         "venv": installed.venv,
         "punctual_file": Path(printed["punctual"]),
+        "assembly": assembly,
         "template": json.loads((assembly / "Reports.template.json").read_text()),
         "nag": list(csv.DictReader((assembly / "AwsSolutions--Reports-NagReport.csv").open(newline=""))),
     }
+
+
+def with_functions_of_its_own(app_dir: Path) -> None:
+    """A ``functions`` package in the user's app, first on its path: importing it fails loudly."""
+    (app_dir / "functions").mkdir()
+    (app_dir / "functions" / "__init__.py").write_text(
+        'raise ImportError("the user\'s own functions package")\n'
+    )
 
 
 def doc_file(name: str) -> str:
@@ -190,6 +184,7 @@ def test_given_the_app_of_docs_cdk_md_when_synthesized_from_the_installed_packag
     (tmp_path / "report").mkdir()
     (tmp_path / "report" / "index.py").write_text(doc_file("report/index.py"))
     (tmp_path / "app.py").write_text(doc_file("app.py"))
+    with_functions_of_its_own(tmp_path)
     assert json.loads(doc_file("cdk.json")) == {"app": ".venv/bin/python app.py"}
     installed.run(tmp_path)
     template = json.loads((tmp_path / "cdk.out" / "Reports.template.json").read_text())
@@ -290,3 +285,35 @@ def test_given_jobs_when_synthesized_then_their_owner_role_may_call_the_api_and_
     }
     assert "sts:AssumeRole" in actions
     assert not any(action.startswith(("dynamodb:", "sqs:", "execute-api:")) for action in actions)
+
+
+def test_given_the_wheel_when_read_then_it_is_punctual_aws_and_ships_only_packages_the_project_owns(
+    installed: Installed,
+) -> None:
+    with zipfile.ZipFile(installed.wheel) as archive:
+        names = archive.namelist()
+        (metadata,) = [name for name in names if name.endswith(".dist-info/METADATA")]
+        message = email.message_from_bytes(archive.read(metadata))
+    assert message["Name"] == "punctual-aws"
+    assert "cdk" in message.get_all("Provides-Extra", [])
+    requires = message.get_all("Requires-Dist", [])
+    assert any(r.startswith("aws-cdk-lib") and 'extra == "cdk"' in r for r in requires), requires
+    top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert top_level == {"punctual", "punctual_functions"}, top_level
+
+
+def test_given_a_user_app_with_its_own_functions_package_when_synthesized_then_the_lambda_code_is_ours(
+    user_app: dict[str, Any],
+) -> None:
+    template = user_app["template"]
+    handlers = {
+        resource["Properties"].get("Handler")
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function"
+    }
+    assert {
+        f"punctual_functions.{role}.handler.handler" for role in ("api", "dispatcher", "worker")
+    } <= handlers
+    staged = [path for path in user_app["assembly"].glob("asset.*") if (path / "punctual_functions").is_dir()]
+    assert staged, "the Lambda code asset holds punctual_functions"
+    assert all(sorted(p.name for p in path.iterdir()) == ["punctual_functions"] for path in staged)

@@ -9,17 +9,17 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from functions.api import handler as api
-from functions.api import responses
-from functions.api.errors import ApiError
-from functions.api.service import JobService
-from functions.core import aws
-from functions.core.factories import build_network_policy, build_store, build_target_executor
-from functions.core.ports import Tables, Targets
-from functions.core.queue import WorkMessage, WorkQueue
-from functions.core.settings import Settings
 from punctual.local.gateway import LambdaContext, build_event
 from punctual.local.provision import provision
+from punctual_functions.api import handler as api
+from punctual_functions.api import responses
+from punctual_functions.api.errors import ApiError
+from punctual_functions.api.service import JobService
+from punctual_functions.core import aws
+from punctual_functions.core.factories import build_network_policy, build_store, build_target_executor
+from punctual_functions.core.ports import Tables, Targets
+from punctual_functions.core.queue import WorkMessage, WorkQueue
+from punctual_functions.core.settings import Settings
 from tests.conftest import Clock
 from tests.fakes.queue import MemoryQueue
 from tests.fakes.store import MemoryStore
@@ -125,7 +125,7 @@ GOOD_JOB: dict[str, Any] = {
 
 
 def make_call(service: JobService, monkeypatch: pytest.MonkeyPatch) -> Call:
-    """Call ``functions.api.handler.handler`` with API Gateway proxy events, as the gateway does, for
+    """Call ``punctual_functions.api.handler.handler`` with API Gateway proxy events, as the gateway does, for
     ``service``; returns ``(status, parsed JSON body)``. Bytes bodies are sent as they are."""
     monkeypatch.setattr(api, "deps", lambda: service)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from functions.core.model import iso
+from punctual_functions.core.model import iso
 from tests.integration.conftest import GOOD_JOB, Harness, http_target
 from tests.support.receiver import Receiver
 
@@ -85,7 +85,7 @@ def test_a_large_action_goes_a_page_at_a_time_with_the_cursor_it_answers(
     call, harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # An owner with many jobs is never read whole by one request: each reads until MAX_BULK match.
-    monkeypatch.setattr("functions.api.bulk.MAX_BULK", 3)
+    monkeypatch.setattr("punctual_functions.api.bulk.MAX_BULK", 3)
     ids = []
     for _ in range(7):
         ids.append(job(call, team="big")["job_id"])

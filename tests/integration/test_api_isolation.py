@@ -1,6 +1,6 @@
 """Owner isolation on every endpoint, and the semantics of the job routes, through the api handler.
 
-API Gateway proxy events through ``functions.api.handler.handler`` (as in test_api_routes.py); the
+API Gateway proxy events through ``punctual_functions.api.handler.handler`` (as in test_api_routes.py); the
 owner is the authorizer's principal, so "alice" and "bob" are two authenticated callers.
 """
 

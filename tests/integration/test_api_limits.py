@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from functions.core.model import iso
+from punctual_functions.core.model import iso
 from tests.integration.conftest import Call, Harness
 
 GOOD: dict[str, Any] = {"name": "partner", "match": "https://api.partner.test/v1", "max_concurrent": 10}

@@ -16,8 +16,8 @@ import schemathesis
 from schemathesis.core.result import Ok
 from schemathesis.specs.openapi.stateful import collect_transitions
 
-from functions.api import handler as api
 from punctual.local.gateway import LambdaContext, build_event
+from punctual_functions.api import handler as api
 
 JOB = "/v1/jobs/{job_id}"
 RUN = "/v1/jobs/{job_id}/runs/{run_id}"

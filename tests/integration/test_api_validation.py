@@ -1,6 +1,6 @@
 """Bad input through the api handler: every refusal is a 4xx naming the field, and creates nothing.
 
-Each case is an API Gateway proxy event through ``functions.api.handler.handler`` (as in
+Each case is an API Gateway proxy event through ``punctual_functions.api.handler.handler`` (as in
 test_api_routes.py), against a fresh table. The contract (docs/api.md): malformed JSON is 400, a
 body over 64 KiB is 413, a name conflict 409, anything else wrong 422, always with a JSON body
 ``{"error": ..., "field": ..., "reason": ...}``; no input produces a 5xx.
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from functions.core.factories import build_job_service
-from functions.core.ssrf_guard import NetworkPolicy
+from punctual_functions.core.factories import build_job_service
+from punctual_functions.core.ssrf_guard import NetworkPolicy
 from tests.integration.conftest import GOOD_JOB as GOOD
 from tests.integration.conftest import Call, Harness, make_call
 
@@ -668,7 +668,7 @@ def test_given_an_unknown_or_missing_target_type_when_posted_then_the_reason_lis
 
 
 def test_a_pydantic_location_inside_a_target_drops_the_discriminators_tag() -> None:
-    from functions.api.handler import target_location
+    from punctual_functions.api.handler import target_location
 
     assert target_location(["target", "http", "url"], {}) == ["target", "url"]
     assert target_location(["target", "eventbridge", "bus"], {}) == ["target", "bus"]

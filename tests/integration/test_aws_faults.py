@@ -12,8 +12,8 @@ from datetime import timedelta
 
 import pytest
 
-from functions.core.model import JobStatus, RunStatus, iso
 from punctual.local.emulator import EmulatorThread, FaultInjector
+from punctual_functions.core.model import JobStatus, RunStatus, iso
 from tests.integration.conftest import Harness
 from tests.support.receiver import Receiver
 

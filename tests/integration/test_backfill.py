@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from functions.core.model import RunKind, RunStatus
+from punctual_functions.core.model import RunKind, RunStatus
 from tests.integration.conftest import Harness, http_target
 from tests.support.receiver import Receiver
 

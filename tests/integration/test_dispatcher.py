@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from functions.api.requests import CreateJobIn, PatchJobIn
-from functions.api.views import JobView
-from functions.core.model import JobStatus, Reason, RunStatus, bucket_of, home_of, iso
-from functions.core.pacing import SEND_LEAD
-from functions.core.store.keys import job_key, trigger_pk
+from punctual_functions.api.requests import CreateJobIn, PatchJobIn
+from punctual_functions.api.views import JobView
+from punctual_functions.core.model import JobStatus, Reason, RunStatus, bucket_of, home_of, iso
+from punctual_functions.core.pacing import SEND_LEAD
+from punctual_functions.core.store.keys import job_key, trigger_pk
 from tests.integration.conftest import Harness, SimulatedCrash
 
 

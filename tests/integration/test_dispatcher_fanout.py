@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from functions.core import aws
-from functions.core.factories import build_dispatcher
-from functions.core.model import iso, shard_of
-from functions.core.sweep import shard_groups
-from functions.dispatcher import handler as dispatcher_handler
+from punctual_functions.core import aws
+from punctual_functions.core.factories import build_dispatcher
+from punctual_functions.core.model import iso, shard_of
+from punctual_functions.core.sweep import shard_groups
+from punctual_functions.dispatcher import handler as dispatcher_handler
 from tests.integration.conftest import Harness
 
 

@@ -11,7 +11,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from functions.core.resources import table_definition
+from punctual_functions.core.resources import table_definition
 
 
 def race(client: Any, table: str, key: dict[str, Any], contenders: int) -> list[int]:

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from functions.api import handler as api
-from functions.core.model import RunStatus, iso
-from functions.dispatcher import handler as dispatcher
-from functions.worker import handler as worker
 from punctual.local.gateway import LambdaContext
+from punctual_functions.api import handler as api
+from punctual_functions.core.model import RunStatus, iso
+from punctual_functions.dispatcher import handler as dispatcher
+from punctual_functions.worker import handler as worker
 from tests.integration.conftest import Harness
 from tests.support.receiver import Receiver
 

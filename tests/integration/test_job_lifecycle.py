@@ -7,9 +7,9 @@ import time
 from datetime import datetime, timedelta
 from typing import Any
 
-from functions.api.requests import PatchJobIn
-from functions.core.factories import build_run_executor
-from functions.core.model import JobStatus, Reason, RunKind, RunStatus, iso
+from punctual_functions.api.requests import PatchJobIn
+from punctual_functions.core.factories import build_run_executor
+from punctual_functions.core.model import JobStatus, Reason, RunKind, RunStatus, iso
 from tests.integration.conftest import Harness
 from tests.support.receiver import Receiver
 

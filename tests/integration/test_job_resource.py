@@ -1,4 +1,4 @@
-"""The ``Job`` custom resource's handler (``functions/cfn/job_resource.py``) given CloudFormation's
+"""The ``Job`` custom resource's handler (``punctual_functions/cfn/job_resource.py``) given CloudFormation's
 events, against the API handler in process: a job is created once however often its Create is
 delivered, changed in place by a PATCH (its id and history kept), replaced only by a change a PATCH
 cannot make, cancelled by a Delete (a Delete of a job already gone succeeds), and a bad job fails the
@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import pytest
 
-from functions.cfn.job_resource import REQUEST_TAG, RESOURCE_TAG, STACK_TAG, Refused, on_event
+from punctual_functions.cfn.job_resource import REQUEST_TAG, RESOURCE_TAG, STACK_TAG, Refused, on_event
 from tests.integration.conftest import Call, Harness, http_target
 from tests.support.receiver import Receiver
 
@@ -229,12 +229,12 @@ def _ended_three_ways(api: CalledApi, harness: Harness, receiver: Receiver) -> d
     reached its ``max_runs``, and a job cancelled by hand; {way: the job's properties and id}."""
     target = http_target(receiver, "/ended")
     soon = (harness.clock() + timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    jobs = {
+    jobs: dict[str, dict[str, Any]] = {
         "ran once": {"name": "once", "schedule": {"at": soon}, "target": target},
         "max_runs": {"name": "twice", "schedule": {"rate": "1 minute"}, "max_runs": 2, "target": target},
         "cancelled": {**JOB, "name": "by-hand"},
     }
-    made = {
+    made: dict[str, dict[str, Any]] = {
         way: {"job": job, "id": on_event(event("Create", job, request=f"req-{way}", resource=way), api)}
         for way, job in jobs.items()
     }

@@ -15,9 +15,9 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.core.settings import Settings
 from punctual.local.recursion import MAX_CHAIN_INVOCATIONS, RecursiveLoop, install
 from punctual.local.roles import EventSource
+from punctual_functions.core.settings import Settings
 
 
 class BlockingHandler:

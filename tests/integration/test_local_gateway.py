@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from functions.api import handler as api
-from functions.core.model import iso
 from punctual.local.gateway import make_handler_class
 from punctual.local.httpserver import LocalHTTPServer
+from punctual_functions.api import handler as api
+from punctual_functions.core.model import iso
 from tests.integration.conftest import Harness
 
 

@@ -4,8 +4,8 @@ The table client records every DynamoDB operation, with the items of a TransactW
 the actions IAM authorises them by, under the role whose code made it. The roles' grants
 (``punctual/cdk/permissions.py``) must cover each role's calls, or a deployed function fails with
 AccessDenied on a path the local stack never refused; and they must grant nothing more, so the paths
-below reach every operation each role's code has (store.py's callers in functions/api,
-functions/dispatcher with functions/core/dispatching.py, and functions/worker).
+below reach every operation each role's code has (store.py's callers in punctual_functions/api,
+punctual_functions/dispatcher with punctual_functions/core/dispatching.py, and punctual_functions/worker).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from functions.api import calendars
-from functions.api.requests import CalendarRulesIn, CreateCalendarIn, LimitIn, PatchJobIn
-from functions.core.model import RunKind, iso, make_trigger
 from punctual.cdk.permissions import SCOPED_ITEM_ACTIONS, TABLE_ITEM_ACTIONS
+from punctual_functions.api import calendars
+from punctual_functions.api.requests import CalendarRulesIn, CreateCalendarIn, LimitIn, PatchJobIn
+from punctual_functions.core.model import RunKind, iso, make_trigger
 from tests.integration.conftest import Harness
 from tests.support.receiver import Receiver
 

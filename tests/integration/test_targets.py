@@ -31,8 +31,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from moto import mock_aws
 
-from functions.core.ssrf_guard import NetworkPolicy
-from functions.core.targets import (
+from punctual.verify import verify
+from punctual_functions.core.ssrf_guard import NetworkPolicy
+from punctual_functions.core.targets import (
     Delivery,
     TargetError,
     TargetExecutor,
@@ -41,8 +42,7 @@ from functions.core.targets import (
     format_timestamp,
     validate_target,
 )
-from functions.core.targets.outcome import traceparent
-from punctual.verify import verify
+from punctual_functions.core.targets.outcome import traceparent
 
 REGION = "us-east-1"
 LOCAL = NetworkPolicy(allow_loopback=True)

@@ -1,7 +1,7 @@
 """Targets in another region of the deployment's partition (issue 25 item 8).
 
 The deployment runs in us-east-1; the targets live in eu-west-1. Deliveries go through the real
-:class:`TargetExecutor` with the process's shared clients (``functions.core.aws``), against moto
+:class:`TargetExecutor` with the process's shared clients (``punctual_functions.core.aws``), against moto
 in-process (every region of its own) and against the local stack's emulator over HTTP (one endpoint
 serving every region).
 """
@@ -22,10 +22,10 @@ import pytest
 from botocore.endpoint import Endpoint
 from moto import mock_aws
 
-from functions.core import aws
-from functions.core.settings import Settings
-from functions.core.ssrf_guard import NetworkPolicy
-from functions.core.targets import Delivery, TargetError, TargetExecutor, validate_target
+from punctual_functions.core import aws
+from punctual_functions.core.settings import Settings
+from punctual_functions.core.ssrf_guard import NetworkPolicy
+from punctual_functions.core.targets import Delivery, TargetError, TargetExecutor, validate_target
 from tests.integration.conftest import GOOD_JOB, Harness, make_call
 
 HOME = "us-east-1"
@@ -47,7 +47,8 @@ def make_delivery() -> Delivery:
 
 
 def executor_for(settings: Settings) -> TargetExecutor:
-    """The worker's executor (functions/core/factories.py): the deployment region's shared clients."""
+    """The worker's executor (punctual_functions/core/factories.py): the deployment region's shared
+    clients."""
     return TargetExecutor(lambda service: aws.client(service, settings), STRICT)
 
 
@@ -251,7 +252,7 @@ def test_locally_every_region_goes_to_the_emulator_endpoint(moto_endpoint: str) 
     sqs = boto3.client("sqs", region_name=OTHER, endpoint_url=moto_endpoint)
     name = f"cross-{uuid.uuid4().hex[:12]}"
     emulator_url = sqs.create_queue(QueueName=name)["QueueUrl"]
-    from functions.core.targets.validation import target_region
+    from punctual_functions.core.targets.validation import target_region
 
     assert target_region({"type": "sqs", "queue_url": emulator_url}) is None
     # When a run is delivered to the queue's AWS URL
@@ -314,7 +315,7 @@ def test_locally_every_region_goes_to_the_emulator_endpoint(moto_endpoint: str) 
     ],
 )
 def test_the_target_names_its_region(spec: dict[str, Any], region: str | None) -> None:
-    from functions.core.targets.validation import target_region
+    from punctual_functions.core.targets.validation import target_region
 
     assert target_region(validate_target(spec, STRICT)) == region
 
@@ -341,7 +342,7 @@ def test_a_malformed_region_is_refused_naming_the_field(spec: dict[str, Any], fi
 def test_the_api_refuses_a_malformed_region_with_422(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from functions.core.factories import build_job_service
+    from punctual_functions.core.factories import build_job_service
 
     settings = replace(harness.settings, allowed_target_arns=("*",))
     service = build_job_service(

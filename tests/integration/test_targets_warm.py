@@ -1,4 +1,4 @@
-"""Connections opened before the second (``functions/core/targets/warm.py``): at the second only the
+"""Connections opened before the second (``punctual_functions/core/targets/warm.py``): at the second only the
 request goes out; a parked connection the target closed meanwhile costs nothing; one that hangs is
 aborted like any other."""
 
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from functions.core.ssrf_guard import NetworkPolicy
-from functions.core.targets import TargetExecutor
-from functions.core.targets.outcome import Delivery
+from punctual_functions.core.ssrf_guard import NetworkPolicy
+from punctual_functions.core.targets import TargetExecutor
+from punctual_functions.core.targets.outcome import Delivery
 
 LOCAL = NetworkPolicy(allow_loopback=True)
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from functions.core.model import RunStatus, iso
-from functions.worker.context import ReturnLater
 from punctual.verify import verify
+from punctual_functions.core.model import RunStatus, iso
+from punctual_functions.worker.context import ReturnLater
 from tests.integration.conftest import GOOD_JOB, Harness
 from tests.support.receiver import Receiver
 

@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from functions.api.views import JobView
-from functions.core.model import JobStatus, Reason, RunStatus, iso
-from functions.core.queue import WorkMessage
-from functions.core.resources import (
+from punctual_functions.api.views import JobView
+from punctual_functions.core.model import JobStatus, Reason, RunStatus, iso
+from punctual_functions.core.queue import WorkMessage
+from punctual_functions.core.resources import (
     MAX_JOB_TIMEOUT_SECONDS,
     OUTCOME_MARGIN_SECONDS,
     WORK_QUEUE_MAX_RECEIVE_COUNT,
     WORKER_TIMEOUT_SECONDS,
 )
-from functions.core.settings import Settings
-from functions.worker.arrival import HOLD_MARGIN_SECONDS
-from functions.worker.context import ReturnLater
+from punctual_functions.core.settings import Settings
+from punctual_functions.worker.arrival import HOLD_MARGIN_SECONDS
+from punctual_functions.worker.context import ReturnLater
 from tests.integration.conftest import Harness, SimulatedCrash
 from tests.support.receiver import Receiver
 
@@ -292,7 +292,8 @@ def test_one_message_handled_by_two_workers_at_once_starts_once(harness: Harness
     run = only_run(harness, job["job_id"])
     # The second worker's wait for the first one's lease jumps the shared test clock past that lease,
     # so it may take the attempt over (a second start recorded); the first then finds its lease spent
-    # before its call and gives way (functions/worker/lease.py). Either way the target is called once.
+    # before its call and gives way (punctual_functions/worker/lease.py). Either way the target is called
+    # once.
     assert run.status is RunStatus.SUCCEEDED and run.executions in (1, 2)
     assert len(receiver.for_path("/both")) == 1
 
@@ -300,7 +301,7 @@ def test_one_message_handled_by_two_workers_at_once_starts_once(harness: Harness
 def test_a_signing_secret_is_never_returned_nor_logged(
     harness: Harness, receiver: Receiver, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from functions.core.observability import logger
+    from punctual_functions.core.observability import logger
 
     secret = "never-show-this-secret-anywhere"
     previous = logger.log_level

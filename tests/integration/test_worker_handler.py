@@ -11,19 +11,19 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.api.views import JobView
-from functions.core.model import RunStatus, iso
-from functions.core.queue import WorkMessage
-from functions.core.resources import (
+from punctual.local.gateway import LambdaContext
+from punctual.local.roles import _to_event
+from punctual_functions.api.views import JobView
+from punctual_functions.core.model import RunStatus, iso
+from punctual_functions.core.queue import WorkMessage
+from punctual_functions.core.resources import (
     MAX_JOB_TIMEOUT_SECONDS,
     WORK_QUEUE_MAX_RECEIVE_COUNT,
     deployed_visibility_seconds,
 )
-from functions.worker import handler as worker
-from functions.worker.batch import MAX_RETRY_VISIBILITY_SECONDS, VisibilityLedger, retry_visibility
-from functions.worker.context import ReturnLater
-from punctual.local.gateway import LambdaContext
-from punctual.local.roles import _to_event
+from punctual_functions.worker import handler as worker
+from punctual_functions.worker.batch import MAX_RETRY_VISIBILITY_SECONDS, VisibilityLedger, retry_visibility
+from punctual_functions.worker.context import ReturnLater
 from tests.integration.conftest import Harness
 from tests.support.receiver import Receiver
 

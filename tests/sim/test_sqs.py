@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.core.queue import WorkMessage
 from punctual.scale.params import DEFAULTS
 from punctual.scale.plan import plan
+from punctual_functions.core.queue import WorkMessage
 from sim.lambdas import Lambdas
 from sim.sqs import EventSourceMapping, Message, QueueOverLimit, SimQueue
 from sim.world import World

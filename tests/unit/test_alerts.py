@@ -1,4 +1,4 @@
-"""``functions/core/alerts.py``: the body, the embedded-metric record, once per run and kind."""
+"""``punctual_functions/core/alerts.py``: the body, the embedded-metric record, once per run and kind."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from functions.core.alerts import AlertSender, alert_body, metric_record
-from functions.core.model import AlertKind, Alerts, Job, Run, RunStatus
-from functions.core.schedule import parse_schedule
+from punctual_functions.core.alerts import AlertSender, alert_body, metric_record
+from punctual_functions.core.model import AlertKind, Alerts, Job, Run, RunStatus
+from punctual_functions.core.schedule import parse_schedule
 from tests.fakes.store import MemoryStore
 from tests.fakes.targets import ScriptedTargets, failure
 

@@ -1,4 +1,4 @@
-"""``functions/api/calendars.py`` on the in-memory fakes: what each route writes and answers, and
+"""``punctual_functions/api/calendars.py`` on the in-memory fakes: what each route writes and answers, and
 every refusal naming its field (through the handler, as API Gateway calls it)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from functions.api import calendars
-from functions.api.errors import Conflict, InvalidInput, NotFound
-from functions.api.requests import CalendarRulesIn, CreateCalendarIn
-from functions.core.calendars import HolidaySource
-from functions.core.model import JobStatus
+from punctual_functions.api import calendars
+from punctual_functions.api.errors import Conflict, InvalidInput, NotFound
+from punctual_functions.api.requests import CalendarRulesIn, CreateCalendarIn
+from punctual_functions.core.calendars import HolidaySource
+from punctual_functions.core.model import JobStatus
 from tests.conftest import Clock
 from tests.contract.conftest import World
 from tests.integration.conftest import Call, make_call

@@ -1,5 +1,5 @@
-"""The API's answers are built as TypedDict views (``functions/api/views.py``, what mypy checks) and
-documented by the ``*Out`` models (``functions/api/responses.py``, what the OpenAPI document says):
+"""The API's answers are built as TypedDict views (``punctual_functions/api/views.py``, what mypy checks) and
+documented by the ``*Out`` models (``punctual_functions/api/responses.py``, what the OpenAPI document says):
 the two must name the same fields, or the document describes an answer the API does not give."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from functions.api import calendar_views, limit_views, responses, views
+from punctual_functions.api import calendar_views, limit_views, responses, views
 
 # Each answer model and the view the route functions build for it.
 PAIRS: dict[type[BaseModel], Any] = {

@@ -12,13 +12,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from functions.api.backfill import backfill as backfill_job
-from functions.api.errors import InvalidInput
-from functions.api.previews import preview_schedule
-from functions.api.requests import BackfillIn, PreviewIn
-from functions.core.calendars import Calendar, HolidaySource
-from functions.core.model import Reason, Run, RunStatus, iso
-from functions.core.ssrf_guard import NetworkPolicy
+from punctual_functions.api.backfill import backfill as backfill_job
+from punctual_functions.api.errors import InvalidInput
+from punctual_functions.api.previews import preview_schedule
+from punctual_functions.api.requests import BackfillIn, PreviewIn
+from punctual_functions.core.calendars import Calendar, HolidaySource
+from punctual_functions.core.model import Reason, Run, RunStatus, iso
+from punctual_functions.core.ssrf_guard import NetworkPolicy
 from tests.conftest import Clock
 from tests.fakes.queue import MemoryQueue
 from tests.fakes.store import MemoryStore

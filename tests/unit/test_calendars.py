@@ -1,4 +1,4 @@
-"""Business calendars (functions/core/calendars.py): which days are excluded, and where an occurrence
+"""Business calendars (punctual_functions/core/calendars.py): which days are excluded, and where an occurrence
 on one goes. On fixed dates of 2026, checked against a calendar on paper."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from functions.core.calendars import (
+from punctual_functions.core.calendars import (
     Calendar,
     CalendarError,
     HolidaySource,

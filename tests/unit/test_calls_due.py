@@ -1,12 +1,12 @@
 """An attempt's outcome is written once the calls due at its second have returned
-(``functions/worker/calls.py``), and never more than the grace after that second."""
+(``punctual_functions/worker/calls.py``), and never more than the grace after that second."""
 
 from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime, timedelta
 
-from functions.worker.calls import OUTCOME_GRACE, CallsDue
+from punctual_functions.worker.calls import OUTCOME_GRACE, CallsDue
 from tests.conftest import Clock
 
 DUE = datetime(2026, 11, 28, 12, 0, 5, tzinfo=UTC)

@@ -25,5 +25,5 @@ def test_without_the_cdk_the_assets_module_imports() -> None:
 def test_without_the_cdk_a_construct_says_which_extra_to_install() -> None:
     result = _run("from punctual.cdk import Job")
     assert result.returncode == 1
-    expected = "ImportError: punctual.cdk needs the AWS CDK libraries: pip install 'punctual[cdk]'"
+    expected = "ImportError: punctual.cdk needs the AWS CDK libraries: pip install 'punctual-aws[cdk]'"
     assert expected in result.stderr

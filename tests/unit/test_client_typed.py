@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from functions.api.responses import (
+from punctual.client import ApiError, Job, Page, Punctual, PunctualError, Run, UnexpectedAnswer
+from punctual_functions.api.responses import (
     AttemptOut,
     BulkItemOut,
     JobPage,
@@ -21,9 +22,8 @@ from functions.api.responses import (
     RunSummaryOut,
     ScheduleOut,
 )
-from functions.api.targets import HttpTargetOut, LambdaTargetOut
-from functions.core.model import JobStatus, RunKind, RunStatus
-from punctual.client import ApiError, Job, Page, Punctual, PunctualError, Run, UnexpectedAnswer
+from punctual_functions.api.targets import HttpTargetOut, LambdaTargetOut
+from punctual_functions.core.model import JobStatus, RunKind, RunStatus
 from tests.support.scripted_api import JOB, RUN, Answer, ScriptedApi, scripted_api
 
 
@@ -131,7 +131,7 @@ def test_a_value_this_client_cannot_know_raises_unexpected_answer_with_the_answe
     with pytest.raises(UnexpectedAnswer) as raised:
         client.get_job("x")
     assert raised.value.raw == answer and isinstance(raised.value, PunctualError)
-    assert f"as Job: {where}" in str(raised.value) and "pip install -U punctual" in str(raised.value)
+    assert f"as Job: {where}" in str(raised.value) and "pip install -U punctual-aws" in str(raised.value)
     assert not isinstance(raised.value, ApiError), "the API did not refuse anything"
 
 

@@ -141,9 +141,9 @@ def test_the_cli_does_without_the_typed_clients_imports() -> None:
     it is used: every CLI command imports ``punctual.client``."""
     code = (
         "import sys, punctual.cli, punctual.client\n"
-        "print('functions.api.responses' in sys.modules)\n"
+        "print('punctual_functions.api.responses' in sys.modules)\n"
         "from punctual.client import Punctual\n"
-        "print('functions.api.responses' in sys.modules)\n"
+        "print('punctual_functions.api.responses' in sys.modules)\n"
     )
     shown = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert shown.stdout.split() == ["False", "True"]

@@ -1,4 +1,4 @@
-"""The engine reads the time and waits only through its ``Clock`` port (``functions/core/clock.py``),
+"""The engine reads the time and waits only through its ``Clock`` port (``punctual_functions/core/clock.py``),
 so that the same logic runs on the system's clock and in virtual time."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from functions.core.clock import SYSTEM_CLOCK, sleep_until
+from punctual_functions.core.clock import SYSTEM_CLOCK, sleep_until
 from tests.conftest import Clock
 
-FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
+FUNCTIONS = Path(__file__).resolve().parents[2] / "punctual_functions"
 # The port itself; the network edge (a delivery's deadlines and its signature's time are those of real
 # sockets); the handlers around the logic (a Lambda invocation's own threads: the worker's batch, the
 # dispatcher's groups) and the AWS adapter of the fan-out.

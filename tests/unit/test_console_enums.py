@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from functions.core.calendars import OnExcluded
-from functions.core.model import (
+from punctual_functions.core.calendars import OnExcluded
+from punctual_functions.core.model import (
     AlertKind,
     JobStatus,
     MisfirePolicy,

@@ -6,12 +6,12 @@ import os
 import subprocess
 import sys
 
-from functions.core import crash_points
+from punctual_functions.core import crash_points
 
 
 def test_a_crash_point_exits_abruptly_when_configured_and_never_otherwise() -> None:
     code = (
-        "from functions.core.crash_points import crash_point;"
+        "from punctual_functions.core.crash_points import crash_point;"
         " crash_point('after_start_before_execute'); print('survived')"
     )
     unset = {k: v for k, v in os.environ.items() if k != "PUNCTUAL_CRASH_POINTS"}

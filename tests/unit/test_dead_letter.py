@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from functions.api.errors import InvalidInput
-from functions.api.requests import PatchJobIn
-from functions.core.model import RunStatus
-from functions.core.queue import WorkMessage
-from functions.core.resources import WORK_QUEUE_MAX_RECEIVE_COUNT
-from functions.core.targets.outcome import Delivery, TargetOutcome
-from functions.worker.dead_letter import DEAD_LETTER, DeadLetterUndelivered
+from punctual_functions.api.errors import InvalidInput
+from punctual_functions.api.requests import PatchJobIn
+from punctual_functions.core.model import RunStatus
+from punctual_functions.core.queue import WorkMessage
+from punctual_functions.core.resources import WORK_QUEUE_MAX_RECEIVE_COUNT
+from punctual_functions.core.targets.outcome import Delivery, TargetOutcome
+from punctual_functions.worker.dead_letter import DEAD_LETTER, DeadLetterUndelivered
 from tests.conftest import Clock
 from tests.fakes.targets import failure
 from tests.unit.test_engine_on_fakes import SETTINGS, Engine, engine_with

@@ -17,17 +17,17 @@ from click.testing import CliRunner, Result
 
 import punctual.client
 import punctual.deadletters
-from functions.core import aws
-from functions.core.model import Job, JobStatus, Run, RunStatus, iso, new_job_id, run_id_for, to_ms
-from functions.core.queue import WorkMessage, WorkQueue
-from functions.core.schedule import parse_schedule
-from functions.core.settings import Settings
-from functions.core.store import Store
 from punctual.cli import main
 from punctual.deadletters import Letter, redrive_effect
 from punctual.local.env import local_settings
 from punctual.local.provision import provision
 from punctual.local.supervisor import LocalStack
+from punctual_functions.core import aws
+from punctual_functions.core.model import Job, JobStatus, Run, RunStatus, iso, new_job_id, run_id_for, to_ms
+from punctual_functions.core.queue import WorkMessage, WorkQueue
+from punctual_functions.core.schedule import parse_schedule
+from punctual_functions.core.settings import Settings
+from punctual_functions.core.store import Store
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 REDRIVE = "received 50 times without an outcome (the queue's redrive)"

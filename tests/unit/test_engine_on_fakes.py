@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from functions.api.backfill import backfill as backfill_job
-from functions.api.errors import Conflict, InvalidInput, NotFound, from_validation
-from functions.api.requests import BackfillIn, CreateJobIn, PatchJobIn
-from functions.api.views import BackfillView
-from functions.core.factories import build_dispatcher, build_job_service
-from functions.core.model import (
+from punctual_functions.api.backfill import backfill as backfill_job
+from punctual_functions.api.errors import Conflict, InvalidInput, NotFound, from_validation
+from punctual_functions.api.requests import BackfillIn, CreateJobIn, PatchJobIn
+from punctual_functions.api.views import BackfillView
+from punctual_functions.core.factories import build_dispatcher, build_job_service
+from punctual_functions.core.model import (
     JobStatus,
     Reason,
     Run,
@@ -29,15 +29,15 @@ from functions.core.model import (
     jitter_of,
     make_trigger,
 )
-from functions.core.pacing import SEND_LEAD
-from functions.core.queue import WorkMessage
-from functions.core.settings import Settings
-from functions.core.ssrf_guard import NetworkPolicy
-from functions.core.sweep import FANOUT_SPREAD, shard_groups
-from functions.dispatcher import handler as dispatcher_handler
-from functions.worker.calls import OUTCOME_GRACE
-from functions.worker.context import ReturnLater
-from functions.worker.followups import FollowUps
+from punctual_functions.core.pacing import SEND_LEAD
+from punctual_functions.core.queue import WorkMessage
+from punctual_functions.core.settings import Settings
+from punctual_functions.core.ssrf_guard import NetworkPolicy
+from punctual_functions.core.sweep import FANOUT_SPREAD, shard_groups
+from punctual_functions.dispatcher import handler as dispatcher_handler
+from punctual_functions.worker.calls import OUTCOME_GRACE
+from punctual_functions.worker.context import ReturnLater
+from punctual_functions.worker.followups import FollowUps
 from tests.conftest import Clock
 from tests.fakes.invoker import RecordingInvoker
 from tests.fakes.queue import MemoryQueue

@@ -1,4 +1,4 @@
-"""A shard's frontier (``functions.core.frontier``): what it vouches for, and that a sweep trusting
+"""A shard's frontier (``punctual_functions.core.frontier``): what it vouches for, and that a sweep trusting
 it neither loses nor repeats an occurrence."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from functions.core.factories import build_dispatcher
-from functions.core.frontier import MARGIN, Frontier, covers_bucket, first_seen, vouched_for
-from functions.core.model import RunKind, Trigger, TriggerState
+from punctual_functions.core.factories import build_dispatcher
+from punctual_functions.core.frontier import MARGIN, Frontier, covers_bucket, first_seen, vouched_for
+from punctual_functions.core.model import RunKind, Trigger, TriggerState
 from tests.conftest import Clock
 from tests.unit.test_engine_on_fakes import SETTINGS, Crash, engine_with
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from functions.core.model import Run, RunStatus
-from functions.worker.heartbeat import (
+from punctual_functions.core.model import Run, RunStatus
+from punctual_functions.worker.heartbeat import (
     MAX_LEASE_SECONDS,
     AgeAlarm,
     Heartbeat,

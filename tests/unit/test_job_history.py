@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from functions.core.model import Job, JobStatus, Run, RunKind, RunStatus, job_history, run_id_for
-from functions.core.schedule import parse_schedule
+from punctual_functions.core.model import Job, JobStatus, Run, RunKind, RunStatus, job_history, run_id_for
+from punctual_functions.core.schedule import parse_schedule
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 AT = NOW + timedelta(minutes=1)

@@ -1,4 +1,4 @@
-"""The jobs' custom resource function (``functions/cfn/handler.py``) as Lambda runs it: the API's URL
+"""The jobs' custom resource function (``punctual_functions/cfn/handler.py``) as Lambda runs it: the API's URL
 and the owner role from its environment, every request signed with SigV4 as the owner role, assumed
 through STS (moto in process), and the framework's answer from the API's."""
 
@@ -13,7 +13,7 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.cfn import handler as cfn_handler
+from punctual_functions.cfn import handler as cfn_handler
 from tests.integration.test_job_resource import JOB, event
 
 OWNER = "arn:aws:iam::123456789012:role/jobs-owner"

@@ -10,8 +10,8 @@ from datetime import timedelta
 
 import pytest
 
-from functions.core.factories import build_dispatcher
-from functions.core.model import JobStatus, RunStatus
+from punctual_functions.core.factories import build_dispatcher
+from punctual_functions.core.model import JobStatus, RunStatus
 from tests.conftest import Clock
 from tests.unit.test_engine_on_fakes import SETTINGS, Crash, crash_at, engine_with
 

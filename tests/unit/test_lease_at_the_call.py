@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from functions.core.model import Run, RunStatus
-from functions.worker import lease
+from punctual_functions.core.model import Run, RunStatus
+from punctual_functions.worker import lease
 from tests.conftest import Clock
 from tests.unit.test_engine_on_fakes import SETTINGS, Engine, engine_with
 

@@ -1,4 +1,5 @@
-"""The run lifecycle's decisions (functions/core/lifecycle.py): pure, so each rule in microseconds."""
+"""The run lifecycle's decisions (punctual_functions/core/lifecycle.py): pure, so each rule in
+microseconds."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from functions.core import lifecycle
-from functions.core.model import (
+from punctual_functions.core import lifecycle
+from punctual_functions.core.model import (
     Alerts,
     Job,
     JobStatus,
@@ -20,7 +21,7 @@ from functions.core.model import (
     RunKind,
     RunStatus,
 )
-from functions.core.schedule import parse_schedule
+from punctual_functions.core.schedule import parse_schedule
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from functions.core.limits import Limit, in_use, job_limit_name
-from functions.core.model import Reason, RunStatus
-from functions.core.queue import WorkMessage
-from functions.core.targets.outcome import Delivery, TargetOutcome
-from functions.worker.context import ReturnLater
-from functions.worker.limiting import LIMITS_CACHE_SECONDS, Held
+from punctual_functions.core.limits import Limit, in_use, job_limit_name
+from punctual_functions.core.model import Reason, RunStatus
+from punctual_functions.core.queue import WorkMessage
+from punctual_functions.core.targets.outcome import Delivery, TargetOutcome
+from punctual_functions.worker.context import ReturnLater
+from punctual_functions.worker.limiting import LIMITS_CACHE_SECONDS, Held
 from tests.conftest import Clock
 from tests.fakes.targets import ScriptedTargets, failure
 from tests.unit.test_engine_on_fakes import SETTINGS, Engine, engine_with

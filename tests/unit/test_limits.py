@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from functions.core.limits import (
+from punctual_functions.core.limits import (
     Bucket,
     Limit,
     LimitMatchError,

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from functions.core.settings import Settings
 from punctual.local.env import DEFAULT_OWNER, DEFAULT_TOKEN, parse_tokens
 from punctual.local.gateway import build_event
 from punctual.local.supervisor import LocalStack, Role
+from punctual_functions.core.settings import Settings
 
 
 def test_without_tokens_configured_the_dev_token_is_owner_local() -> None:
@@ -70,7 +70,7 @@ def test_supervisor_restarts_a_role_that_dies() -> None:
 
 
 def test_every_session_of_a_role_is_the_same_owner() -> None:
-    from functions.api.handler import owner_of_arn
+    from punctual_functions.api.handler import owner_of_arn
 
     assert owner_of_arn("arn:aws:sts::123456789012:assumed-role/billing-service/i-0abc") == (
         "arn:aws:iam::123456789012:role/billing-service"
@@ -84,9 +84,9 @@ def test_every_session_of_a_role_is_the_same_owner() -> None:
 
 def test_the_local_dispatcher_sweeps_as_it_starts_then_on_the_minute(monkeypatch: pytest.MonkeyPatch) -> None:
     # A role restarted just before a tick must not miss it (EventBridge would not).
-    from functions.core.settings import Settings
-    from functions.dispatcher import handler as dispatcher_handler
     from punctual.local import roles
+    from punctual_functions.core.settings import Settings
+    from punctual_functions.dispatcher import handler as dispatcher_handler
 
     calls: list[str] = []
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from functions.core.model import (
+from punctual_functions.core.model import (
     RUN_TRANSITIONS,
     InvalidTransitionError,
     Job,
@@ -35,7 +35,7 @@ from functions.core.model import (
     scheduled_for_of,
     shard_of,
 )
-from functions.core.schedule import parse_schedule
+from punctual_functions.core.schedule import parse_schedule
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 THRESHOLD = timedelta(seconds=60)
@@ -228,7 +228,7 @@ def test_a_jittered_occurrence_is_missed_only_a_threshold_after_its_own_due_time
 
 
 def test_a_message_carries_its_runs_jitter_so_a_start_that_overtakes_the_run_put_keeps_it() -> None:
-    from functions.core.queue import WorkMessage
+    from punctual_functions.core.queue import WorkMessage
 
     run = Run(
         job_id="job_1",

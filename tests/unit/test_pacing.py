@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from functions.core import pacing, sending
-from functions.core.dispatching import Dispatcher
-from functions.core.factories import build_dispatcher
-from functions.core.queue import WorkMessage
-from functions.core.settings import Settings
+from punctual_functions.core import pacing, sending
+from punctual_functions.core.dispatching import Dispatcher
+from punctual_functions.core.factories import build_dispatcher
+from punctual_functions.core.queue import WorkMessage
+from punctual_functions.core.settings import Settings
 from tests.conftest import Clock
 from tests.fakes.queue import MemoryQueue
 from tests.fakes.store import MemoryStore
@@ -97,9 +97,9 @@ def _dispatcher(clock: Clock, queue: MemoryQueue, sends_take: float = 0.0) -> Di
 
 
 def _create_due(dispatcher: Dispatcher, clock: Clock, fires: list[datetime]) -> None:
-    from functions.api.requests import CreateJobIn
-    from functions.core.factories import build_job_service
-    from functions.core.ssrf_guard import NetworkPolicy
+    from punctual_functions.api.requests import CreateJobIn
+    from punctual_functions.core.factories import build_job_service
+    from punctual_functions.core.ssrf_guard import NetworkPolicy
 
     service = build_job_service(
         dispatcher.settings,

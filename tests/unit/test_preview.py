@@ -7,9 +7,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from functions.core.model import MisfirePolicy
-from functions.core.preview import MAX_REPLAYED, Fate, OutageTooLong, fire_times, replay_outage
-from functions.core.schedule import Schedule, parse_schedule
+from punctual_functions.core.model import MisfirePolicy
+from punctual_functions.core.preview import MAX_REPLAYED, Fate, OutageTooLong, fire_times, replay_outage
+from punctual_functions.core.schedule import Schedule, parse_schedule
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 BERLIN = ZoneInfo("Europe/Berlin")

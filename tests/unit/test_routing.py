@@ -1,4 +1,4 @@
-"""The api's resolver (``functions/api/routing.py``): how it reads both API Gateway payload versions,
+"""The api's resolver (``punctual_functions/api/routing.py``): how it reads both API Gateway payload versions,
 checks parameters and bodies, and answers; on routes of its own, apart from the api's."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.api.errors import Conflict
-from functions.api.routing import Answer, Body, Param, Request, Router
+from punctual_functions.api.errors import Conflict
+from punctual_functions.api.routing import Answer, Body, Param, Request, Router
 
 
 class Colour(Enum):
@@ -224,9 +224,9 @@ def test_the_models_are_not_imported_until_a_body_is_checked() -> None:
     import subprocess
 
     code = (
-        "import sys, json; from functions.api.routing import Router, Request, Body; r = Router(); "
+        "import sys, json; from punctual_functions.api.routing import Router, Request, Body; r = Router(); "
         "r.route('GET', '/a')(lambda request: {}); r.resolve({'httpMethod': 'GET', 'path': '/a'}); "
-        "print('pydantic' in sys.modules, 'functions.api.requests' in sys.modules)"
+        "print('pydantic' in sys.modules, 'punctual_functions.api.requests' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "False"]

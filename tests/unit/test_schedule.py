@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from functions.core.schedule import Schedule, ScheduleError, parse_schedule
+from punctual_functions.core.schedule import Schedule, ScheduleError, parse_schedule
 
 # A Thursday, so weekday-sensitive examples below have a known shape.
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from functions.core.schedule import Schedule
+from punctual_functions.core.schedule import Schedule
 
 ZONES = ("UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata")
 ANCHOR = datetime(2026, 1, 1, tzinfo=UTC)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions.core.settings import Settings
+from punctual_functions.core.settings import Settings
 
 
 def test_given_environment_strings_when_read_then_each_is_converted_to_its_type() -> None:

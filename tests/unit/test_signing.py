@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from functions.core.signing import SIGNATURE_HEADER, compute_signature, sign
+from punctual_functions.core.signing import SIGNATURE_HEADER, compute_signature, sign
 
 SECRET = "whsec_test_secret"
 BODY = b'{"report":"sales"}'

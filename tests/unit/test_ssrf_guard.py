@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from functions.core.ssrf_guard import (
+from punctual_functions.core.ssrf_guard import (
     ForbiddenAddressError,
     NetworkPolicy,
     TargetError,

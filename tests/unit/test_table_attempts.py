@@ -1,4 +1,4 @@
-"""How often the SDK tries a table request, per function (functions/core/resources.py): the api gives
+"""How often the SDK tries a table request, per function (punctual_functions/core/resources.py): the api gives
 up sooner than the dispatcher and the worker, so that a throttled request is answered 429 in about a
 second rather than after half a minute of backoff (docs/scale.md, "One owner creating 5,000 jobs a
 second")."""
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from functions.core import aws
-from functions.core.factories import build_store
-from functions.core.resources import API_TABLE_ATTEMPTS, TABLE_ATTEMPTS
-from functions.core.settings import Settings
+from punctual_functions.core import aws
+from punctual_functions.core.factories import build_store
+from punctual_functions.core.resources import API_TABLE_ATTEMPTS, TABLE_ATTEMPTS
+from punctual_functions.core.settings import Settings
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ def test_the_api_tries_a_table_request_fewer_times_than_the_dispatcher_and_the_w
 def test_the_api_services_store_is_the_one_that_gives_up_sooner(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from functions.api import handler
+    from punctual_functions.api import handler
 
     monkeypatch.setattr(handler, "get_settings", lambda: settings)
     handler.deps.cache_clear()
@@ -62,7 +62,7 @@ def test_the_dispatchers_fan_out_invokes_with_the_engines_retries_not_a_targets_
     """The client config was picked by service name alone, so the fan-out's asynchronous invocations
     got a target call's single attempt and 905 s read timeout: one throttled invoke lost a group's
     sweep for that tick."""
-    from functions.core.factories import build_invoker, build_target_executor
+    from punctual_functions.core.factories import build_invoker, build_target_executor
 
     invoker = build_invoker(settings, "arn:aws:lambda:eu-west-1:123456789012:function:dispatcher")
     own: Any = invoker.client

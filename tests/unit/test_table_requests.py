@@ -10,9 +10,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.timed_role import item_size
-from functions.core.model import Job, Run, RunStatus, Trigger, bucket_of, make_trigger, new_job_id, run_id_for
-from functions.core.schedule import parse_schedule
-from functions.core.store.items import job_to_item, run_to_item, trigger_to_item
+from punctual_functions.core.model import (
+    Job,
+    Run,
+    RunStatus,
+    Trigger,
+    bucket_of,
+    make_trigger,
+    new_job_id,
+    run_id_for,
+)
+from punctual_functions.core.schedule import parse_schedule
+from punctual_functions.core.store.items import job_to_item, run_to_item, trigger_to_item
 from sim.table_requests import PartitionUnits, TableRequest, requests_for, snapshot
 from tests.contract.conftest import attempt
 from tests.fakes.store import MemoryStore

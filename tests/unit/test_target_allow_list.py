@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from functions.api.policy import target_allowed
-from functions.core.settings import Settings
+from punctual_functions.api.policy import target_allowed
+from punctual_functions.core.settings import Settings
 
 ACCOUNT = "123456789012"
 # The allow-list docs/deploy.md shows: the account's report functions and its default bus.

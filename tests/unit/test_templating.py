@@ -7,8 +7,14 @@ from typing import Any
 
 import pytest
 
-from functions.core.targets.outcome import Delivery
-from functions.core.templating import TemplateError, check_templates, has_templates, render, values_of
+from punctual_functions.core.targets.outcome import Delivery
+from punctual_functions.core.templating import (
+    TemplateError,
+    check_templates,
+    has_templates,
+    render,
+    values_of,
+)
 
 HTTP = {"type": "http", "url": "https://example.com/runs/{{run_id}}?at={{scheduled_for}}&n={{attempt}}"}
 DELIVERY = Delivery(

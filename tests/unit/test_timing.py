@@ -1,4 +1,4 @@
-"""A schedule under a business calendar (functions/core/timing.py): its runs, moved and dropped
+"""A schedule under a business calendar (punctual_functions/core/timing.py): its runs, moved and dropped
 occurrences, checked on fixed dates and against a brute force that places every occurrence."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from functions.core.calendars import Calendar, HolidaySource, OnExcluded, place
-from functions.core.schedule import parse_schedule
-from functions.core.timing import CalendarTiming, Occurrence
+from punctual_functions.core.calendars import Calendar, HolidaySource, OnExcluded, place
+from punctual_functions.core.schedule import parse_schedule
+from punctual_functions.core.timing import CalendarTiming, Occurrence
 
 BAVARIA = Calendar("bavaria", timezone="Europe/Berlin", holidays=(HolidaySource("DE", "BY"),))
 CREATED = datetime(2025, 12, 1, tzinfo=UTC)

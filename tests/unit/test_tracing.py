@@ -1,5 +1,6 @@
 """The run's trace context (``targets.outcome.traceparent_of``) and the X-Ray segment each attempt sends
-(``functions/core/tracing.py``): X-Ray-compatible ids, and the daemon's protocol checked on a real UDP
+(``punctual_functions/core/tracing.py``): X-Ray-compatible ids, and the daemon's protocol checked on a
+real UDP
 socket on 127.0.0.1, down to the worker's ``RunExecutor`` on the in-memory fakes."""
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from functions.api.requests import CreateJobIn
-from functions.core import tracing
-from functions.core.model import Attempt, Job, Run, RunStatus, run_id_for
-from functions.core.schedule import parse_schedule
-from functions.core.settings import Settings
-from functions.core.ssrf_guard import NetworkPolicy
-from functions.core.targets.outcome import Delivery, traceparent, traceparent_of, xray_trace_id
+from punctual_functions.api.requests import CreateJobIn
+from punctual_functions.core import tracing
+from punctual_functions.core.model import Attempt, Job, Run, RunStatus, run_id_for
+from punctual_functions.core.schedule import parse_schedule
+from punctual_functions.core.settings import Settings
+from punctual_functions.core.ssrf_guard import NetworkPolicy
+from punctual_functions.core.targets.outcome import Delivery, traceparent, traceparent_of, xray_trace_id
 from tests.conftest import Clock
 from tests.fakes.queue import MemoryQueue
 from tests.fakes.store import MemoryStore

@@ -1,5 +1,5 @@
 """The receiver's side of delivery signatures: ``punctual.verify`` accepts exactly what Punctual's
-signer (``functions.core.signing``) sends, and the Node and Go checks that ``docs/targets.md`` shows
+signer (``punctual_functions.core.signing``) sends, and the Node and Go checks that ``docs/targets.md`` shows
 give the same answers on the same deliveries."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from functions.core.signing import compute_signature, sign
 from punctual import verify as receiver
 from punctual.verify import InvalidSignature, check, verify, verify_request
+from punctual_functions.core.signing import compute_signature, sign
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "whsec_test_secret"

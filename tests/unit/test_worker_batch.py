@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from functions.core.queue import WorkMessage
-from functions.worker.batch import SETTLE_MARGIN_SECONDS, Settler, VisibilityLedger
+from punctual_functions.core.queue import WorkMessage
+from punctual_functions.worker.batch import SETTLE_MARGIN_SECONDS, Settler, VisibilityLedger
 from tests.fakes.queue import MemoryQueue
 
 
