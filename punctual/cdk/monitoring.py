@@ -25,12 +25,10 @@ from punctual.cdk.queues import WorkQueues
 # oldest unswept bucket); a metric filter turns it into a metric without an SDK call.
 SWEEP_FINISHED_MESSAGE: Final = "sweep finished"
 LAG_METRIC_NAME: Final = "DispatcherLagSeconds"
-# From the worker's outcome lines (functions/worker/execute.py, _outcome_fields): how long before its
+# From the worker's outcome lines (punctual_functions/worker/execute.py, _outcome_fields): how long before its
 # due time each attempt's message reached a worker (the head start's effect), and each run's lateness.
 HOLD_METRIC_NAME: Final = "RunHoldMs"
 LATENESS_METRIC_NAME: Final = "RunLatenessMs"
-# Only an outcome line has a hold; no hold is ever a day long, either way.
-_ANY_HOLD_MS: Final = -86_400_000
 
 _ONE_MINUTE: Final = Duration.minutes(1)
 _FIVE_MINUTES: Final = Duration.minutes(5)
@@ -239,8 +237,13 @@ class Monitoring(Construct):
                 self,
                 construct_id,
                 log_group=worker_logs,
+                # Only an outcome line has a hold, a number of either sign. Two comparisons with 0 match any
+                # number: AWS documents numeric literals, but no negative one.
                 filter_pattern=logs.FilterPattern.all(
-                    logs.FilterPattern.number_value("$.hold_ms", ">=", _ANY_HOLD_MS),
+                    logs.FilterPattern.any(
+                        logs.FilterPattern.number_value("$.hold_ms", ">=", 0),
+                        logs.FilterPattern.number_value("$.hold_ms", "<", 0),
+                    ),
                     logs.FilterPattern.number_value("$.lateness_ms", ">=", 0),
                 ),
                 metric_namespace=namespace,

@@ -9,8 +9,8 @@ there. This evaluator knows the subset of the documented syntax the stack's patt
   a selector is ``$.name`` or ``$.a.b`` on the event's JSON object;
 - a quoted value (``"text"``, ``*`` matching any characters) is a string comparison, ``=`` or
   ``!=``, and holds only for a field whose JSON value is a string;
-- a number (``0``, ``-1.5``) is a numeric comparison, any of ``= != < > <= >=``, and holds only for a
-  field whose JSON value is a number.
+- a number (``0``, ``1.5``: AWS documents no negative literal, so none is taken) is a numeric
+  comparison, any of ``= != < > <= >=``, and holds only for a field whose JSON value is a number.
 
 A field that is missing, or of the other type, matches no comparison.
 """
@@ -26,7 +26,7 @@ from typing import Any, Final
 
 _TOKEN: Final = re.compile(
     r"\s*(?:(?P<paren>[()])|(?P<logic>&&|\|\|)|(?P<op>!=|<=|>=|=|<|>)"
-    r"|(?P<selector>\$(?:\.[A-Za-z_][A-Za-z0-9_]*)+)|(?P<number>-?\d+(?:\.\d+)?)"
+    r"|(?P<selector>\$(?:\.[A-Za-z_][A-Za-z0-9_]*)+)|(?P<number>\d+(?:\.\d+)?)"
     r'|(?P<string>"(?:[^"\\]|\\.)*")|(?P<other>\S+))'
 )
 _NUMERIC: Final[dict[str, Callable[[Any, Any], bool]]] = {

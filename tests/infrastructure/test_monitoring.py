@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from functions.core.model import iso
 from punctual.cdk.monitoring import (
     HOLD_METRIC_NAME,
     LAG_METRIC_NAME,
     LATENESS_METRIC_NAME,
     SWEEP_FINISHED_MESSAGE,
 )
+from punctual_functions.core.model import iso
 from tests.conftest import Clock
 from tests.infrastructure.conftest import PRODUCTION_CONTEXT, Synthesized
 from tests.infrastructure.log_filter_pattern import matches, metric_value
@@ -166,7 +166,7 @@ def metric_filter_of(stack: Synthesized, metric_name: str) -> dict[str, Any]:
 def log_lines() -> Iterator[list[str]]:
     """The lines the functions' logger writes meanwhile, as Powertools writes them to a function's
     log stream (one JSON object a line), at INFO as deployed (the tests' environment says WARNING)."""
-    from functions.core.observability import logger
+    from punctual_functions.core.observability import logger
 
     handler = logger.registered_handler
     assert isinstance(handler, logging.StreamHandler)
@@ -186,9 +186,9 @@ def log_lines() -> Iterator[list[str]]:
 def dispatcher_log_lines(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The lines the dispatcher's handler writes for two ticks over an empty table, as Powertools
     writes them to the function's log stream (one JSON object a line)."""
-    from functions.core.factories import build_dispatcher
-    from functions.core.settings import Settings
-    from functions.dispatcher import handler as dispatcher_handler
+    from punctual_functions.core.factories import build_dispatcher
+    from punctual_functions.core.settings import Settings
+    from punctual_functions.dispatcher import handler as dispatcher_handler
     from tests.fakes.queue import MemoryQueue
     from tests.fakes.store import MemoryStore
 
@@ -247,9 +247,23 @@ def test_given_a_json_filter_pattern_when_evaluated_then_it_follows_the_document
 
 
 def test_given_a_pattern_beyond_the_evaluators_subset_when_evaluated_then_it_refuses_to_guess() -> None:
-    for pattern in ("{ $.a = * }", "{ $.a IS NULL }", "{ $.a NOT EXISTS }", "ERROR"):
+    # A negative literal too: AWS documents none (a pattern holding one may be refused, or read as text).
+    for pattern in ("{ $.a = * }", "{ $.a IS NULL }", "{ $.a NOT EXISTS }", "ERROR", "{ $.a >= -5 }"):
         with pytest.raises(NotImplementedError):
             matches(pattern, '{"a": 1}')
+
+
+def test_given_every_metric_filter_when_synthesized_then_its_pattern_keeps_to_the_documented_grammar(
+    default_stack: Synthesized,
+) -> None:
+    filters = default_stack.resources("AWS::Logs::MetricFilter")
+    assert len(filters) >= 3
+    for logical_id, resource in filters.items():
+        # Parsing reads every term (both sides of an ||): a pattern outside the subset raises.
+        try:
+            matches(resource["Properties"]["FilterPattern"], "{}")
+        except NotImplementedError as error:
+            pytest.fail(f"{logical_id}: {error}")
 
 
 def test_given_every_alarm_when_its_metric_falls_silent_then_only_the_dispatcher_lag_counts_that_as_alarm(
