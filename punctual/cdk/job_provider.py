@@ -95,7 +95,11 @@ class JobProvider(Construct):
         NagSuppressions.add_resource_suppressions(
             self.on_event, [NagPackSuppression(id="AwsSolutions-L1", reason=RUNTIME_REASON)]
         )
-        provider = cr.Provider(self, "Provider", on_event_handler=self.on_event)
+        # The framework's own function logs to a group of ours, with the deployment's retention (by
+        # default it would make one that keeps its logs forever).
+        provider = cr.Provider(
+            self, "Provider", on_event_handler=self.on_event, log_group=log_group(self, "ProviderLogs", props)
+        )
         self.service_token = provider.service_token
         NagSuppressions.add_resource_suppressions(
             provider,

@@ -317,3 +317,16 @@ def test_given_a_user_app_with_its_own_functions_package_when_synthesized_then_t
     staged = [path for path in user_app["assembly"].glob("asset.*") if (path / "punctual_functions").is_dir()]
     assert staged, "the Lambda code asset holds punctual_functions"
     assert all(sorted(p.name for p in path.iterdir()) == ["punctual_functions"] for path in staged)
+
+
+def test_given_jobs_when_synthesized_then_every_function_logs_to_a_group_with_a_retention(user_app) -> None:
+    """The jobs' provider framework's function too: left to itself it logs to a group kept forever."""
+    template = user_app["template"]
+    groups = resources_of(template, "AWS::Logs::LogGroup")
+    assert all("RetentionInDays" in group["Properties"] for group in groups.values()), groups
+    functions = resources_of(template, "AWS::Lambda::Function")
+    ours = {name: f for name, f in functions.items() if "Report" not in name}
+    assert len(ours) >= 5, sorted(functions)  # api, dispatcher, worker, the jobs' function, the framework's
+    for name, function in ours.items():
+        logging = function["Properties"].get("LoggingConfig", {})
+        assert logging.get("LogGroup", {}).get("Ref") in groups, name
