@@ -28,9 +28,11 @@ from punctual.cdk.log_groups import log_group
 
 # The custom resource's type in the template (Custom::<name>).
 RESOURCE_TYPE: Final = "Custom::PunctualJob"
-# The handler bounds each API call to 10 s (punctual_functions/cfn/api.py); a request makes at most three
-# (read, patch; or a create and the cleanup of a failed one).
-ON_EVENT_TIMEOUT: Final = Duration.seconds(60)
+# A CloudFormation request makes at most three API calls (read, patch; or a create and the cleanup of
+# a failed one) after assuming the owner role, and each sends again for up to 120 s while the answers
+# are transient (punctual_functions/cfn/api.py: a first deploy's IAM propagation, routes not live yet,
+# throttling), each attempt bounded to 10 s: at most about eight minutes.
+ON_EVENT_TIMEOUT: Final = Duration.minutes(9)
 ON_EVENT_MEMORY_MB: Final = 256
 
 _FRAMEWORK_REASON: Final = (
