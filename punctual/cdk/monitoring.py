@@ -28,6 +28,10 @@ LAG_METRIC_NAME: Final = "DispatcherLagSeconds"
 # From the worker's outcome lines (punctual_functions/worker/execute.py, _outcome_fields): how long before its
 # due time each attempt's message reached a worker (the head start's effect), and each run's lateness.
 HOLD_METRIC_NAME: Final = "RunHoldMs"
+# Lambda's own JSON line for each environment's start (its system log, level INFO): a record status
+# other than "success" is a worker that failed before its handler ran.
+INIT_REPORT_TYPE: Final = "platform.initReport"
+INIT_ERRORS_METRIC_NAME: Final = "WorkerInitErrors"
 LATENESS_METRIC_NAME: Final = "RunLatenessMs"
 
 _ONE_MINUTE: Final = Duration.minutes(1)
@@ -54,6 +58,7 @@ class Monitoring(Construct):
         prefix = config.name_prefix
         self.lag_metric = self._lag_metric(config, dispatcher_logs)
         self.hold_metric, self.lateness_metric = self._run_metrics(config, worker_logs)
+        self.init_errors_metric = self._init_errors_metric(config, worker_logs)
         above = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
         at_least = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 
@@ -105,6 +110,15 @@ class Monitoring(Construct):
                 "WorkerErrors",
                 "Worker invocations fail as a whole (crash or timeout), not single runs.",
                 worker.metric_errors(period=_FIVE_MINUTES, statistic="Sum"),
+                1,
+                at_least,
+            ),
+            make_alarm(
+                "WorkerInitErrors",
+                "The worker fails before its handler runs (an import error, a missing dependency, "
+                "a setting it refuses): each batch it received stays hidden for the queue's "
+                "visibility timeout (90 minutes). See operations.md, worker-init-errors.",
+                self.init_errors_metric,
                 1,
                 at_least,
             ),
@@ -219,6 +233,28 @@ class Monitoring(Construct):
             period=_ONE_MINUTE,
             statistic="Maximum",
             unit=cloudwatch.Unit.SECONDS,
+        )
+
+    def _init_errors_metric(self, config: SchedulerProps, worker_logs: logs.ILogGroup) -> cloudwatch.Metric:
+        """Environments of the worker that failed to start, from Lambda's ``platform.initReport``."""
+        namespace = f"Punctual/{config.stage}"
+        logs.MetricFilter(
+            self,
+            "WorkerInitErrorsFilter",
+            log_group=worker_logs,
+            filter_pattern=logs.FilterPattern.all(
+                logs.FilterPattern.string_value("$.type", "=", INIT_REPORT_TYPE),
+                logs.FilterPattern.string_value("$.record.status", "!=", "success"),
+            ),
+            metric_namespace=namespace,
+            metric_name=INIT_ERRORS_METRIC_NAME,
+            metric_value="1",
+        )
+        return cloudwatch.Metric(
+            namespace=namespace,
+            metric_name=INIT_ERRORS_METRIC_NAME,
+            period=_FIVE_MINUTES,
+            statistic="Sum",
         )
 
     def _run_metrics(

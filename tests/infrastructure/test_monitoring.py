@@ -16,6 +16,7 @@ from aws_cdk.assertions import Template
 
 from punctual.cdk.monitoring import (
     HOLD_METRIC_NAME,
+    INIT_ERRORS_METRIC_NAME,
     LAG_METRIC_NAME,
     LATENESS_METRIC_NAME,
     SWEEP_FINISHED_MESSAGE,
@@ -43,6 +44,7 @@ def test_given_the_stack_when_synthesized_then_it_alarms_on_every_failure_mode_o
         "punctual-dev-dlq-not-empty",
         "punctual-dev-dispatcher-errors",
         "punctual-dev-worker-errors",
+        "punctual-dev-worker-init-errors",
         "punctual-dev-worker-throttles",
         "punctual-dev-oldest-message-age",
         "punctual-dev-dispatcher-lag",
@@ -337,3 +339,30 @@ def test_given_the_workers_own_log_lines_when_the_run_filters_read_them_then_eac
         assert [metric_value(transformation["MetricValue"], line) for line in outcomes] == values
     dashboard = json.dumps(default_stack.only("AWS::CloudWatch::Dashboard")["Properties"]["DashboardBody"])
     assert HOLD_METRIC_NAME in dashboard and LATENESS_METRIC_NAME in dashboard
+
+
+def test_given_a_worker_that_fails_before_its_handler_when_lambda_reports_it_then_an_alarm_names_it(
+    default_stack: Synthesized,
+) -> None:
+    """Lambda's JSON system log line for an environment's start: a failed one counts, a good one
+    does not, and the alarm watches that count."""
+    metric_filter = metric_filter_of(default_stack, INIT_ERRORS_METRIC_NAME)
+    pattern = metric_filter["FilterPattern"]
+    failed: dict[str, Any] = {
+        "time": "2026-11-28T10:00:00.000Z",
+        "type": "platform.initReport",
+        "record": {
+            "initializationType": "on-demand",
+            "phase": "init",
+            "status": "error",
+            "errorType": "Runtime.ImportModuleError",
+        },
+    }
+    record = {key: value for key, value in failed["record"].items() if key != "errorType"}
+    started = {**failed, "record": {**record, "status": "success"}}
+    assert matches(pattern, json.dumps(failed))
+    assert not matches(pattern, json.dumps(started))
+    assert not matches(pattern, json.dumps({"message": "sweep finished", "lag_seconds": 1.0}))
+    alarm = _alarms(default_stack)["punctual-dev-worker-init-errors"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("Punctual/dev", INIT_ERRORS_METRIC_NAME)
+    assert alarm["Threshold"] == 1 and "operations.md" in alarm["AlarmDescription"]
