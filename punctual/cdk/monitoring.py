@@ -143,13 +143,17 @@ class Monitoring(Construct):
             ),
             make_alarm(
                 "DispatcherLag",
-                "The oldest unswept minute bucket is falling behind, or the dispatcher "
-                "has stopped reporting (missing data counts as lag).",
+                "The dispatcher's sweep is falling behind where a healthy one would be. "
+                "A dispatcher that stopped reporting turns this alarm to INSUFFICIENT_DATA, "
+                "which notifies too.",
                 self.lag_metric,
                 config.dispatcher_lag_alarm_seconds,
                 above,
                 periods=3,
-                missing=cloudwatch.TreatMissingData.BREACHING,
+                # Not "breaching": a new stack has no datapoints for its first minutes, and a
+                # breaching alarm would be in ALARM from its creation. Missing data leaves the state
+                # to the data there is; a silence of three periods is INSUFFICIENT_DATA, notified.
+                missing=cloudwatch.TreatMissingData.MISSING,
             ),
         ]
         self.alarms: dict[str, cloudwatch.Alarm] = {a.node.id: a for a in alarms}
@@ -159,6 +163,8 @@ class Monitoring(Construct):
         for alarm in self.alarms.values():
             alarm.add_alarm_action(actions.SnsAction(self.alarm_topic))
             alarm.add_ok_action(actions.SnsAction(self.alarm_topic))
+        # A dispatcher that stopped ticking writes no lag: the lag alarm's silence is news too.
+        self.alarms["DispatcherLag"].add_insufficient_data_action(actions.SnsAction(self.alarm_topic))
 
         self.dashboard = self._dashboard(config, api, api_function, dispatcher, worker, queues, table)
 

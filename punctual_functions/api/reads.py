@@ -17,8 +17,9 @@ from punctual_functions.api.views import (
     job_view,
     run_view,
 )
-from punctual_functions.core.model import Job, JobStatus, Reason, Run, RunStatus, bucket_start, job_history
+from punctual_functions.core.model import Job, JobStatus, Reason, Run, RunStatus, job_history
 from punctual_functions.core.ports import BadCursorError
+from punctual_functions.core.sweep import sweep_lag
 
 if TYPE_CHECKING:
     from punctual_functions.api.deps import Deps
@@ -123,10 +124,10 @@ def stats(deps: Deps, owner: str) -> StatsView:
         for outcome, count in history.run_counts.items():
             runs[outcome] = runs.get(outcome, 0) + count
     oldest = deps.store.oldest_cursor(range(deps.settings.shard_count))
-    lag = (deps.clock() - bucket_start(oldest)).total_seconds() if oldest else None
+    lag = sweep_lag(oldest, deps.clock(), deps.settings.bucket_safety_seconds)
     return {
         "jobs": jobs,
         "runs": runs,
         "queue": cast(QueueStatsView, deps.dispatcher.queue.depth()),
-        "dispatcher_lag_seconds": max(0.0, lag) if lag is not None else None,
+        "dispatcher_lag_seconds": lag,
     }

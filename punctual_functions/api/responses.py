@@ -258,7 +258,9 @@ class StatsOut(Answer):
     jobs: dict[str, int] = Field(description="the caller's jobs by status")
     runs: dict[str, int] = Field(description="the caller's finished runs by outcome")
     queue: QueueStats
-    dispatcher_lag_seconds: float | None = Field(description="now minus the oldest unswept bucket")
+    dispatcher_lag_seconds: float | None = Field(
+        description="how far the slowest shard's sweep is behind where a healthy one would be (0: on time)"
+    )
 
 
 class ErrorOut(Answer):

@@ -110,6 +110,17 @@ def shard_groups(shard_count: int, sweeps: int) -> list[list[int]]:
     return groups
 
 
+def sweep_lag(oldest_cursor: str | None, now: datetime, safety_seconds: float) -> float | None:
+    """How far the slowest shard's sweep is behind where a healthy one would be, in seconds (None:
+    no shard swept yet). A cursor passes a bucket once the bucket has ended a safety margin ago, so a
+    healthy tick leaves it on the minute before, or on this one: that is no lag (0), and only the
+    time beyond it is. A dispatcher that stopped five minutes ago is about 300 s behind."""
+    if oldest_cursor is None:
+        return None
+    passable_at = bucket_start(oldest_cursor) + timedelta(minutes=1, seconds=safety_seconds)
+    return max(0.0, (now - passable_at).total_seconds())
+
+
 def sweep(dispatcher: Dispatcher, now: datetime, shards: Sequence[int] | None = None) -> SweepReport:
     """One tick over ``shards`` (all by default), in parallel, each from its cursor to now +
     look-ahead. A tick fanned out over several invocations gives each its group of shards."""
@@ -121,9 +132,9 @@ def sweep(dispatcher: Dispatcher, now: datetime, shards: Sequence[int] | None = 
         lambda shard: dispatcher.sweep_shard(shard, now), shards, workers, "sweep"
     ):
         report.add(shard_report)
-    oldest = store.oldest_cursor(shards)
-    if oldest is not None:
-        report.lag_seconds = max(0.0, (dispatcher.clock() - bucket_start(oldest)).total_seconds())
+    lag = sweep_lag(store.oldest_cursor(shards), dispatcher.clock(), settings.bucket_safety_seconds)
+    if lag is not None:
+        report.lag_seconds = lag
     return report
 
 

@@ -78,7 +78,10 @@ def test_given_the_dispatcher_logs_when_synthesized_then_its_lag_is_a_metric_and
     lag = _alarms(default_stack)["punctual-dev-dispatcher-lag"]
     assert (lag["Namespace"], lag["MetricName"]) == (transformation["MetricNamespace"], LAG_METRIC_NAME)
     assert lag["Threshold"] == 180
-    assert lag["TreatMissingData"] == "breaching", "a dispatcher that stopped ticking must alarm too"
+    # Not breaching: a new stack, with no datapoint yet, would be in ALARM from its creation. A
+    # dispatcher that stopped ticking leaves the alarm without data, and that state notifies.
+    assert lag["TreatMissingData"] == "missing"
+    assert lag["InsufficientDataActions"] == lag["AlarmActions"] != []
 
 
 def test_given_an_alarm_topic_when_synthesized_then_every_alarm_notifies_it(
@@ -271,13 +274,16 @@ def test_given_every_metric_filter_when_synthesized_then_its_pattern_keeps_to_th
 def test_given_every_alarm_when_its_metric_falls_silent_then_only_the_dispatcher_lag_counts_that_as_alarm(
     default_stack: Synthesized,
 ) -> None:
-    # An alarm that treats missing data as breaching never leaves ALARM while its metric is silent;
-    # only the lag alarm wants that (a dispatcher that stopped ticking), and its metric comes from
-    # a line every tick writes (above), with the filter's unit, or the alarm would see no data.
+    # An alarm that treats missing data as breaching is in ALARM from its creation and never leaves
+    # it while its metric is silent: none does. Only the lag alarm tells silence apart (a dispatcher
+    # that stopped ticking: INSUFFICIENT_DATA, notified), and its metric comes from a line every
+    # tick writes (above), with the filter's unit, or the alarm would see no data.
     alarms = _alarms(default_stack)
-    breaching = {name for name, alarm in alarms.items() if alarm.get("TreatMissingData") != "notBreaching"}
-    assert breaching == {"punctual-dev-dispatcher-lag"}
-    assert alarms["punctual-dev-dispatcher-lag"]["TreatMissingData"] == "breaching"
+    not_breaching = {
+        name for name, alarm in alarms.items() if alarm.get("TreatMissingData") == "notBreaching"
+    }
+    assert set(alarms) - not_breaching == {"punctual-dev-dispatcher-lag"}
+    assert alarms["punctual-dev-dispatcher-lag"]["TreatMissingData"] == "missing"
     metric_filter = metric_filter_of(default_stack, LAG_METRIC_NAME)
     (transformation,) = metric_filter["MetricTransformations"]
     assert alarms["punctual-dev-dispatcher-lag"].get("Unit") == transformation.get("Unit")

@@ -220,12 +220,26 @@ def test_trigger_of_a_changed_job_never_fires(harness: Harness) -> None:
     assert harness.queue.sent == []
 
 
-def test_cursor_moves_past_empty_buckets_and_lag_is_small(harness: Harness) -> None:
+def test_cursor_moves_past_empty_buckets_and_a_healthy_sweep_has_no_lag(harness: Harness) -> None:
+    """A tick a second after the minute leaves the cursor on the minute before (it passes a bucket a
+    safety margin after its end): that is where a healthy sweep is, so its lag is 0, not 60."""
+    harness.clock.advance(1 - harness.clock().second)  # hh:mm:01
     harness.dispatcher.sweep()
-    harness.clock.advance(60)
-    report = harness.dispatcher.sweep()
-    assert report.lag_seconds <= 70
+    for _ in range(3):
+        harness.clock.advance(60)
+        report = harness.dispatcher.sweep()
+        assert report.lag_seconds == 0, report
     assert report.buckets_swept <= 4 * 5
+
+
+def test_the_lag_counts_the_time_a_stopped_dispatcher_has_not_swept(harness: Harness, call) -> None:
+    harness.clock.advance(1 - harness.clock().second)
+    harness.dispatcher.sweep()
+    harness.clock.advance(5 * 60)  # five ticks missed
+    status, stats = call("GET", "/v1/stats")
+    assert status == 200 and 290 <= stats["dispatcher_lag_seconds"] <= 300, stats
+    harness.dispatcher.sweep()
+    assert call("GET", "/v1/stats")[1]["dispatcher_lag_seconds"] == 0, "caught up in one tick"
 
 
 @pytest.mark.parametrize(
