@@ -133,8 +133,9 @@ class FaultInjector:
     ``throttle``: the request is refused with a throttling error (nothing happened; the SDK retries).
     ``lost``: the request is carried out but its answer is replaced by a 500 (the SDK retries a request
     that already took effect, like a response lost to a network timeout). Not for SQS receives: a
-    receive whose answer is lost hides its messages for the queue's visibility timeout (15 minutes
-    here, as on AWS), which delays them but loses nothing, and no test can wait that long.
+    receive whose answer is lost hides its messages for the visibility the receive asked for (3 s from
+    the local event source; the queue's 5,400 s from Lambda's), which delays them but loses nothing;
+    AWS's delay no test can wait for.
     """
 
     NOT_LOST = frozenset({"AmazonSQS.ReceiveMessage"})

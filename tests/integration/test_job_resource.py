@@ -1,8 +1,8 @@
 """The ``Job`` custom resource's handler (``punctual_functions/cfn/job_resource.py``) given CloudFormation's
 events, against the API handler in process: a job is created once however often its Create is
-delivered, changed in place by a PATCH (its id and history kept), replaced only by a change a PATCH
-cannot make, cancelled by a Delete (a Delete of a job already gone succeeds), and a bad job fails the
-resource with the API's field and reason."""
+delivered, changed in place by a PATCH (its id and history kept; never replaced), cancelled by a
+Delete (a Delete of a job already gone, or ended, succeeds), left as it is by an Update once it has
+ended, and a bad job fails the resource with the API's field and reason."""
 
 from __future__ import annotations
 
