@@ -215,27 +215,51 @@ class Monitoring(Construct):
             topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
         return topic
 
-    def _lag_metric(self, config: SchedulerProps, dispatcher_logs: logs.ILogGroup) -> cloudwatch.Metric:
+    def _log_metric(
+        self,
+        config: SchedulerProps,
+        construct_id: str,
+        log_group: logs.ILogGroup,
+        pattern: logs.IFilterPattern,
+        *,
+        name: str,
+        value: str,
+        period: Duration,
+        statistic: str,
+        unit: cloudwatch.Unit | None = None,
+    ) -> cloudwatch.Metric:
+        """A metric of the lines of ``log_group`` that ``pattern`` matches (``value``: a field of the
+        line, or a count), through a metric filter: no SDK call in the functions."""
         namespace = f"Punctual/{config.stage}"
         logs.MetricFilter(
             self,
-            "DispatcherLagFilter",
-            log_group=dispatcher_logs,
-            filter_pattern=logs.FilterPattern.all(
-                logs.FilterPattern.string_value("$.message", "=", SWEEP_FINISHED_MESSAGE),
-                # lag_seconds is a JSON number, and only a numeric comparison matches a number:
-                # FilterPattern.exists renders a quoted "*", a string wildcard, which never would,
-                # and the alarm would take the silence for lag for good. The lag is never negative.
-                logs.FilterPattern.number_value("$.lag_seconds", ">=", 0),
-            ),
+            construct_id,
+            log_group=log_group,
+            filter_pattern=pattern,
             metric_namespace=namespace,
-            metric_name=LAG_METRIC_NAME,
-            metric_value="$.lag_seconds",
-            unit=cloudwatch.Unit.SECONDS,
+            metric_name=name,
+            metric_value=value,
+            unit=unit,
         )
         return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=LAG_METRIC_NAME,
+            namespace=namespace, metric_name=name, period=period, statistic=statistic, unit=unit
+        )
+
+    def _lag_metric(self, config: SchedulerProps, dispatcher_logs: logs.ILogGroup) -> cloudwatch.Metric:
+        pattern = logs.FilterPattern.all(
+            logs.FilterPattern.string_value("$.message", "=", SWEEP_FINISHED_MESSAGE),
+            # lag_seconds is a JSON number, and only a numeric comparison matches a number:
+            # FilterPattern.exists renders a quoted "*", a string wildcard, which never would,
+            # and the alarm would take the silence for lag for good. The lag is never negative.
+            logs.FilterPattern.number_value("$.lag_seconds", ">=", 0),
+        )
+        return self._log_metric(
+            config,
+            "DispatcherLagFilter",
+            dispatcher_logs,
+            pattern,
+            name=LAG_METRIC_NAME,
+            value="$.lag_seconds",
             period=_ONE_MINUTE,
             statistic="Maximum",
             unit=cloudwatch.Unit.SECONDS,
@@ -243,22 +267,17 @@ class Monitoring(Construct):
 
     def _init_errors_metric(self, config: SchedulerProps, worker_logs: logs.ILogGroup) -> cloudwatch.Metric:
         """Environments of the worker that failed to start, from Lambda's ``platform.initReport``."""
-        namespace = f"Punctual/{config.stage}"
-        logs.MetricFilter(
-            self,
-            "WorkerInitErrorsFilter",
-            log_group=worker_logs,
-            filter_pattern=logs.FilterPattern.all(
-                logs.FilterPattern.string_value("$.type", "=", INIT_REPORT_TYPE),
-                logs.FilterPattern.string_value("$.record.status", "!=", "success"),
-            ),
-            metric_namespace=namespace,
-            metric_name=INIT_ERRORS_METRIC_NAME,
-            metric_value="1",
+        pattern = logs.FilterPattern.all(
+            logs.FilterPattern.string_value("$.type", "=", INIT_REPORT_TYPE),
+            logs.FilterPattern.string_value("$.record.status", "!=", "success"),
         )
-        return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=INIT_ERRORS_METRIC_NAME,
+        return self._log_metric(
+            config,
+            "WorkerInitErrorsFilter",
+            worker_logs,
+            pattern,
+            name=INIT_ERRORS_METRIC_NAME,
+            value="1",
             period=_FIVE_MINUTES,
             statistic="Sum",
         )
@@ -269,39 +288,33 @@ class Monitoring(Construct):
         """Each run's hold and lateness, from the worker's outcome lines (numbers: only a numeric
         comparison matches them). Plotted, not alarmed on: they say whether the head start suits
         the deployment (docs/deploy.md), and lateness has its own alerts per job."""
-        namespace = f"Punctual/{config.stage}"
-        metrics = []
-        for construct_id, name, field in (
-            ("RunHoldFilter", HOLD_METRIC_NAME, "$.hold_ms"),
-            ("RunLatenessFilter", LATENESS_METRIC_NAME, "$.lateness_ms"),
-        ):
-            logs.MetricFilter(
-                self,
+        # Only an outcome line has a hold, a number of either sign. Two comparisons with 0 match any
+        # number: AWS documents numeric literals, but no negative one.
+        pattern = logs.FilterPattern.all(
+            logs.FilterPattern.any(
+                logs.FilterPattern.number_value("$.hold_ms", ">=", 0),
+                logs.FilterPattern.number_value("$.hold_ms", "<", 0),
+            ),
+            logs.FilterPattern.number_value("$.lateness_ms", ">=", 0),
+        )
+        hold, lateness = (
+            self._log_metric(
+                config,
                 construct_id,
-                log_group=worker_logs,
-                # Only an outcome line has a hold, a number of either sign. Two comparisons with 0 match any
-                # number: AWS documents numeric literals, but no negative one.
-                filter_pattern=logs.FilterPattern.all(
-                    logs.FilterPattern.any(
-                        logs.FilterPattern.number_value("$.hold_ms", ">=", 0),
-                        logs.FilterPattern.number_value("$.hold_ms", "<", 0),
-                    ),
-                    logs.FilterPattern.number_value("$.lateness_ms", ">=", 0),
-                ),
-                metric_namespace=namespace,
-                metric_name=name,
-                metric_value=field,
+                worker_logs,
+                pattern,
+                name=name,
+                value=field,
+                period=_ONE_MINUTE,
+                statistic="Average",
                 unit=cloudwatch.Unit.MILLISECONDS,
             )
-            metrics.append(
-                cloudwatch.Metric(
-                    namespace=namespace,
-                    metric_name=name,
-                    period=_ONE_MINUTE,
-                    unit=cloudwatch.Unit.MILLISECONDS,
-                )
+            for construct_id, name, field in (
+                ("RunHoldFilter", HOLD_METRIC_NAME, "$.hold_ms"),
+                ("RunLatenessFilter", LATENESS_METRIC_NAME, "$.lateness_ms"),
             )
-        return metrics[0], metrics[1]
+        )
+        return hold, lateness
 
     def _dashboard(
         self,
