@@ -169,7 +169,7 @@ class Api(Construct):
                 ),
                 logging_level=apigateway.MethodLoggingLevel.ERROR,
                 data_trace_enabled=False,  # request bodies (job payloads) stay out of the logs
-                metrics_enabled=True,
+                metrics_enabled=config.api_detailed_metrics,  # billed per method: only if asked
                 tracing_enabled=True,
             ),
         )

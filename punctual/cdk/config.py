@@ -89,6 +89,9 @@ class SchedulerProps(BaseModel):
     api_quota_per_day: int | None = Field(default=None, ge=1)
     # API Gateway needs an account-wide role to write access logs; create it unless the account has one.
     api_gateway_cloudwatch_role: bool = True
+    # API-key mode: the stage's per-method CloudWatch metrics (detailed metrics, billed as custom
+    # metrics for each route and method). The stage's own metrics come without them.
+    api_detailed_metrics: bool = False
 
     # The worker's SQS event source.
     worker_batch_size: int = Field(default=10, ge=1, le=10_000)

@@ -108,6 +108,13 @@ class Scheduler(Construct):
         """The jobs' custom resource provider, made with the first ``Job`` (a Scheduler without jobs
         has none)."""
         if self._job_provider is None:
+            if self.api.http_api is None:
+                raise ValueError(
+                    "Job: a Scheduler with api_auth=api_key cannot hold Jobs: the jobs' custom resource "
+                    "calls the API with SigV4, as the jobs' owner role, which only api_auth=iam (the "
+                    "default) takes. Deploy the Jobs with a Scheduler in iam mode, or create those jobs "
+                    "with the API and a key."
+                )
             self._job_provider = JobProvider(
                 self, "Jobs", props=self.props, functions=self.functions, api_url=self.api_url
             )

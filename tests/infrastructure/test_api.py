@@ -151,6 +151,7 @@ def test_given_api_key_mode_when_synthesized_then_the_stage_is_throttled_traced_
     assert settings["ThrottlingBurstLimit"] == 100
     assert settings["LoggingLevel"] == "ERROR"
     assert settings["DataTraceEnabled"] is False, "job payloads must not land in execution logs"
+    assert settings["MetricsEnabled"] is False, "per-method metrics are billed: only if asked"
     assert len(_log_group_of(production_stack, stage["AccessLogSetting"]["DestinationArn"])) == 1
     assert "$context.requestId" in stage["AccessLogSetting"]["Format"]
     # API Gateway needs the account's CloudWatch role before a REST API can write access logs.

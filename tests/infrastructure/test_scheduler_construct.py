@@ -82,6 +82,23 @@ def test_given_an_api_key_scheduler_when_granting_invoke_then_it_says_keys_autho
         scheduler.grant_invoke(iam.Role(stack, "Caller", assumed_by=iam.AccountRootPrincipal()))
 
 
+def test_given_an_api_key_scheduler_when_a_job_is_declared_then_synth_says_why_a_job_cannot_be() -> None:
+    """The jobs' custom resource calls the API with SigV4 as their owner role: a key-mode API would
+    refuse it at deploy time. The synth refuses the Job instead, naming it and the way out."""
+    stack = Stack(App(), "Keyed")
+    scheduler = Scheduler(
+        stack, "Punctual", props=SchedulerProps(api_auth="api_key"), assets=LambdaAssets.build()
+    )
+    with pytest.raises(ValueError, match=r"^Job: a Scheduler with api_auth=api_key cannot hold Jobs"):
+        Job(
+            stack,
+            "Nightly",
+            scheduler=scheduler,
+            schedule=Schedule.cron("0 2 * * *"),
+            target=Target.http("https://example.com/report"),
+        )
+
+
 def test_given_something_else_when_allowed_as_a_target_then_it_is_refused_by_name() -> None:
     stack = Stack(App(), "Other")
     scheduler = Scheduler(stack, "Punctual", assets=LambdaAssets.build())
