@@ -196,7 +196,7 @@ class EventSource:
         taken = len(messages)
         try:
             verdict = self.chains.judge(messages)
-            stopped = self._stop(verdict.stopped)
+            self._delete(self._stop(verdict.stopped))  # moved to the DLQ: gone, whatever the invocation does
             messages = verdict.invoke
             context = LambdaContext(function_name=self.FUNCTION_NAME, aws_request_id=uuid.uuid4().hex)
             try:
@@ -212,17 +212,19 @@ class EventSource:
             except Exception:
                 logger.exception("worker invocation failed")
                 return
-            done = stopped + [m for m in messages if m["MessageId"] not in failed]
-            if done:
-                self.sqs.delete_message_batch(
-                    QueueUrl=self.settings.queue_url,
-                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
-                )
+            self._delete([m for m in messages if m["MessageId"] not in failed])
         except Exception:  # a delete that failed: the messages come back, and their runs end once
             logger.exception("batch not deleted")
         finally:
             self.messages.give(taken)
             self.slots.release()
+
+    def _delete(self, messages: list[dict[str, Any]]) -> None:
+        if messages:
+            self.sqs.delete_message_batch(
+                QueueUrl=self.settings.queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
+            )
 
     def _stop(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Lambda's stop of a recursive loop: the messages go to the dead-letter queue, uninvoked;
