@@ -11,6 +11,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from punctual.cdk.config import SchedulerProps
+from punctual_functions.core.resources import TICK_SECONDS
 
 
 class Scheduling(Construct):
@@ -36,7 +37,7 @@ class Scheduling(Construct):
             self,
             "DispatcherTick",
             description="Punctual: sweep due triggers every minute",
-            schedule=events.Schedule.rate(Duration.minutes(1)),
+            schedule=events.Schedule.rate(Duration.seconds(TICK_SECONDS)),
             # Delivery retries are pointless after a minute: the next tick covers the same buckets.
             targets=[targets.LambdaFunction(dispatcher, retry_attempts=2, max_event_age=Duration.minutes(1))],
         )

@@ -259,7 +259,7 @@ class StatsOut(Answer):
     runs: dict[str, int] = Field(description="the caller's finished runs by outcome")
     queue: QueueStats
     dispatcher_lag_seconds: float | None = Field(
-        description="how far the slowest shard's sweep is behind where a healthy one would be (0: on time)"
+        description="how far the slowest shard's sweep is behind where a healthy one would be (0: keeping up)"
     )
 
 

@@ -20,6 +20,8 @@ TTL_ATTRIBUTE: Final = "expires_at"
 # crashed worker's message comes back within seconds. A retry waiting in the queue also counts as a
 # receive, hence the generous receive count before the DLQ.
 WORK_QUEUE_VISIBILITY_SECONDS: Final = 30
+# The dispatcher's tick: the EventBridge rule's rate (punctual/cdk/scheduling.py).
+TICK_SECONDS: Final = 60
 WORK_QUEUE_MAX_RECEIVE_COUNT: Final = 50
 DLQ_RETENTION_SECONDS: Final = 14 * 24 * 3600
 SQS_MAX_DELAY_SECONDS: Final = 900

@@ -17,6 +17,7 @@ from punctual_functions.core.frontier import Frontier, covers_bucket, earliest, 
 from punctual_functions.core.model import Trigger, TriggerState, bucket_of, bucket_start, next_bucket
 from punctual_functions.core.observability import logger
 from punctual_functions.core.ports import ShardState
+from punctual_functions.core.resources import TICK_SECONDS
 
 if TYPE_CHECKING:
     from punctual_functions.core.dispatching import Dispatcher
@@ -112,13 +113,14 @@ def shard_groups(shard_count: int, sweeps: int) -> list[list[int]]:
 
 def sweep_lag(oldest_cursor: str | None, now: datetime, safety_seconds: float) -> float | None:
     """How far the slowest shard's sweep is behind where a healthy one would be, in seconds (None:
-    no shard swept yet). A cursor passes a bucket once the bucket has ended a safety margin ago, so a
-    healthy tick leaves it on the minute before, or on this one: that is no lag (0), and only the
-    time beyond it is. A dispatcher that stopped five minutes ago is about 300 s behind."""
+    no shard swept yet). A cursor passes a bucket once the bucket has ended a safety margin ago, at
+    the first tick after that: until then it stays on it, healthy, and only the time beyond is lag.
+    So a healthy dispatcher reads 0 at its ticks and between them, and one stopped for five minutes
+    about four (its first minute is within a tick's cadence)."""
     if oldest_cursor is None:
         return None
-    passable_at = bucket_start(oldest_cursor) + timedelta(minutes=1, seconds=safety_seconds)
-    return max(0.0, (now - passable_at).total_seconds())
+    passed_by = bucket_start(oldest_cursor) + timedelta(minutes=1, seconds=safety_seconds + TICK_SECONDS)
+    return max(0.0, (now - passed_by).total_seconds())
 
 
 def sweep(dispatcher: Dispatcher, now: datetime, shards: Sequence[int] | None = None) -> SweepReport:
