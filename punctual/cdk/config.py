@@ -208,7 +208,8 @@ class SchedulerProps(BaseModel):
         partition: str = "aws",
     ) -> Settings:
         """The functions' settings for this deployment, given the names of its table, queues, region,
-        account and partition."""
+        account and partition. The allow-list of targets is not among them: the API reads it from
+        the table (punctual/cdk/functions.py writes it there)."""
         return Settings(
             table_name=table_name,
             queue_url=queue_url,
@@ -224,7 +225,6 @@ class SchedulerProps(BaseModel):
             run_retention_days=self.run_retention_days,
             run_trace_percent=self.run_trace_percent,
             http_allow_list=self.http_allow_list,
-            allowed_target_arns=self.allowed_target_arns,
             sweep_invocations=self.sweep_invocations,
             dispatch_concurrency=self.dispatch_concurrency,
             head_start_ms=self.head_start_ms,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -11,12 +13,14 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import custom_resources as cr
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from punctual.cdk import permissions
 from punctual.cdk.assets import LAMBDA_PYTHON_VERSION, LambdaAssets
-from punctual.cdk.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, WORKER_RECURSIVE_LOOP, SchedulerProps
+from punctual.cdk.config import ALLOW_ALL_TARGETS, WORKER_RECURSIVE_LOOP, SchedulerProps, target_service
+from punctual.cdk.grants import TargetGrants
 from punctual.cdk.log_groups import log_group
 from punctual.cdk.queues import WorkQueues
 from punctual_functions.core.resources import (
@@ -25,6 +29,7 @@ from punctual_functions.core.resources import (
     WORKER_MEMORY_MB,
     WORKER_TIMEOUT_SECONDS,
 )
+from punctual_functions.core.store.deployment import allowed_targets_item
 
 # Python 3.13, not the newest runtime: the assets ship bytecode, which is specific to one Python
 # minor version, compiled at build time by that very version (punctual/cdk/assets.py), and the build
@@ -50,6 +55,35 @@ _XRAY_REASON: Final = (
     "Active X-Ray tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level "
     "permissions, so CDK grants them on '*'. They write traces only and read no data."
 )
+
+
+# Lambda's limit on one function's environment variables, names and values together; a value known
+# only at deploy time (a table's name, a queue's URL) is counted at _TOKEN_BYTES.
+ENVIRONMENT_BYTES: Final = 4096
+_TOKEN_BYTES: Final = 128
+# How a string holds a deploy-time value until the template is written.
+_ENCODED_TOKEN: Final = re.compile(r"\$\{Token\[[^\]]+\]\}")
+
+
+def environment_size(environment: Mapping[str, str]) -> int:
+    """The bytes Lambda counts against ENVIRONMENT_BYTES, each deploy-time value at its estimate."""
+    size = 0
+    for name, value in environment.items():
+        size += len(name.encode())
+        literal, tokens = _ENCODED_TOKEN.subn("", value)
+        size += len(literal.encode()) + _TOKEN_BYTES * tokens
+    return size
+
+
+def check_environment_size(environment: Mapping[str, str]) -> None:
+    """Refuse at synth what Lambda would refuse at deploy (the long settings: http_allow_list)."""
+    size = environment_size(environment)
+    if size > ENVIRONMENT_BYTES:
+        raise ValueError(
+            f"the functions' environment variables take about {size} bytes, over Lambda's limit of "
+            f"{ENVIRONMENT_BYTES} bytes for a function's variables (names and values): shorten "
+            "http_allow_list (a CIDR covers many hosts)"
+        )
 
 
 @dataclass(frozen=True)
@@ -104,15 +138,10 @@ class Functions(Construct):
             account_id=Aws.ACCOUNT_ID,
             partition=Aws.PARTITION,
         )
-        # Targets allowed by allow_target join the configured patterns when the template is written:
-        # the allow-list is read lazily, after every construct of the app has had its say.
-        self._allowed_targets: list[str] = []
-        allowed = Lazy.string(_Joined([*config.allowed_target_arns], self._allowed_targets))
-        self._environment = {
-            **settings.to_env(),
-            "PUNCTUAL_ALLOWED_TARGET_ARNS": allowed,
-            "POWERTOOLS_SERVICE_NAME": "punctual",
-        }
+        environment = settings.to_env()
+        del environment["PUNCTUAL_ALLOWED_TARGET_ARNS"]  # the table's item holds it (below)
+        self._environment = {**environment, "POWERTOOLS_SERVICE_NAME": "punctual"}
+        check_environment_size(self._environment)
         self._code = lambda_.Code.from_asset(str(assets.code_dir))
         self._layer = lambda_.LayerVersion(
             self,
@@ -173,6 +202,11 @@ class Functions(Construct):
         self._grant_api(table, index_names, queues)
         self._grant_dispatcher(table, queues)
         self._grant_worker(table, queues)
+        # Targets allowed by allow_target join the configured patterns when the template is written
+        # (the list is read lazily, after every construct of the app has had its say), into an item of
+        # the table that the API reads: hundreds of ARNs do not fit Lambda's 4 KB of environment.
+        self._allowed_targets: list[str] = []
+        self._write_allow_list(config, table)
 
     @property
     def code(self) -> lambda_.Code:
@@ -275,15 +309,57 @@ class Functions(Construct):
             )
 
     def allow_target(self, service: str, arn: str) -> None:
-        """Let jobs target the resource ``arn`` of ``service`` (a key of TARGET_ACTIONS): the API and the
-        worker find it on their allow-list, and the worker may do exactly the one action delivery
-        needs, on exactly that resource. Once per resource, however many jobs target it."""
+        """Let jobs target the resource ``arn`` of ``service`` (a key of TARGET_ACTIONS): the API finds
+        it on the allow-list, and the worker may do exactly the one action delivery needs, on exactly
+        that resource (punctual/cdk/grants.py). Once per resource, however many jobs target it."""
         if arn in self._allowed_targets:
             return
         self._allowed_targets.append(arn)
-        self._role(self.worker).add_to_principal_policy(
-            iam.PolicyStatement(actions=[TARGET_ACTIONS[service]], resources=[arn])
+        if ALLOW_ALL_TARGETS not in self._config.allowed_target_arns:
+            self._target_grants.add(service, arn)
+
+    def _write_allow_list(self, config: SchedulerProps, table: dynamodb.ITable) -> None:
+        """The item of the table that holds the allow-list (punctual_functions/core/store/deployment.py),
+        written by CDK's AwsCustomResource (one PutItem) on every deploy that changes the list. The API
+        reads it again when a target is not on its copy, so a Job created by the same deploy is never
+        refused for an old copy."""
+        patterns = Lazy.string(_Joined([*config.allowed_target_arns], self._allowed_targets))
+        put = cr.AwsSdkCall(
+            service="DynamoDB",
+            action="putItem",
+            parameters={"TableName": table.table_name, "Item": allowed_targets_item(patterns)},
+            physical_resource_id=cr.PhysicalResourceId.of("punctual-allowed-targets"),
         )
+        writer = cr.AwsCustomResource(
+            self,
+            "AllowedTargets",
+            on_create=put,
+            on_update=put,
+            policy=cr.AwsCustomResourcePolicy.from_statements([permissions.deployment_item(table)]),
+            install_latest_aws_sdk=False,
+            log_group=log_group(self, "AllowedTargetsLogs", self._config),
+        )
+        self.allow_list_writer = writer
+        writer_role = writer.grant_principal
+        if isinstance(writer_role, Construct):
+            NagSuppressions.add_resource_suppressions(
+                writer_role,
+                [
+                    NagPackSuppression(
+                        id="AwsSolutions-IAM4",
+                        reason=(
+                            "CDK's AwsCustomResource: its function's role is CDK's own, with the "
+                            "AWSLambdaBasicExecutionRole managed policy (writing its logs); the one call "
+                            "it makes is granted on the allow-list's item alone (dynamodb:LeadingKeys)."
+                        ),
+                        applies_to=[
+                            "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                            "AWSLambdaBasicExecutionRole"
+                        ],
+                    )
+                ],
+                apply_to_children=True,
+            )
 
     def allow_worker_target_keys(self, *key_arns: str) -> None:
         """Let the worker publish to targets encrypted with these keys (target_kms_key_arns, and the
@@ -327,8 +403,21 @@ class Functions(Construct):
             permissions.queue_actions(["sqs:SendMessage"], queues.work_queue, queues.dead_letter_queue)
         )
         patterns = self._config.allowed_target_arns
-        for statement in permissions.target_statements(patterns):
-            role.add_to_principal_policy(statement)
+        if ALLOW_ALL_TARGETS in patterns:
+            for statement in permissions.target_statements(patterns):
+                role.add_to_principal_policy(statement)
+        self._target_grants = TargetGrants(
+            self,
+            "TargetGrants",
+            role=role,
+            reason=(
+                "The worker may deliver to exactly the job targets the operator allowed in the "
+                "allowed_target_arns context; these ARN patterns are that configuration."
+            ),
+        )
+        for pattern in patterns:
+            if pattern != ALLOW_ALL_TARGETS:
+                self._target_grants.add(str(target_service(pattern)), pattern)
         if self._config.target_kms_key_arns:
             self.allow_worker_target_keys(*self._config.target_kms_key_arns)
         if ALLOW_ALL_TARGETS in patterns:
@@ -337,16 +426,8 @@ class Functions(Construct):
                 "Lambda function, SQS queue, SNS topic or EventBridge bus, so the worker may invoke, send, "
                 "publish and put events on any resource (and X-Ray, as for every function)."
             )
-            wildcard_resources = ["Resource::*"]
-        else:
-            reason = (
-                "The worker may deliver to exactly the job targets the operator allowed in the "
-                "allowed_target_arns context; these ARN patterns are that configuration."
-            )
-            wildcard_resources = [f"Resource::{pattern}" for pattern in patterns if "*" in pattern]
-        if wildcard_resources:
             NagSuppressions.add_resource_suppressions(
                 role,
-                [NagPackSuppression(id="AwsSolutions-IAM5", reason=reason, applies_to=wildcard_resources)],
+                [NagPackSuppression(id="AwsSolutions-IAM5", reason=reason, applies_to=["Resource::*"])],
                 apply_to_children=True,
             )

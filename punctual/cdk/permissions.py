@@ -10,6 +10,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 
 from punctual.cdk.config import ALLOW_ALL_TARGETS, TARGET_ACTIONS, target_service
+from punctual_functions.core.resources import PK
+from punctual_functions.core.store.keys import allowed_targets_key
 
 # Item-level reads and writes each function makes. IAM authorises a TransactWriteItems item by item,
 # through the action of each: the code's transactions hold Put, Update and Delete items only, so
@@ -47,6 +49,16 @@ def scoped_table_items(table: dynamodb.ITable, role: str) -> iam.PolicyStatement
         actions=list(actions),
         resources=[table.table_arn],
         conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [leading_keys]}},
+    )
+
+
+def deployment_item(table: dynamodb.ITable) -> iam.PolicyStatement:
+    """The deploy's write of the allow-list of targets (its custom resource): that one item alone."""
+    partition = str(allowed_targets_key()[PK]["S"])
+    return iam.PolicyStatement(
+        actions=["dynamodb:PutItem"],
+        resources=[table.table_arn],
+        conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [partition]}},
     )
 
 

@@ -1,10 +1,12 @@
-"""Creates the table and queues in an emulator from the same definitions the CDK stack uses."""
+"""Creates the table and queues in an emulator from the same definitions the CDK stack uses, and
+writes the deployment's allow-list of targets into the table, as the CDK stack's custom resource does."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from punctual_functions.core import aws
+from punctual_functions.core.factories import build_store
 from punctual_functions.core.resources import (
     TTL_ATTRIBUTE,
     dlq_attributes,
@@ -33,4 +35,5 @@ def provision(settings: Settings, prefix: str = "punctual") -> Settings:
         "QueueArn"
     ]
     work_url = sqs.create_queue(QueueName=work_name, Attributes=work_queue_attributes(dlq_arn))["QueueUrl"]
+    build_store(settings).put_allowed_targets(settings.allowed_target_arns)
     return settings.replace(queue_url=work_url, dlq_url=dlq_url)

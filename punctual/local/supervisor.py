@@ -78,7 +78,10 @@ class LocalStack:
 
     def environment(self) -> dict[str, str]:
         assert self.settings is not None
-        env = {**os.environ, **LOCAL_CREDENTIALS, **self.settings.to_env()}
+        # The allow-list of targets is the table's item (provision wrote it), not a variable: on AWS it
+        # does not fit Lambda's 4 KB of environment, and the roles read it the way they do there.
+        roles_settings = self.settings.replace(allowed_target_arns=())
+        env = {**os.environ, **LOCAL_CREDENTIALS, **roles_settings.to_env()}
         env.setdefault("POWERTOOLS_SERVICE_NAME", "punctual")
         return env
 

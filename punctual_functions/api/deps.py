@@ -10,8 +10,10 @@ wraps one for callers that like methods.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
+from punctual_functions.core.allow_list import AllowedTargets
 from punctual_functions.core.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
@@ -30,3 +32,8 @@ class Deps:
     # The SSRF guard's rules for webhook targets.
     policy: NetworkPolicy
     clock: Clock = SYSTEM_CLOCK
+
+    @cached_property
+    def allowed_targets(self) -> AllowedTargets:
+        """The AWS resources jobs may target: the settings' patterns and the deployment's item."""
+        return AllowedTargets(self.settings.allowed_target_arns, self.store.allowed_targets, self.clock)

@@ -1,6 +1,7 @@
 """What a job may deliver to: its target, its alerts' target and its dead-letter queue, checked by the
 domain's ``validate_target`` (shape, the SSRF guard) and, for AWS resources, against the deployment's
-allow-list (``Settings.allowed_target_arns``); refused naming the field."""
+allow-list (``Settings.allowed_target_arns`` and the deployment's item: ``core/allow_list.py``); refused
+naming the field."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from punctual_functions.api.errors import InvalidInput
+from punctual_functions.core.allow_list import AllowedTargets
 from punctual_functions.core.model import AlertKind, Alerts
 from punctual_functions.core.settings import Settings
 from punctual_functions.core.targets.validation import TargetError, target_region, validate_target
@@ -29,7 +31,7 @@ def checked_target(deps: Deps, spec: dict[str, Any]) -> dict[str, Any]:
         target = validate_target(spec, deps.policy)
     except TargetError as error:
         raise InvalidInput(error.reason, error.field) from error
-    if target["type"] != "http" and not target_allowed(target, deps.settings):
+    if target["type"] != "http" and not target_allowed(target, deps.settings, deps.allowed_targets):
         raise InvalidInput(
             "this deployment does not allow jobs to target this resource",
             f"target.{_RESOURCE_FIELD[target['type']]}",
@@ -113,11 +115,14 @@ def target_identifiers(target: dict[str, Any], settings: Settings) -> list[str]:
     return [bus, f"arn:{partition}:events:{region}:{account}:event-bus/{bus}"]
 
 
-def target_allowed(target: dict[str, Any], settings: Settings) -> bool:
-    """Whether the deployment lets jobs target this AWS resource (``allowed_target_arns``)."""
+def target_allowed(target: dict[str, Any], settings: Settings, allowed: AllowedTargets | None = None) -> bool:
+    """Whether the deployment lets jobs target this AWS resource: ``allowed``, or without it the
+    settings' ``allowed_target_arns`` alone."""
     identifiers = target_identifiers(target, settings)
-    return any(
-        fnmatch.fnmatchcase(identifier, pattern)
-        for pattern in settings.allowed_target_arns
-        for identifier in identifiers
-    )
+    if allowed is None:
+        return any(
+            fnmatch.fnmatchcase(identifier, pattern)
+            for pattern in settings.allowed_target_arns
+            for identifier in identifiers
+        )
+    return allowed.allows(identifiers)

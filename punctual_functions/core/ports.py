@@ -10,7 +10,7 @@ and one contract suite (``tests/contract``) holds both to them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -366,7 +366,17 @@ class LimitStore(Protocol):
         unless it changed since it was read (its status or job version)."""
 
 
-class Tables(JobStore, TriggerStore, RunStore, CalendarStore, LimitStore, Protocol):
+class DeploymentStore(Protocol):
+    """What the deployment writes for the API to read: the allow-list of AWS targets."""
+
+    def allowed_targets(self) -> tuple[str, ...]:
+        """The ARN patterns jobs may target, as last written (none if never written)."""
+
+    def put_allowed_targets(self, patterns: Sequence[str]) -> None:
+        """Replace the allow-list (the deployment's, at deploy time)."""
+
+
+class Tables(JobStore, TriggerStore, RunStore, CalendarStore, LimitStore, DeploymentStore, Protocol):
     """The whole table: what a role's logic is given (each uses the parts it needs)."""
 
 

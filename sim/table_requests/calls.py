@@ -14,9 +14,11 @@ from punctual_functions.core.model import Job, JobStatus, Run, RunStatus, Trigge
 from punctual_functions.core.ports import ConflictError, Tables
 from punctual_functions.core.resources import GSI1_SK, PK, SK
 from punctual_functions.core.store.calendars import calendar_to_item
+from punctual_functions.core.store.deployment import allowed_targets_item
 from punctual_functions.core.store.items import embeds, job_to_item, trigger_to_item
 from punctual_functions.core.store.jobs import IDEMPOTENCY_TTL
 from punctual_functions.core.store.keys import (
+    allowed_targets_key,
     calendar_pk,
     cursor_key,
     idempotency_key,
@@ -52,6 +54,10 @@ from sim.table_requests.units import (
 )
 
 # ------------------------------------------------------------------------------- the requests
+
+
+# The allow-list's partition.
+_DEPLOYMENT = str(allowed_targets_key()[PK]["S"])
 
 
 class _Call:
@@ -401,13 +407,22 @@ class _Call:
     def delete_calendar(self) -> None:
         self.write("DeleteItem", calendar_pk(self.p["owner"]), self.calendar_size(self.b.calendar), 0)
 
+    # ---------------------------------------------------------------------------- deployment
+
+    def allowed_targets(self) -> None:
+        self.get(_DEPLOYMENT, item_size(allowed_targets_item(",".join(self.result))))
+
+    def put_allowed_targets(self) -> None:
+        size = item_size(allowed_targets_item(",".join(self.p["patterns"])))
+        self.write("PutItem", _DEPLOYMENT, size, size)
+
 
 # ----------------------------------------------------------------------------- the two calls
 
 _READS = {"get_job", "name_holder", "get_idempotent_create", "list_jobs", "owner_jobs", "query_bucket"}
 _READS |= {"get_cursor", "oldest_cursor", "get_run", "get_run_and_job", "get_runs_and_jobs", "get_runs"}
 _READS |= {"list_runs", "recent_runs", "runs_before", "runs_after", "list_limits", "get_runs_jobs_and_limits"}
-_READS |= {"get_calendar", "get_calendars", "list_calendars"}
+_READS |= {"get_calendar", "get_calendars", "list_calendars", "allowed_targets"}
 
 
 def _signature(method: str) -> tuple[list[str], dict[str, Any]]:

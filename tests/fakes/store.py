@@ -9,7 +9,7 @@ millisecond precision and JSON fields are copies, exactly as a read from the tab
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from itertools import islice
@@ -139,8 +139,19 @@ class MemoryStore(MemoryCalendars, MemoryLimits):
         self.swept_by: dict[int, str] = {}  # the token of the sweep that left its frontier
         self.runs: dict[str, dict[str, Run]] = {}
         self.calendars: dict[tuple[str, str], Calendar] = {}
+        self.allowed: tuple[str, ...] = ()
         # Called before each write of ``create_job`` with what it writes (a test's crash point).
         self.before_write: Callable[[str], None] = lambda _what: None
+
+    # ------------------------------------------------------------------------------- deployment
+
+    def allowed_targets(self) -> tuple[str, ...]:
+        with self.lock:
+            return self.allowed
+
+    def put_allowed_targets(self, patterns: Sequence[str]) -> None:
+        with self.lock:  # as an item stores them: joined with commas, read back without repeats
+            self.allowed = tuple(dict.fromkeys(pattern.strip() for pattern in patterns if pattern.strip()))
 
     # -------------------------------------------------------------------------------------- jobs
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,39 @@ def policy_statements(template: dict[str, Any], prefix: str) -> list[dict[str, A
         for name, policy in resources_of(template, "AWS::IAM::Policy").items()
         if name.startswith(prefix)
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def target_grants(template: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The worker's grants on job targets: the statements of each of its managed policies, by logical id."""
+    return {
+        name: policy["Properties"]["PolicyDocument"]["Statement"]
+        for name, policy in resources_of(template, "AWS::IAM::ManagedPolicy").items()
+        if "TargetGrants" in name
+    }
+
+
+def allowed_target_patterns(template: dict[str, Any]) -> list[Any]:
+    """The allow-list the deploy writes into the table (the custom resource's PutItem): each pattern
+    a string, or the template's expression of an ARN known at deploy time."""
+    (writer,) = resources_of(template, "Custom::AWS").values()
+    create = writer["Properties"]["Create"]
+    parts = create["Fn::Join"][1] if isinstance(create, dict) else [create]
+    tokens: list[Any] = []
+    text = ""
+    for part in parts:
+        if isinstance(part, str):
+            text += part
+        else:
+            text += f"@{len(tokens)}@"
+            tokens.append(part)
+    call = json.loads(text)
+    assert call["action"] == "putItem" and call["service"] == "DynamoDB"
+    assert call["parameters"]["Item"]["pk"] == {"S": "DEPLOYMENT"}
+    joined = call["parameters"]["Item"]["patterns"]["S"]
+    return [
+        tokens[int(part[1:-1])] if re.fullmatch(r"@\d+@", part) else part
+        for part in (joined.split(",") if joined else [])
     ]
 
 

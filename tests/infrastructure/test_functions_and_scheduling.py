@@ -20,7 +20,13 @@ from punctual.cdk.assets import (
 )
 from punctual.cdk.config import WORKER_RECURSIVE_LOOP, DeploymentConfig
 from punctual_functions.core.settings import Settings
-from tests.infrastructure.conftest import PRODUCTION_CONTEXT, REPO_ROOT, Synthesized, synthesize
+from tests.infrastructure.conftest import (
+    PRODUCTION_CONTEXT,
+    REPO_ROOT,
+    Synthesized,
+    allowed_target_patterns,
+    synthesize,
+)
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
 
@@ -233,8 +239,14 @@ def test_given_operator_context_when_synthesized_then_the_functions_get_those_se
         assert settings.run_retention_days == PRODUCTION_CONTEXT["run_retention_days"]
         assert settings.run_trace_percent == PRODUCTION_CONTEXT["run_trace_percent"]
         assert settings.http_allow_list == tuple(PRODUCTION_CONTEXT["http_allow_list"])
-        assert settings.allowed_target_arns == tuple(PRODUCTION_CONTEXT["allowed_target_arns"])
+        # The allow-list is the table's item, written by the deploy: not a variable (4 KB in all).
+        assert settings.allowed_target_arns == ()
+        assert (
+            "PUNCTUAL_ALLOWED_TARGET_ARNS"
+            not in production_stack.function(role)["Properties"]["Environment"]["Variables"]
+        )
         assert (settings.api_auth, settings.owner_mode) == ("api_key", "session")
+    assert allowed_target_patterns(production_stack.raw) == PRODUCTION_CONTEXT["allowed_target_arns"]
 
 
 def test_given_the_worker_when_synthesized_then_its_sqs_source_batches_and_reports_partial_failures(

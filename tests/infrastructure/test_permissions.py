@@ -100,8 +100,10 @@ def _statements_of(synthesized: Synthesized, role: str) -> list[dict[str, Any]]:
     function = synthesized.function(role)
     role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
     statements = []
-    for policy in synthesized.resources("AWS::IAM::Policy").values():
-        if {"Ref": role_id} in policy["Properties"]["Roles"]:
+    policies = [*synthesized.resources("AWS::IAM::Policy").values()]
+    policies += synthesized.resources("AWS::IAM::ManagedPolicy").values()  # the targets' grants
+    for policy in policies:
+        if {"Ref": role_id} in policy["Properties"].get("Roles", []):
             statements.extend(_as_list(policy["Properties"]["PolicyDocument"]["Statement"]))
     return statements
 

@@ -16,7 +16,12 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Template
 
 from punctual.cdk import Job, LambdaAssets, Schedule, Scheduler, SchedulerProps, Target
-from tests.infrastructure.conftest import logical_id_of, policy_statements
+from tests.infrastructure.conftest import (
+    allowed_target_patterns,
+    logical_id_of,
+    policy_statements,
+    target_grants,
+)
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
 
@@ -43,6 +48,7 @@ def test_given_a_topic_and_a_bus_when_allowed_then_the_worker_publishes_and_puts
     bus = logical_id_of(template, "AWS::Events::EventBus", "Orders")
     key = logical_id_of(template, "AWS::KMS::Key", "AlertsKey")
     statements = policy_statements(template, "PunctualFunctionsWorkerRoleDefaultPolicy")
+    statements += [s for grant in target_grants(template).values() for s in grant]
     assert {"Action": "sns:Publish", "Effect": "Allow", "Resource": {"Ref": topic}} in statements
     assert {
         "Action": "events:PutEvents",
@@ -57,11 +63,7 @@ def test_given_a_topic_and_a_bus_when_allowed_then_the_worker_publishes_and_puts
     # Nothing else of the worker's names them, and each once.
     mentioning = [s for s in statements if any(n in json.dumps(s) for n in (topic, bus, key))]
     assert len(mentioning) == 3
-    worker = template["Resources"][
-        logical_id_of(template, "AWS::Lambda::Function", "PunctualFunctionsWorker")
-    ]
-    allowed = worker["Properties"]["Environment"]["Variables"]["PUNCTUAL_ALLOWED_TARGET_ARNS"]
-    assert allowed == {"Fn::Join": ["", [{"Ref": topic}, ",", {"Fn::GetAtt": [bus, "Arn"]}]]}
+    assert allowed_target_patterns(template) == [{"Ref": topic}, {"Fn::GetAtt": [bus, "Arn"]}]
 
 
 def test_given_a_grantee_when_granted_then_it_may_invoke_the_api_routes_and_nothing_more(wired):

@@ -717,3 +717,17 @@ def test_given_a_target_when_created_read_and_patched_then_it_is_the_domains_nor
     assert status == 200 and json.dumps(read["target"]) == json.dumps(stored), read
     status, patched = call("PATCH", f"/v1/jobs/{job['job_id']}", {"target": spec})
     assert status == 200 and json.dumps(patched["target"]) == json.dumps(stored), patched
+
+
+def test_given_the_deployments_allow_list_item_when_a_job_targets_a_queue_then_only_its_queues_are_taken(
+    call: Call, harness: Harness
+) -> None:
+    """The deployment's allow-list lives in the table (the CDK stack's custom resource writes it, as
+    the local stack's provisioning does): the API reads it there, not from its environment."""
+    harness.store.put_allowed_targets(["arn:aws:sqs:us-east-1:123456789012:reports-*"])
+    allowed = "https://sqs.us-east-1.amazonaws.com/123456789012/reports-daily"
+    status, job = call("POST", "/v1/jobs", target(type="sqs", queue_url=allowed))
+    assert status == 201, job
+    refused = "https://sqs.us-east-1.amazonaws.com/123456789012/billing"
+    status, error = call("POST", "/v1/jobs", target(type="sqs", queue_url=refused))
+    assert_refused(status, error, 422, "target.queue_url")

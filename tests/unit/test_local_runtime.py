@@ -106,3 +106,13 @@ def test_the_local_dispatcher_sweeps_as_it_starts_then_on_the_minute(monkeypatch
     with pytest.raises(Stop):
         roles.run_dispatcher(Settings(), 60.0)
     assert calls == ["tick", "sleep", "tick"]
+
+
+def test_the_local_roles_read_the_allow_list_from_the_table_not_their_environment() -> None:
+    """As on AWS (where hundreds of ARNs do not fit Lambda's 4 KB of environment): provisioning
+    writes the list into the table's item, and the roles' environment carries none of it."""
+    stack = LocalStack(settings_overrides={"allowed_target_arns": ("arn:aws:sqs:*:*:reports-*",)})
+    stack.settings = Settings(allowed_target_arns=("arn:aws:sqs:*:*:reports-*",), queue_url="q")
+    environment = stack.environment()
+    assert environment["PUNCTUAL_QUEUE_URL"] == "q"
+    assert Settings.from_env(environment).allowed_target_arns == ()

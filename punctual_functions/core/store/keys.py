@@ -88,3 +88,8 @@ def in_run_listing(job_id: str) -> Callable[[Mapping[str, Any]], bool]:
         return set(key) == {PK, SK} and key[PK]["S"] == f"JOB#{job_id}" and key[SK]["S"].startswith("RUN#")
 
     return belongs
+
+
+def allowed_targets_key() -> dict[str, Any]:
+    """The deployment's allow-list of AWS targets: one item, written at deploy time."""
+    return {PK: {"S": "DEPLOYMENT"}, SK: {"S": "ALLOWED_TARGETS"}}
