@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
+from punctual_functions.api.answer_size import AnswerBudget
 from punctual_functions.api.cancel import cancel_job
 from punctual_functions.api.errors import ApiError, InvalidInput
 from punctual_functions.api.pausing import pause_job, resume_job
@@ -49,12 +50,17 @@ def bulk_action(deps: Deps, owner: str, request: BulkIn) -> BulkView:
     now = deps.clock()
     wanted = _ACTS_ON[request.action]
 
+    budget = AnswerBudget()  # the answer holds each job's view: within Lambda's 6 MB (answer_size.py)
+
     def matches(job: Job) -> bool:
-        return (
+        chosen = (
             not job.gone(now)
             and job.as_of(now).status in wanted
             and all(job.tags.get(key) == value for key, value in request.tags.items())
         )
+        if chosen:
+            budget.take(job)
+        return chosen
 
     try:
         chosen, next_cursor = deps.store.list_jobs(

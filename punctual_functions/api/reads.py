@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
+from punctual_functions.api.answer_size import AnswerBudget
 from punctual_functions.api.errors import InvalidInput
 from punctual_functions.api.jobs import owned_job, owned_run, recent_runs
 from punctual_functions.api.views import (
@@ -57,6 +58,7 @@ def list_jobs(
         stored = frozenset({status, JobStatus.ACTIVE})
     histories: dict[str, list[Run]] = {}
     now = deps.clock()
+    budget = AnswerBudget()  # a page's answer stays within Lambda's 6 MB (answer_size.py)
 
     def keep(job: Job) -> bool:
         if job.gone(now):
@@ -64,7 +66,10 @@ def list_jobs(
         if tag is not None and job.tags.get(tag[0]) != tag[1]:
             return False
         histories[job.job_id] = recent_runs(deps, job)
-        return status is None or job_history(job, histories[job.job_id]).status is status
+        if status is not None and job_history(job, histories[job.job_id]).status is not status:
+            return False
+        budget.take(job)
+        return True
 
     try:
         jobs, next_cursor = deps.store.list_jobs(

@@ -68,6 +68,12 @@ class BadCursorError(ValueError):
     """A pagination cursor this API did not hand out for this listing."""
 
 
+class PageFull(Exception):
+    """Raised by a listing's ``keep``, for an item it would keep, to end the page before that item:
+    the page's cursor goes on from the last item kept, so the next page starts with this one. For
+    the page's first item it is not honoured: the item is kept (a page holds at least one)."""
+
+
 # ------------------------------------------------------------------------------------- the table
 
 

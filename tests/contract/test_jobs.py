@@ -9,11 +9,12 @@ from datetime import timedelta
 import pytest
 
 from punctual_functions.core.calendars import OnExcluded
-from punctual_functions.core.model import JobStatus, RunStatus, bucket_of, new_job_id
+from punctual_functions.core.model import Job, JobStatus, RunStatus, bucket_of, new_job_id
 from punctual_functions.core.ports import (
     BadCursorError,
     IdempotencyKeyTaken,
     NameTaken,
+    PageFull,
     Tables,
     VersionChanged,
 )
@@ -255,6 +256,47 @@ def test_a_full_page_has_a_cursor_even_when_nothing_follows(world: World, tables
     page, cursor = tables.list_jobs("alice", limit=1, cursor=None, statuses=None, name=None)
     assert len(page) == 1 and cursor is not None
     assert tables.list_jobs("alice", limit=1, cursor=cursor, statuses=None, name=None) == ([], None)
+
+
+def test_a_page_ended_by_keep_goes_on_from_the_job_it_left_out(world: World, tables: Tables) -> None:
+    """``keep`` raising ``PageFull`` (the answer would be too large) ends the page before that job;
+    the cursor starts the next page with it, and a first job is kept whatever ``keep`` says."""
+    ids = []
+    for minute in range(7):
+        moment = NOW + timedelta(minutes=minute)
+        job = world.job(created_at=moment, updated_at=moment)
+        tables.create_job(job, None)
+        ids.append(job.job_id)
+    newest_first = ids[::-1]
+
+    def three_a_page() -> Callable[[Job], bool]:
+        kept: list[str] = []
+
+        def keep(job: Job) -> bool:
+            if len(kept) == 3:
+                raise PageFull
+            kept.append(job.job_id)
+            return True
+
+        return keep
+
+    seen: list[str] = []
+    cursor = None
+    for _ in range(3):
+        page, cursor = tables.list_jobs(
+            "alice", limit=100, cursor=cursor, statuses=None, name=None, keep=three_a_page()
+        )
+        seen.extend(job.job_id for job in page)
+    assert seen == newest_first and cursor is None
+
+    def never() -> Callable[[Job], bool]:
+        def keep(job: Job) -> bool:
+            raise PageFull
+
+        return keep
+
+    first, cursor = tables.list_jobs("alice", limit=100, cursor=None, statuses=None, name=None, keep=never())
+    assert [job.job_id for job in first] == newest_first[:1] and cursor is not None
 
 
 def test_an_owners_jobs_are_listed_whole_and_can_be_filtered_after_reading(

@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from itertools import islice
 from typing import Any, TypeVar
 
 from punctual_functions.core.calendars import Calendar
@@ -38,6 +37,7 @@ from punctual_functions.core.ports import (
     IdempotencyKeyTaken,
     JobExists,
     NameTaken,
+    PageFull,
     RunNotOurs,
     ShardState,
     VersionChanged,
@@ -640,9 +640,18 @@ def _page(
             return bool(position < boundary if descending else position > boundary)
 
         items = [item for item in items if after_cursor(item)]
-    found = list(islice((item for item in items if matches(item)), limit))  # lazy, as a query stops
-    next_cursor = encode_cursor(key_of(found[-1])) if len(found) == limit and found else None
-    return found, next_cursor
+    found: list[T] = []
+    for item in items:  # one at a time, as a query stops
+        try:
+            if not matches(item):
+                continue
+        except PageFull:
+            if found:
+                return found, encode_cursor(key_of(found[-1]))
+        found.append(item)
+        if len(found) == limit:
+            return found, encode_cursor(key_of(item))
+    return found, None
 
 
 def _seconds(moment: datetime | None) -> datetime | None:

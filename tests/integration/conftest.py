@@ -13,6 +13,7 @@ from punctual.local.gateway import LambdaContext, build_event
 from punctual.local.provision import provision
 from punctual_functions.api import handler as api
 from punctual_functions.api import responses
+from punctual_functions.api.answer_size import LAMBDA_ANSWER_BYTES
 from punctual_functions.api.errors import ApiError
 from punctual_functions.api.service import JobService
 from punctual_functions.core import aws
@@ -139,6 +140,8 @@ def make_call(service: JobService, monkeypatch: pytest.MonkeyPatch) -> Call:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else b""
         event = build_event(method, path, {"Content-Type": "application/json", **(headers or {})}, raw, owner)
         result = api.handler(event, LambdaContext())  # type: ignore[arg-type]
+        # Lambda refuses an answer over 6 MB (API Gateway then answers 502): none may be.
+        assert len(json.dumps(result).encode()) <= LAMBDA_ANSWER_BYTES, f"{method} {path}: over Lambda's 6 MB"
         answer = json.loads(result["body"]) if result.get("body") else None
         assert_answer_is_documented(method, path, result["statusCode"], answer)
         return result["statusCode"], answer

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from punctual_functions.core.ports import BadCursorError
+from punctual_functions.core.ports import BadCursorError, PageFull
 from punctual_functions.core.store.keys import key_of
 
 T = TypeVar("T")
@@ -43,7 +43,8 @@ def read_page(
     belongs: Callable[[dict[str, Any]], bool],
     keep: Callable[[T], bool] | None = None,
 ) -> tuple[list[T], str | None]:
-    """Read until ``limit`` matching items (a filter, or ``keep``, may drop items from a page) or the end.
+    """Read until ``limit`` matching items (a filter, or ``keep``, may drop items from a page) or the end,
+    or until ``keep`` raises ``PageFull`` (the page's answer would be too large).
 
     ``belongs`` checks that a cursor points into this very listing: DynamoDB refuses a start key
     from elsewhere, and a forged one must not read another owner's items.
@@ -52,6 +53,7 @@ def read_page(
     if start is not None and not belongs(start):
         raise BadCursorError("not a cursor of this listing")
     found: list[T] = []
+    last_key: dict[str, Any] = {}
     while True:
         if start:
             request["ExclusiveStartKey"] = start
@@ -60,11 +62,16 @@ def read_page(
         response = query(**request)
         for item in response.get("Items", []):
             converted = convert(item)
-            if keep is not None and not keep(converted):
-                continue
+            try:
+                if keep is not None and not keep(converted):
+                    continue
+            except PageFull:
+                if found:
+                    return found, encode_cursor(last_key)
             found.append(converted)
+            last_key = key_of(item, request.get("IndexName"))
             if len(found) == limit:
-                return found, encode_cursor(key_of(item, request.get("IndexName")))
+                return found, encode_cursor(last_key)
         start = response.get("LastEvaluatedKey")
         if not start:
             return found, None
