@@ -149,7 +149,9 @@ class Api(Construct):
             rest_api_name=config.name_prefix,
             description="Punctual: schedule jobs that fire at their second",
             endpoint_types=[apigateway.EndpointType.REGIONAL],
-            cloud_watch_role=config.api_gateway_cloudwatch_role,
+            # Only if asked to ("always"): the default sets it where the account has none
+            # (punctual/cdk/api_account.py, made by the Scheduler).
+            cloud_watch_role=config.api_gateway_cloudwatch_role == "always",
             api_key_source_type=apigateway.ApiKeySourceType.HEADER,
             deploy_options=apigateway.StageOptions(
                 stage_name=config.stage,

@@ -87,8 +87,11 @@ class SchedulerProps(BaseModel):
     api_throttle_rate_limit: float = Field(default=50, gt=0)
     api_throttle_burst_limit: int = Field(default=100, ge=1)
     api_quota_per_day: int | None = Field(default=None, ge=1)
-    # API Gateway needs an account-wide role to write access logs; create it unless the account has one.
-    api_gateway_cloudwatch_role: bool = True
+    # API-key mode: the account-wide role API Gateway writes a REST API's logs through. "if_absent":
+    # the stack's role, set only if the account names none (punctual/cdk/api_account.py); "always":
+    # set it whatever the account had (CDK's own); "never": leave the account's setting alone (it
+    # must name a role, or the REST stage's logs fail the deploy). true and false read as the last two.
+    api_gateway_cloudwatch_role: Literal["if_absent", "always", "never"] = "if_absent"
     # API-key mode: the stage's per-method CloudWatch metrics (detailed metrics, billed as custom
     # metrics for each route and method). The stage's own metrics come without them.
     api_detailed_metrics: bool = False
@@ -122,6 +125,16 @@ class SchedulerProps(BaseModel):
             if text.startswith("["):
                 return tuple(json.loads(text))
             return tuple(part.strip() for part in text.split(",") if part.strip())
+        return value
+
+    @field_validator("api_gateway_cloudwatch_role", mode="before")
+    @classmethod
+    def _role_choice(cls, value: object) -> object:
+        """The setting was a boolean: true (always set the role) and false (never) still read."""
+        if isinstance(value, bool):
+            return "always" if value else "never"
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return "always" if value.strip().lower() == "true" else "never"
         return value
 
     @field_validator("allowed_target_arns")

@@ -13,9 +13,10 @@ from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from punctual.cdk.api import Api
+from punctual.cdk.api_account import ApiGatewayAccount
 from punctual.cdk.assets import LambdaAssets
 from punctual.cdk.config import SchedulerProps
-from punctual.cdk.functions import Functions
+from punctual.cdk.functions import ARCHITECTURE, RUNTIME, RUNTIME_REASON, Functions
 from punctual.cdk.job_provider import JobProvider
 from punctual.cdk.monitoring import Monitoring
 from punctual.cdk.queues import WorkQueues, work_queue_visibility
@@ -71,6 +72,19 @@ class Scheduler(Construct):
             work_queue=self.queues.work_queue,
         )
         self.api = Api(self, "Api", config=config, handler=self.functions.api)
+        if config.api_auth == "api_key" and config.api_gateway_cloudwatch_role == "if_absent":
+            account = ApiGatewayAccount(
+                self,
+                "ApiGatewayAccount",
+                props=config,
+                code=self.functions.code,
+                layer=self.functions.layer,
+                runtime=RUNTIME,
+                architecture=ARCHITECTURE,
+                runtime_reason=RUNTIME_REASON,
+            )
+            # The stage's logs need the account's role named before the stage is made.
+            self.api.rest_api.deployment_stage.node.add_dependency(account.resource)
         monitoring = Monitoring(
             self,
             "Monitoring",

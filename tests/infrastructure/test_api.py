@@ -154,7 +154,40 @@ def test_given_api_key_mode_when_synthesized_then_the_stage_is_throttled_traced_
     assert settings["MetricsEnabled"] is False, "per-method metrics are billed: only if asked"
     assert len(_log_group_of(production_stack, stage["AccessLogSetting"]["DestinationArn"])) == 1
     assert "$context.requestId" in stage["AccessLogSetting"]["Format"]
-    # API Gateway needs the account's CloudWatch role before a REST API can write access logs.
-    assert production_stack.resources("AWS::ApiGateway::Account")
+    # API Gateway needs the account's CloudWatch role before a REST API can write access logs: the
+    # stack names its own only where the account names none, before the stage is made, and keeps it.
+    assert not production_stack.resources("AWS::ApiGateway::Account"), "the account's role is not replaced"
+    account = production_stack.logical_id("Custom::PunctualApiGatewayAccount")
+    assert account in production_stack.only("AWS::ApiGateway::Stage")["DependsOn"]
+    (role_id,) = [
+        name
+        for name, role in production_stack.resources("AWS::IAM::Role").items()
+        if "apigateway.amazonaws.com" in str(role["Properties"]["AssumeRolePolicyDocument"])
+    ]
+    role = production_stack.raw["Resources"][role_id]
+    assert role["DeletionPolicy"] == "Retain"
+    assert production_stack.only("Custom::PunctualApiGatewayAccount")["Properties"]["RoleArn"] == {
+        "Fn::GetAtt": [role_id, "Arn"]
+    }
     url = str(production_stack.raw["Outputs"]["ApiUrl"]["Value"])
     assert production_stack.logical_id("AWS::ApiGateway::RestApi") in url
+
+
+@pytest.mark.parametrize(
+    ("choice", "account_resource", "custom_resource"),
+    [("always", 1, 0), ("never", 0, 0), ("if_absent", 0, 1), (True, 1, 0), ("false", 0, 0)],
+)
+def test_given_each_choice_of_the_account_role_when_synthesized_then_the_stack_sets_it_as_told(
+    choice: object, account_resource: int, custom_resource: int
+) -> None:
+    from aws_cdk import App, Stack
+    from aws_cdk.assertions import Template
+
+    from punctual.cdk import LambdaAssets, Scheduler, SchedulerProps
+
+    stack = Stack(App(), "Keyed")
+    props = SchedulerProps(api_auth="api_key", api_gateway_cloudwatch_role=choice)  # type: ignore[arg-type]
+    Scheduler(stack, "Punctual", props=props, assets=LambdaAssets.build())
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::ApiGateway::Account", account_resource)
+    template.resource_count_is("Custom::PunctualApiGatewayAccount", custom_resource)

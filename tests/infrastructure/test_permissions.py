@@ -273,7 +273,7 @@ def test_given_context_from_the_command_line_when_read_then_strings_become_lists
         "arn:aws:sqs:us-east-1:123456789012:b",
     )
     assert config.http_allow_list == ("10.0.0.0/8",)
-    assert config.api_gateway_cloudwatch_role is False
+    assert config.api_gateway_cloudwatch_role == "never"
 
 
 def test_given_a_setting_the_functions_would_refuse_when_configured_then_synth_refuses_it() -> None:
