@@ -28,6 +28,10 @@ PUBLIC_PREFIXES = ("/docs/",)
 # API Gateway's own limit on a request's payload: the API's smaller ones (64 KiB; 1 MiB for a batch of
 # jobs) are its handler's to answer, as on AWS.
 MAX_BODY_BYTES = 10 * 1024 * 1024
+# API Gateway answers 504 when its integration has not answered in 29 s (the api function's timeout
+# is the same), and 502 when the function's answer is over Lambda's 6 MB.
+INTEGRATION_TIMEOUT_SECONDS = 29.0
+LAMBDA_ANSWER_BYTES = 6 * 1024 * 1024
 
 
 @dataclass
@@ -91,10 +95,36 @@ def build_event(
     }
 
 
-def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTTPRequestHandler]:
+def make_handler_class(
+    tokens: dict[str, str], api_handler: Any, timeout_seconds: float = INTEGRATION_TIMEOUT_SECONDS
+) -> type[BaseHTTPRequestHandler]:
     # A Lambda execution environment serves one request at a time, and so does the api process here
     # (the handler's service and its clients are shared). Connections are still accepted at once.
     invocation = threading.Lock()
+
+    def invoke(event: dict[str, Any]) -> dict[str, Any] | None:
+        """The handler's answer, or None when it took longer than API Gateway waits. The handler
+        goes on in its thread (a Lambda function runs to its own timeout), and holds the process
+        until it ends, as it holds its execution environment."""
+        answer: list[dict[str, Any]] = []
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                with invocation:
+                    context = LambdaContext(
+                        aws_request_id=event["requestContext"]["requestId"], timeout_seconds=timeout_seconds
+                    )
+                    answer.append(api_handler(event, context))
+            except BaseException as error:  # noqa: BLE001 - handed to the request's thread
+                failure.append(error)
+
+        thread = threading.Thread(target=run, name="api-invocation", daemon=True)
+        thread.start()
+        thread.join(timeout_seconds)
+        if failure:
+            raise failure[0]
+        return answer[0] if answer else None
 
     class GatewayHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -137,12 +167,17 @@ def make_handler_class(tokens: dict[str, str], api_handler: Any) -> type[BaseHTT
             event = build_event(self.command, self.path, headers, body, principal)
             started = time.perf_counter()
             try:
-                with invocation:
-                    result = api_handler(
-                        event, LambdaContext(aws_request_id=event["requestContext"]["requestId"])
-                    )
+                result = invoke(event)
             except Exception as error:  # the handler must not raise; if it does, say so as API GW would
                 self._error(502, "internal_error", f"the api handler failed: {type(error).__name__}")
+                return
+            if result is None:
+                self._reply(
+                    504, {"Content-Type": "application/json"}, b'{"message":"Endpoint request timed out"}'
+                )
+                return
+            if len(json.dumps(result).encode()) > LAMBDA_ANSWER_BYTES:
+                self._error(502, "internal_error", "the api handler's answer exceeds Lambda's 6 MB")
                 return
             out_headers = dict(result.get("headers") or {})
             for key, values in (result.get("multiValueHeaders") or {}).items():
