@@ -116,7 +116,7 @@ def make_handler_class(
                         aws_request_id=event["requestContext"]["requestId"], timeout_seconds=timeout_seconds
                     )
                     answer.append(api_handler(event, context))
-            except BaseException as error:  # noqa: BLE001 - handed to the request's thread
+            except BaseException as error:
                 failure.append(error)
 
         thread = threading.Thread(target=run, name="api-invocation", daemon=True)
