@@ -24,8 +24,8 @@ from typing import Any
 
 from punctual.local.env import LOCAL_CREDENTIALS
 from punctual.local.supervisor import free_port, wait_for_port
-from tests.support.stack import StackProcess
-from tests.support.stack import local_stack as start_local_stack
+from punctual.testing.stack import StackProcess
+from punctual.testing.stack import local_stack as start_local_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -234,7 +234,7 @@ class Api:
 
 @dataclass
 class StackHandle:
-    """A running ``punctual local`` (``tests/support/stack.py``) and a client for its API."""
+    """A running ``punctual local`` (``punctual/testing/stack.py``) and a client for its API."""
 
     api: Api
     stack: StackProcess

@@ -32,9 +32,9 @@ from typing import Any
 from bench.common import local_stack, log, machine, spread, summary, write_json
 from bench.memory.analysis import outcome_lines
 from punctual.cli.local import default_workers
+from punctual.testing.receiver import Receiver
 from punctual_functions.core.model import iso
 from punctual_functions.core.settings import Settings
-from tests.support.receiver import Receiver
 
 LOOKAHEAD_SECONDS = Settings().lookahead_seconds
 # Due this many seconds after its creation: inside the look-ahead (the API sends it) ...

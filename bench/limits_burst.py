@@ -24,8 +24,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.common import Api, local_stack, log, machine, spread, write_json
+from punctual.testing.receiver import Receiver
 from punctual_functions.core.model import iso
-from tests.support.receiver import Receiver
 
 
 class _Gauge:

@@ -37,12 +37,12 @@ from punctual.local.env import LOCAL_CREDENTIALS
 from punctual.local.gateway import LambdaContext
 from punctual.local.provision import provision
 from punctual.local.roles import _to_event
+from punctual.testing.receiver import Receiver
 from punctual_functions.core import aws
 from punctual_functions.core.factories import build_queue, build_store, build_target_executor
 from punctual_functions.core.model import iso
 from punctual_functions.core.resources import WORKER_TIMEOUT_SECONDS, deployed_visibility_seconds
 from punctual_functions.core.settings import Settings
-from tests.support.receiver import Receiver
 
 DEPLOYED_VISIBILITY_SECONDS = deployed_visibility_seconds(0)  # no batching window, the default
 BATCH_SIZE = 10

@@ -25,9 +25,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from punctual.scale.params import Parameters, quantile
+from punctual.testing.fakes.store import MemoryStore
 from sim.table_requests import TableRequest, requests_for, snapshot
 from sim.world import World
-from tests.fakes.store import MemoryStore
 
 
 @dataclass

@@ -29,6 +29,7 @@ from typing import Any
 
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import Parameters, quantile
+from punctual.testing.fakes.store import MemoryStore
 from punctual_functions.api.bulk import bulk_action
 from punctual_functions.api.requests import BulkIn, CreateJobIn
 from punctual_functions.api.views import BulkView
@@ -49,7 +50,6 @@ from sim.dynamodb import Capacity, SimTables
 from sim.lambdas import Lambdas
 from sim.sqs import EventSourceMapping, Message, SimQueue
 from sim.world import World
-from tests.fakes.store import MemoryStore
 
 HOOK_HOST = "example.com"
 # A client's attempts of one request, waiting between them as the AWS SDKs do (jittered exponential

@@ -14,7 +14,7 @@ from bench.cost.hold import _outcome_lines
 from bench.cost.pricing import CAPACITY_NOTE, _dollars, _idle
 from bench.cost.scenarios import BATCH, Scenario, _next_tick, _one_offs, _recurring
 from bench.cost.stack import LOOKAHEAD_SECONDS, ROLES, SHARDS, TICK_SECONDS, timed_stack
-from tests.support.receiver import Receiver
+from punctual.testing.receiver import Receiver
 
 
 def run(

@@ -14,8 +14,8 @@ from typing import Any
 
 from bench.common import log
 from bench.cost.stack import LOOKAHEAD_SECONDS, TICK_SECONDS, TimedStack
+from punctual.testing.receiver import Receiver
 from punctual_functions.core.model import iso
-from tests.support.receiver import Receiver
 
 # ------------------------------------------------------------------------------------ scenarios
 

@@ -151,7 +151,7 @@ def run(
 ) -> dict[str, Any]:
     """Every size measured over ``batches`` batches of ten on one stack; the figures and the answer."""
     from bench.common import log, machine
-    from tests.support.receiver import Receiver
+    from punctual.testing.receiver import Receiver
 
     began = time.monotonic()
     reason = cgroups_unavailable()

@@ -9,8 +9,8 @@ from typing import Any
 
 from bench.common import histogram, spread_of_summaries, summary
 from bench.precision.plan import Planned, _cron_expected, _dt, _ts
+from punctual.testing.receiver import Delivery
 from punctual_functions.core.model import iso
-from tests.support.receiver import Delivery
 
 EDGES_MS = [0, 2, 4, 6, 8, 10, 12, 15, 20, 30, 50, 100]
 EDGES_FAULTS_MS = [0, 10, 20, 50, 100, 500, 1000, 2000, 3000, 5000, 7000, 10000]

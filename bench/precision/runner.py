@@ -32,8 +32,8 @@ from bench.precision.plan import (
     whole_seconds_offsets,
 )
 from punctual.cdk.config import WORKER_MAX_CONCURRENCY
+from punctual.testing.receiver import Delivery, Receiver
 from punctual_functions.core.model import iso
-from tests.support.receiver import Delivery, Receiver
 
 
 def _kill_loop(

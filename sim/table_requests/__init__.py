@@ -1,6 +1,7 @@
 """The DynamoDB requests behind each call of the table port, with their capacity units per partition.
 
-For a call of a ``punctual_functions.core.ports.Tables`` method on the in-memory fake (``tests.fakes.store``),
+For a call of a ``punctual_functions.core.ports.Tables`` method on the in-memory fake
+(``punctual.testing.fakes.store``),
 :func:`requests_for` gives the requests ``punctual_functions.core.store.DynamoStore`` makes for it, in order,
 with the units each consumes on every partition key value it touches: the base table's (``JOB#<id>``,
 ``T#<bucket>#<shard>``, ...) and the owner index's (``gsi1:OWNER#<owner>``). For each call (the

@@ -14,7 +14,7 @@ import pytest
 
 from bench import cost, precision, run
 from bench.common import RESULTS
-from tests.support.receiver import Delivery
+from punctual.testing.receiver import Delivery
 
 # ------------------------------------------------------------------------------------------ cost
 

@@ -26,8 +26,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
+from punctual.testing.stack import local_stack
 from tests.e2e.conftest import Api
-from tests.support.stack import local_stack
 
 DESKTOP = (1280, 900)
 PHONE = (390, 844)

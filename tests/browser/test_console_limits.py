@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 
+from punctual.testing.receiver import Receiver
 from punctual_functions.core.model import iso
 from tests.browser.conftest import PHONE, Console, Stack
-from tests.support.receiver import Receiver
 
 # As test_console.py: in the end-to-end tests' group, one after the other on one worker.
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from punctual.testing.receiver import Receiver
+from punctual.testing.stack import StackProcess, local_stack
 from punctual_functions.core.model import iso
-from tests.support.receiver import Receiver
-from tests.support.stack import StackProcess, local_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("chaos")]
 

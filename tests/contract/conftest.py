@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from punctual.local.provision import provision
+from punctual.testing.fakes.store import MemoryStore
 from punctual_functions.core import aws
 from punctual_functions.core.model import (
     Attempt,
@@ -30,7 +31,6 @@ from punctual_functions.core.ports import Tables
 from punctual_functions.core.schedule import parse_schedule
 from punctual_functions.core.settings import Settings
 from punctual_functions.core.store import DynamoStore
-from tests.fakes.store import MemoryStore
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, 123456, tzinfo=UTC)
 SHARDS = 4

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from bench.timed_role import item_size
+from punctual.testing.fakes.store import MemoryStore
 from punctual_functions.core import aws
 from punctual_functions.core.calendars import Calendar, HolidaySource
 from punctual_functions.core.limits import Limit
@@ -39,7 +40,6 @@ from punctual_functions.core.settings import Settings
 from punctual_functions.core.store import DynamoStore
 from sim.table_requests import PartitionUnits, TableRequest, requests_for, snapshot
 from tests.contract.conftest import NOW, SHARDS, World, attempt
-from tests.fakes.store import MemoryStore
 
 pytestmark = pytest.mark.moto
 

@@ -16,7 +16,7 @@ import boto3
 import pytest
 
 from punctual.local.env import LOCAL_CREDENTIALS
-from tests.support.stack import local_stack as run_local_stack
+from punctual.testing.stack import local_stack as run_local_stack
 
 TOKEN = "local-dev-token"
 
@@ -58,7 +58,7 @@ def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0
 
 
 def emulator_endpoint(api: Api) -> str:
-    """The emulator's URL, as ``punctual local`` prints it at start-up (tests/support/stack.py's log)."""
+    """The emulator's URL, as ``punctual local`` prints it at start-up (punctual/testing/stack.py's log)."""
     log = api.state_dir.parent / "stack.log"
     # The banner follows the API's first answer by a moment.
     found = wait_until(lambda: re.search(r"emulator:\s+(http://\S+)", log.read_text(errors="replace")), 10)

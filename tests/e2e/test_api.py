@@ -21,14 +21,14 @@ from typing import Any
 
 import pytest
 
+from punctual.testing.receiver import Receiver
+from punctual.testing.stack import local_stack
 from punctual.verify import verify
 from punctual_functions.core import tracing
 from punctual_functions.core.model import iso, parse_iso
 from punctual_functions.core.settings import Settings
 from punctual_functions.worker.arrival import PRESTART_SECONDS
 from tests.e2e.conftest import Api, wait_until
-from tests.support.receiver import Receiver
-from tests.support.stack import local_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 

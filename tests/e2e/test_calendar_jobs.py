@@ -8,9 +8,9 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from punctual.testing.receiver import Receiver
 from punctual_functions.core.model import parse_iso
 from tests.e2e.conftest import Api, wait_until
-from tests.support.receiver import Receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 

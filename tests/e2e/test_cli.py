@@ -24,8 +24,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from punctual.local.supervisor import free_port, wait_for_port
+from punctual.testing.receiver import Receiver
 from tests.e2e.conftest import Api, wait_until
-from tests.support.receiver import Receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.stack import local_stack
+from punctual.testing.stack import local_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("client-docs-stack")]
 

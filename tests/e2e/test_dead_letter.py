@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from punctual.testing.receiver import Receiver
 from punctual_functions.core.model import iso
 from tests.e2e.conftest import Api, emulator_client, wait_until
-from tests.support.receiver import Receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 

@@ -25,12 +25,12 @@ import boto3
 import pytest
 
 from punctual.local.env import LOCAL_CREDENTIALS
+from punctual.testing.receiver import Receiver
+from punctual.testing.stack import local_stack
 from punctual_functions.core.model import Run, RunKind, RunStatus, from_ms, iso, run_id_for, to_ms
 from punctual_functions.core.queue import WorkMessage
 from punctual_functions.core.store import Store
 from tests.e2e.conftest import Api, wait_until
-from tests.support.receiver import Receiver
-from tests.support.stack import local_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("dlq-stack")]
 

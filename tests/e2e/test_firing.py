@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from punctual.testing.receiver import Receiver
+from punctual.testing.stack import local_stack as run_local_stack
 from punctual_functions.core.model import iso, parse_iso
 from tests.e2e.conftest import Api
-from tests.support.receiver import Receiver
-from tests.support.stack import local_stack as run_local_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from punctual.testing.receiver import Receiver
 from punctual_functions.core.model import iso
 from tests.e2e.conftest import Api, wait_until
 from tests.e2e.test_cli import Cli, clean_env, field
-from tests.support.receiver import Receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 

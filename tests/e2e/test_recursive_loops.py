@@ -27,10 +27,10 @@ import pytest
 from punctual.local.env import LOCAL_CREDENTIALS
 from punctual.local.recursion import MAX_CHAIN_INVOCATIONS
 from punctual.local.role import RECURSIVE_LOOP_ENV
+from punctual.testing.receiver import Receiver
+from punctual.testing.stack import local_stack as run_local_stack
 from punctual_functions.core.model import iso
 from tests.e2e.conftest import Api, wait_until
-from tests.support.receiver import Receiver
-from tests.support.stack import local_stack as run_local_stack
 
 pytestmark = [pytest.mark.e2e]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from punctual.testing.receiver import Receiver
 from punctual_functions.core.model import iso
 from tests.e2e.conftest import Api
-from tests.support.receiver import Receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-stack")]
 

@@ -191,11 +191,11 @@ def log_lines() -> Iterator[list[str]]:
 def dispatcher_log_lines(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The lines the dispatcher's handler writes for two ticks over an empty table, as Powertools
     writes them to the function's log stream (one JSON object a line)."""
+    from punctual.testing.fakes.store import MemoryStore
     from punctual_functions.core.factories import build_dispatcher
     from punctual_functions.core.settings import Settings
     from punctual_functions.dispatcher import handler as dispatcher_handler
     from tests.fakes.queue import MemoryQueue
-    from tests.fakes.store import MemoryStore
 
     settings = Settings(table_name="memory", shard_count=2, queue_url="memory://work", dlq_url="memory://dlq")
     dispatcher = build_dispatcher(settings, store=MemoryStore(), queue=MemoryQueue(delays=False), clock=clock)

@@ -11,6 +11,8 @@ import pytest
 
 from punctual.local.gateway import LambdaContext, build_event
 from punctual.local.provision import provision
+from punctual.testing.fakes.store import MemoryStore
+from punctual.testing.receiver import Receiver
 from punctual_functions.api import handler as api
 from punctual_functions.api import responses
 from punctual_functions.api.answer_size import LAMBDA_ANSWER_BYTES
@@ -23,10 +25,8 @@ from punctual_functions.core.queue import WorkMessage, WorkQueue
 from punctual_functions.core.settings import Settings
 from tests.conftest import Clock
 from tests.fakes.queue import MemoryQueue
-from tests.fakes.store import MemoryStore
 from tests.harness import Harness as Wired
 from tests.harness import QueueUnderTest, SimulatedCrash
-from tests.support.receiver import Receiver
 
 __all__ = ["GOOD_JOB", "Call", "Harness", "QueueUnderTest", "RecordingQueue", "SimulatedCrash", "http_target"]
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from punctual.testing.receiver import Receiver
 from punctual_functions.core.model import iso
 from tests.integration.conftest import GOOD_JOB, Harness, http_target
-from tests.support.receiver import Receiver
 
 
 def job(call, **tags: str) -> dict[str, Any]:

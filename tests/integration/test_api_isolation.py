@@ -10,9 +10,9 @@ import json
 from typing import Any
 from urllib.parse import quote
 
+from punctual.testing.receiver import Receiver
 from tests.integration.conftest import GOOD_JOB as GOOD
 from tests.integration.conftest import Call, Harness, http_target
-from tests.support.receiver import Receiver
 
 
 def create(call: Call, owner: str = "alice", **body: Any) -> dict[str, Any]:

@@ -13,9 +13,9 @@ from datetime import timedelta
 import pytest
 
 from punctual.local.emulator import EmulatorThread, FaultInjector
+from punctual.testing.receiver import Receiver
 from punctual_functions.core.model import JobStatus, RunStatus, iso
 from tests.integration.conftest import Harness
-from tests.support.receiver import Receiver
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from punctual.testing.receiver import Receiver
 from punctual_functions.core.model import RunKind, RunStatus
 from tests.integration.conftest import Harness, http_target
-from tests.support.receiver import Receiver
 
 
 def backfilled_hourly_job(

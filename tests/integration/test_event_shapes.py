@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from punctual.local.gateway import LambdaContext
+from punctual.testing.receiver import Receiver
 from punctual_functions.api import handler as api
 from punctual_functions.core.model import RunStatus, iso
 from punctual_functions.dispatcher import handler as dispatcher
 from punctual_functions.worker import handler as worker
 from tests.integration.conftest import Harness
-from tests.support.receiver import Receiver
 
 EVENTS = Path(__file__).resolve().parent.parent / "fixtures" / "events"
 IAM_USER = "apigateway_rest_iam_user.json"

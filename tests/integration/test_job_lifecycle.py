@@ -7,11 +7,11 @@ import time
 from datetime import datetime, timedelta
 from typing import Any
 
+from punctual.testing.receiver import Receiver
 from punctual_functions.api.requests import PatchJobIn
 from punctual_functions.core.factories import build_run_executor
 from punctual_functions.core.model import JobStatus, Reason, RunKind, RunStatus, iso
 from tests.integration.conftest import Harness
-from tests.support.receiver import Receiver
 
 
 def runs_of(h: Harness, job_id: str) -> list[Any]:

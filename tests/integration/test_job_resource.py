@@ -14,9 +14,9 @@ from urllib.parse import quote
 
 import pytest
 
+from punctual.testing.receiver import Receiver
 from punctual_functions.cfn.job_resource import REQUEST_TAG, RESOURCE_TAG, STACK_TAG, Refused, on_event
 from tests.integration.conftest import Call, Harness, http_target
-from tests.support.receiver import Receiver
 
 STACK = "arn:aws:cloudformation:eu-west-1:123456789012:stack/reports/5f1c7a40-0000-4000-8000-000000000000"
 JOB: dict[str, Any] = {

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from punctual.cdk.permissions import SCOPED_ITEM_ACTIONS, TABLE_ITEM_ACTIONS
+from punctual.testing.receiver import Receiver
 from punctual_functions.api import calendars
 from punctual_functions.api.requests import CalendarRulesIn, CreateCalendarIn, LimitIn, PatchJobIn
 from punctual_functions.core.model import RunKind, iso, make_trigger
 from tests.integration.conftest import Harness
-from tests.support.receiver import Receiver
 
 _TRANSACT_ITEMS = {
     "Put": "dynamodb:PutItem",

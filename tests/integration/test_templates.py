@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from punctual.testing.receiver import Receiver
 from punctual.verify import verify
 from punctual_functions.core.model import RunStatus, iso
 from punctual_functions.worker.context import ReturnLater
 from tests.integration.conftest import GOOD_JOB, Harness
-from tests.support.receiver import Receiver
 
 SECRET = "a-signing-secret-of-32-characters"
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from punctual.testing.receiver import Receiver
 from punctual_functions.api.views import JobView
 from punctual_functions.core.model import JobStatus, Reason, RunStatus, iso
 from punctual_functions.core.queue import WorkMessage
@@ -21,7 +22,6 @@ from punctual_functions.core.settings import Settings
 from punctual_functions.worker.arrival import HOLD_MARGIN_SECONDS
 from punctual_functions.worker.context import ReturnLater
 from tests.integration.conftest import Harness, SimulatedCrash
-from tests.support.receiver import Receiver
 
 
 def one_off(h: Harness, receiver: Receiver, path: str, seconds: float = 5, **extra: Any) -> JobView:

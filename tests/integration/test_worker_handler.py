@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from punctual.local.gateway import LambdaContext
 from punctual.local.roles import _to_event
+from punctual.testing.receiver import Receiver
 from punctual_functions.api.views import JobView
 from punctual_functions.core.model import RunStatus, iso
 from punctual_functions.core.queue import WorkMessage
@@ -25,7 +26,6 @@ from punctual_functions.worker import handler as worker
 from punctual_functions.worker.batch import MAX_RETRY_VISIBILITY_SECONDS, VisibilityLedger, retry_visibility
 from punctual_functions.worker.context import ReturnLater
 from tests.integration.conftest import Harness
-from tests.support.receiver import Receiver
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from punctual.testing.fakes.store import MemoryStore
 from punctual_functions.core.alerts import AlertSender, alert_body, metric_record
 from punctual_functions.core.model import AlertKind, Alerts, Job, Run, RunStatus
 from punctual_functions.core.schedule import parse_schedule
-from tests.fakes.store import MemoryStore
 from tests.fakes.targets import ScriptedTargets, failure
 
 NOW = datetime(2026, 11, 25, 1, 0, tzinfo=UTC)

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from punctual.testing.fakes.store import MemoryStore
 from punctual_functions.api.backfill import backfill as backfill_job
 from punctual_functions.api.errors import InvalidInput
 from punctual_functions.api.previews import preview_schedule
@@ -21,7 +22,6 @@ from punctual_functions.core.model import Reason, Run, RunStatus, iso
 from punctual_functions.core.ssrf_guard import NetworkPolicy
 from tests.conftest import Clock
 from tests.fakes.queue import MemoryQueue
-from tests.fakes.store import MemoryStore
 from tests.fakes.targets import ScriptedTargets
 from tests.harness import Harness
 from tests.unit.test_engine_on_fakes import HOOK, SETTINGS

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from punctual.testing.fakes.store import MemoryStore
 from punctual_functions.api.backfill import backfill as backfill_job
 from punctual_functions.api.errors import Conflict, InvalidInput, NotFound, from_validation
 from punctual_functions.api.requests import BackfillIn, CreateJobIn, PatchJobIn
@@ -41,7 +42,6 @@ from punctual_functions.worker.followups import FollowUps
 from tests.conftest import Clock
 from tests.fakes.invoker import RecordingInvoker
 from tests.fakes.queue import MemoryQueue
-from tests.fakes.store import MemoryStore
 from tests.fakes.targets import OK, ScriptedTargets, failure
 from tests.harness import Harness
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from punctual.testing.fakes.store import MemoryStore
 from punctual_functions.core import pacing, sending
 from punctual_functions.core.dispatching import Dispatcher
 from punctual_functions.core.factories import build_dispatcher
@@ -16,7 +17,6 @@ from punctual_functions.core.queue import WorkMessage
 from punctual_functions.core.settings import Settings
 from tests.conftest import Clock
 from tests.fakes.queue import MemoryQueue
-from tests.fakes.store import MemoryStore
 
 T0 = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 HEAD = timedelta(milliseconds=250)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.timed_role import item_size
+from punctual.testing.fakes.store import MemoryStore
 from punctual_functions.core.model import (
     Job,
     Run,
@@ -24,7 +25,6 @@ from punctual_functions.core.schedule import parse_schedule
 from punctual_functions.core.store.items import job_to_item, run_to_item, trigger_to_item
 from sim.table_requests import PartitionUnits, TableRequest, requests_for, snapshot
 from tests.contract.conftest import attempt
-from tests.fakes.store import MemoryStore
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 

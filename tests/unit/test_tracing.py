@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from punctual.testing.fakes.store import MemoryStore
 from punctual_functions.api.requests import CreateJobIn
 from punctual_functions.core import tracing
 from punctual_functions.core.model import Attempt, Job, Run, RunStatus, run_id_for
@@ -23,7 +24,6 @@ from punctual_functions.core.ssrf_guard import NetworkPolicy
 from punctual_functions.core.targets.outcome import Delivery, traceparent, traceparent_of, xray_trace_id
 from tests.conftest import Clock
 from tests.fakes.queue import MemoryQueue
-from tests.fakes.store import MemoryStore
 from tests.fakes.targets import ScriptedTargets, failure
 from tests.harness import Harness
 

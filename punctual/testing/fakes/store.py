@@ -14,6 +14,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
+from punctual.testing.fakes.calendars import MemoryCalendars
+from punctual.testing.fakes.limits import MemoryLimits
 from punctual_functions.core.calendars import Calendar
 from punctual_functions.core.frontier import Frontier, ms_up
 from punctual_functions.core.model import (
@@ -55,8 +57,6 @@ from punctual_functions.core.store.items import (
 from punctual_functions.core.store.jobs import API_OWNED, IDEMPOTENCY_TTL, api_view
 from punctual_functions.core.store.keys import in_job_listing, in_run_listing, job_key, owner_index_pk
 from punctual_functions.core.store.pages import decode_cursor, encode_cursor
-from tests.fakes.calendars import MemoryCalendars
-from tests.fakes.limits import MemoryLimits
 
 T = TypeVar("T")
 _TriggerKey = tuple[str, int, str]  # bucket, shard, sort key
@@ -122,8 +122,8 @@ def _run_index_key(run: Run) -> dict[str, Any]:
 
 
 class MemoryStore(MemoryCalendars, MemoryLimits):
-    """Implements ``punctual_functions.core.ports.Tables`` (the calendars: ``tests/fakes/calendars.py``; the
-    limits: ``tests/fakes/limits.py``)."""
+    """Implements ``punctual_functions.core.ports.Tables`` (the calendars: ``calendars.py`` beside it;
+    the limits: ``limits.py``)."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()

@@ -1,0 +1,2 @@
+"""The in-memory table: ``store.MemoryStore``, with its calendars (``calendars``) and target limits
+(``limits``) mixed in."""
