@@ -16,20 +16,14 @@ from typing import Final
 from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import custom_resources as cr
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from punctual.cdk.config import SchedulerProps
-from punctual.cdk.log_groups import log_group
+from punctual.cdk.providers import on_event_role, provider
 
 RESOURCE_TYPE: Final = "Custom::PunctualApiGatewayAccount"
 _PUSH_TO_LOGS: Final = "service-role/AmazonAPIGatewayPushToCloudWatchLogs"
-_FRAMEWORK_REASON: Final = (
-    "CDK's custom resource Provider framework: its function, runtime and role are CDK's own (a Node.js "
-    "runtime CDK chooses, the AWSLambdaBasicExecutionRole managed policy, and lambda:InvokeFunction on "
-    "the onEvent function and its versions, ':*')."
-)
 
 
 class ApiGatewayAccount(Construct):
@@ -57,14 +51,9 @@ class ApiGatewayAccount(Construct):
         )
         # The account may name it for other APIs by the time the stack goes.
         self.role.apply_removal_policy(RemovalPolicy.RETAIN)
-        logs_of_function = log_group(self, "OnEventLogs", props)
-        function_role = iam.Role(
-            self,
-            "OnEventRole",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description="Punctual: sets API Gateway's account CloudWatch role if the account names none",
+        function_role, logs_of_function = on_event_role(
+            self, props, "Punctual: sets API Gateway's account CloudWatch role if the account names none"
         )
-        logs_of_function.grant_write(function_role)
         account_settings = Stack.of(self).format_arn(service="apigateway", account="", resource="/account")
         function_role.add_to_principal_policy(
             iam.PolicyStatement(actions=["apigateway:GET", "apigateway:PATCH"], resources=[account_settings])
@@ -87,13 +76,10 @@ class ApiGatewayAccount(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             log_group=logs_of_function,
         )
-        provider = cr.Provider(
-            self, "Provider", on_event_handler=on_event, log_group=log_group(self, "ProviderLogs", props)
-        )
         self.resource = CustomResource(
             self,
             "Resource",
-            service_token=provider.service_token,
+            service_token=provider(self, on_event, props).service_token,
             resource_type=RESOURCE_TYPE,
             properties={"RoleArn": self.role.role_arn},
         )
@@ -111,13 +97,4 @@ class ApiGatewayAccount(Construct):
                     applies_to=[f"Policy::arn:<AWS::Partition>:iam::aws:policy/{_PUSH_TO_LOGS}"],
                 )
             ],
-        )
-        NagSuppressions.add_resource_suppressions(
-            provider,
-            [
-                NagPackSuppression(id="AwsSolutions-L1", reason=_FRAMEWORK_REASON),
-                NagPackSuppression(id="AwsSolutions-IAM4", reason=_FRAMEWORK_REASON),
-                NagPackSuppression(id="AwsSolutions-IAM5", reason=_FRAMEWORK_REASON),
-            ],
-            apply_to_children=True,
         )

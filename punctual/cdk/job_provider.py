@@ -18,13 +18,12 @@ from typing import Final
 from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import custom_resources as cr
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from punctual.cdk.config import SchedulerProps
 from punctual.cdk.functions import ARCHITECTURE, RUNTIME, RUNTIME_REASON, Functions
-from punctual.cdk.log_groups import log_group
+from punctual.cdk.providers import on_event_role, provider
 
 # The custom resource's type in the template (Custom::<name>).
 RESOURCE_TYPE: Final = "Custom::PunctualJob"
@@ -34,12 +33,6 @@ RESOURCE_TYPE: Final = "Custom::PunctualJob"
 # throttling), each attempt bounded to 10 s: at most about eight minutes.
 ON_EVENT_TIMEOUT: Final = Duration.minutes(9)
 ON_EVENT_MEMORY_MB: Final = 256
-
-_FRAMEWORK_REASON: Final = (
-    "CDK's custom resource Provider framework: its function, runtime and role are CDK's own (a Node.js "
-    "runtime CDK chooses, the AWSLambdaBasicExecutionRole managed policy, and lambda:InvokeFunction on "
-    "the onEvent function and its versions, ':*')."
-)
 
 
 class JobProvider(Construct):
@@ -55,14 +48,9 @@ class JobProvider(Construct):
         api_url: str,
     ) -> None:
         super().__init__(scope, construct_id)
-        logs_of_function = log_group(self, "OnEventLogs", props)
-        role = iam.Role(
-            self,
-            "OnEventRole",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description="Punctual jobs' custom resource: assumes the jobs' owner role, nothing else",
+        role, logs_of_function = on_event_role(
+            self, props, "Punctual jobs' custom resource: assumes the jobs' owner role, nothing else"
         )
-        logs_of_function.grant_write(role)
         self.jobs_owner = iam.Role(
             self,
             "JobsOwner",
@@ -97,18 +85,4 @@ class JobProvider(Construct):
         NagSuppressions.add_resource_suppressions(
             self.on_event, [NagPackSuppression(id="AwsSolutions-L1", reason=RUNTIME_REASON)]
         )
-        # The framework's own function logs to a group of ours, with the deployment's retention (by
-        # default it would make one that keeps its logs forever).
-        provider = cr.Provider(
-            self, "Provider", on_event_handler=self.on_event, log_group=log_group(self, "ProviderLogs", props)
-        )
-        self.service_token = provider.service_token
-        NagSuppressions.add_resource_suppressions(
-            provider,
-            [
-                NagPackSuppression(id="AwsSolutions-L1", reason=_FRAMEWORK_REASON),
-                NagPackSuppression(id="AwsSolutions-IAM4", reason=_FRAMEWORK_REASON),
-                NagPackSuppression(id="AwsSolutions-IAM5", reason=_FRAMEWORK_REASON),
-            ],
-            apply_to_children=True,
-        )
+        self.service_token = provider(self, self.on_event, props).service_token
