@@ -9,12 +9,13 @@ millisecond precision and JSON fields are copies, exactly as a read from the tab
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
 from punctual.testing.fakes.calendars import MemoryCalendars
+from punctual.testing.fakes.deployment import MemoryDeployment
 from punctual.testing.fakes.limits import MemoryLimits
 from punctual_functions.core.calendars import Calendar
 from punctual_functions.core.frontier import Frontier, ms_up
@@ -121,9 +122,9 @@ def _run_index_key(run: Run) -> dict[str, Any]:
     return {PK: {"S": f"JOB#{run.job_id}"}, SK: {"S": f"RUN#{run.run_id}"}}
 
 
-class MemoryStore(MemoryCalendars, MemoryLimits):
+class MemoryStore(MemoryCalendars, MemoryLimits, MemoryDeployment):
     """Implements ``punctual_functions.core.ports.Tables`` (the calendars: ``calendars.py`` beside it;
-    the limits: ``limits.py``)."""
+    the limits: ``limits.py``; the allow-list: ``deployment.py``)."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -139,19 +140,9 @@ class MemoryStore(MemoryCalendars, MemoryLimits):
         self.swept_by: dict[int, str] = {}  # the token of the sweep that left its frontier
         self.runs: dict[str, dict[str, Run]] = {}
         self.calendars: dict[tuple[str, str], Calendar] = {}
-        self.allowed: tuple[str, ...] = ()
+        self.allowed_patterns: tuple[str, ...] = ()
         # Called before each write of ``create_job`` with what it writes (a test's crash point).
         self.before_write: Callable[[str], None] = lambda _what: None
-
-    # ------------------------------------------------------------------------------- deployment
-
-    def allowed_targets(self) -> tuple[str, ...]:
-        with self.lock:
-            return self.allowed
-
-    def put_allowed_targets(self, patterns: Sequence[str]) -> None:
-        with self.lock:  # as an item stores them: joined with commas, read back without repeats
-            self.allowed = tuple(dict.fromkeys(pattern.strip() for pattern in patterns if pattern.strip()))
 
     # -------------------------------------------------------------------------------------- jobs
 
