@@ -147,8 +147,10 @@ class EventSource:
         self.queue_arn = self.sqs.get_queue_attributes(
             QueueUrl=settings.queue_url, AttributeNames=["QueueArn"]
         )["Attributes"]["QueueArn"]
+        self._stopping = threading.Event()
 
     def run(self) -> None:
+        """Poll until ``stop``; then let the invocations under way end."""
         threads = [
             threading.Thread(target=self._poll_forever, name=f"poller-{i}", daemon=True)
             for i in range(self.pollers)
@@ -157,9 +159,14 @@ class EventSource:
             thread.start()
         for thread in threads:
             thread.join()
+        self.invocations.shutdown(wait=True)
+
+    def stop(self) -> None:
+        """No receive after the ones under way (a long poll ends within its 2 s)."""
+        self._stopping.set()
 
     def _poll_forever(self) -> None:
-        while True:
+        while not self._stopping.is_set():
             self.slots.acquire()  # an invocation free to take what this receive brings
             room = self.messages.take(self.batch_size)
             try:
@@ -167,8 +174,10 @@ class EventSource:
             except Exception:
                 self.messages.give(room)
                 self.slots.release()
+                if self._stopping.is_set():
+                    return
                 logger.exception("receive failed")
-                time.sleep(1)
+                self._stopping.wait(1)
                 continue
             self.messages.give(room - len(messages))
             if not messages:

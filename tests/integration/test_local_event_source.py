@@ -59,8 +59,21 @@ def queue(moto_endpoint: str) -> Iterator[tuple[Any, Settings]]:
     sqs.delete_queue(QueueUrl=url)
 
 
+_STARTED: list[EventSource] = []
+
+
 def _start(source: EventSource) -> None:
     threading.Thread(target=source.run, daemon=True).start()
+    _STARTED.append(source)
+
+
+@pytest.fixture(autouse=True)
+def _stop_sources(queue: tuple[Any, Settings]) -> Iterator[None]:
+    """Each test's event sources stop polling as its queue goes (else their pollers would log a failed
+    receive every second for the rest of the session); a long poll under way ends by itself."""
+    yield
+    while _STARTED:
+        _STARTED.pop().stop()
 
 
 def _visible(sqs: Any, url: str) -> int:
@@ -209,3 +222,16 @@ def test_a_chain_of_the_worker_s_own_messages_runs_to_its_end_under_allow(
     handler, _dlq = _chain(queue, "Allow", links=30)
     assert handler.done.wait(20), f"the chain stopped after {len(handler.invoked)} invocations"
     assert handler.invoked == list(range(1, 31))
+
+
+def test_a_stopped_event_source_ends_its_run_once_its_long_polls_end(queue: tuple[Any, Settings]) -> None:
+    _sqs, settings = queue
+    source = EventSource(
+        settings, pollers=3, max_concurrency=5, batch_size=1, handler=lambda event, context: {}
+    )
+    running = threading.Thread(target=source.run, daemon=True)
+    running.start()
+    time.sleep(0.3)
+    source.stop()
+    running.join(5)
+    assert not running.is_alive()
