@@ -131,8 +131,12 @@ class EventSource:
         recursive_loop: RecursiveLoop = "Terminate",
     ) -> None:
         if handler is None:
-            # Imported before the first receive, not by the first invocation: its message would wait.
+            # Imported, and its executor built, before the first receive, not by the first invocation:
+            # its message would wait.
             from punctual_functions.worker.handler import handler as worker_handler
+            from punctual_functions.worker.handler import warm_up
+
+            warm_up()
 
             handler = cast(Callable[[dict[str, Any], Any], dict[str, Any]], worker_handler)
         self.handler = handler

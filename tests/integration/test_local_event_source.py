@@ -235,3 +235,12 @@ def test_a_stopped_event_source_ends_its_run_once_its_long_polls_end(queue: tupl
     source.stop()
     running.join(5)
     assert not running.is_alive()
+
+
+def test_the_local_worker_builds_its_executor_before_its_first_receive(queue: tuple[Any, Settings]) -> None:
+    from punctual_functions.worker import handler as worker
+
+    _sqs, settings = queue
+    worker.run_executor.cache_clear()
+    EventSource(settings, pollers=1, max_concurrency=1)
+    assert worker.run_executor.cache_info().currsize == 1
