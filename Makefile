@@ -58,9 +58,13 @@ format: setup
 ## The package as a wheel, to install before a release exists (docs/client.md, "Install"):
 ## dist/punctual_aws-<version>-py3-none-any.whl.
 DIST ?= dist
+## Built from a copy of the package's sources in a fresh directory: setuptools' build/ in the checkout
+## keeps modules deleted since, and two builds sharing it collide (EEXIST on the dist-info).
+WHEEL_SOURCES := pyproject.toml README.md punctual punctual_functions
 wheel: setup
-	rm -rf build/lib build/bdist.*  # setuptools keeps modules deleted since there, and would ship them
-	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir $(DIST) .
+	@src=$$(mktemp -d) && trap 'rm -rf "$$src"' EXIT && \
+	tar --exclude=__pycache__ -cf - $(WHEEL_SOURCES) | tar -xf - -C "$$src" && \
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir $(abspath $(DIST)) "$$src"
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

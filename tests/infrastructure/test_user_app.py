@@ -335,3 +335,28 @@ def test_given_jobs_when_synthesized_then_every_function_logs_to_a_group_with_a_
     for name, function in ours.items():
         logging = function["Properties"].get("LoggingConfig", {})
         assert logging.get("LogGroup", {}).get("Ref") in groups, name
+
+
+def test_given_two_wheel_builds_at_once_when_both_end_then_both_succeed_with_the_same_files(
+    installed: Installed, tmp_path: Path
+) -> None:
+    # Both once built in the checkout's build/ and collided there (EEXIST on the dist-info, or ENOENT
+    # when one cleared build/lib under the other): make wheel now builds from a fresh copy each time.
+    builds = [
+        subprocess.Popen(
+            ["make", "--no-print-directory", "wheel", f"DIST={tmp_path / str(n)}"],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for n in range(2)
+    ]
+    outputs = [build.communicate(timeout=600)[0] for build in builds]
+    assert [build.returncode for build in builds] == [0, 0], outputs
+    with zipfile.ZipFile(installed.wheel) as archive:
+        expected = sorted(archive.namelist())
+    for n in range(2):
+        (wheel,) = (tmp_path / str(n)).glob("punctual_aws-*.whl")
+        with zipfile.ZipFile(wheel) as archive:
+            assert sorted(archive.namelist()) == expected
