@@ -151,3 +151,126 @@ def test_a_target_that_refuses_the_warm_up_is_reported_by_the_delivery() -> None
     assert len(executor._http._shelf) == 0
     outcome = executor.execute(_spec(url), _delivery(), 10)
     assert not outcome.succeeded and "connection failed" in (outcome.error or "")
+
+
+# ---- The request composed before the second (``warm.Order``): at the second only its bytes go out.
+
+
+def _waiting(executor: TargetExecutor, seconds: float, seen: list[int]) -> Any:
+    """The worker's wait for the second; notes how many connections were still parked at its end."""
+
+    def wait() -> None:
+        time.sleep(seconds)
+        seen.append(len(executor._http._shelf))
+
+    return wait
+
+
+def test_a_delivery_that_waits_composes_its_request_onto_the_parked_connection_before_the_second(
+    raw_server: RawServer,
+) -> None:
+    executor = TargetExecutor(_no_clients, LOCAL)
+    executor.prepare(_spec(raw_server.url), 10)
+    _wait_parked(executor)
+    seen: list[int] = []
+    outcome = executor.execute(_spec(raw_server.url), _delivery(), 10, wait=_waiting(executor, 0.3, seen))
+    assert outcome.succeeded and outcome.status_code == 204, outcome.error
+    assert seen == [0], "the request was composed onto the parked connection during the wait"
+    (conn,) = raw_server.conns
+    assert conn.request_at is not None and conn.request_at - conn.accepted_at >= 0.25
+
+
+def test_a_connection_parked_while_the_delivery_waits_fills_its_order(raw_server: RawServer) -> None:
+    executor = TargetExecutor(_no_clients, LOCAL)
+    seen: list[int] = []
+    executor.prepare(_spec(raw_server.url), 10)  # still connecting when the delivery starts to wait
+    outcome = executor.execute(_spec(raw_server.url), _delivery(), 10, wait=_waiting(executor, 0.3, seen))
+    assert outcome.succeeded, outcome.error
+    assert seen == [0] and len(raw_server.conns) == 1, "one connection: the one warmed for it"
+    assert executor._http._shelf._orders == {}
+
+
+def test_a_staged_request_is_the_same_request_as_one_sent_at_once() -> None:
+    requests: list[bytes] = []
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                client, _ = server.accept()
+            except OSError:
+                return
+            with client:
+                data = b""
+                while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+                    chunk = client.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                requests.append(data)
+                client.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+
+    threading.Thread(target=serve, daemon=True).start()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}/hook?x=1"
+    spec = {**_spec(url), "headers": {"X-Team": "ops", "Accept-Encoding": "gzip"}}
+    executor = TargetExecutor(_no_clients, LOCAL)
+    assert executor.execute(spec, _delivery(), 10).succeeded  # composed and sent at once
+    executor.prepare(spec, 10)
+    _wait_parked(executor)
+    seen: list[int] = []
+    assert executor.execute(spec, _delivery(), 10, wait=_waiting(executor, 0.05, seen)).succeeded
+    server.close()
+    assert seen == [0]
+
+    def shape(request: bytes) -> tuple[bytes, list[bytes], bytes]:
+        head, body = request.split(b"\r\n\r\n", 1)
+        line, *fields = head.split(b"\r\n")
+        names = [field.split(b":", 1)[0] for field in fields]  # the values of the signature differ
+        return line, names, body
+
+    assert len(requests) == 2 and shape(requests[0]) == shape(requests[1])
+
+
+def test_a_staged_connection_the_target_closed_before_the_second_is_replaced(raw_server: RawServer) -> None:
+    raw_server.mode = "close_idle"
+    executor = TargetExecutor(_no_clients, LOCAL)
+    executor.prepare(_spec(raw_server.url), 10)
+    _wait_parked(executor)
+    seen: list[int] = []
+    outcome = executor.execute(_spec(raw_server.url), _delivery(), 10, wait=_waiting(executor, 0.2, seen))
+    assert outcome.succeeded, outcome.error
+    assert seen == [0]
+    assert [conn.request_at is not None for conn in raw_server.conns] == [False, True]
+
+
+def test_a_staged_request_that_hangs_is_aborted_at_the_timeout(raw_server: RawServer) -> None:
+    raw_server.mode = "hang"
+    executor = TargetExecutor(_no_clients, LOCAL)
+    executor.prepare(_spec(raw_server.url), 0.5)
+    _wait_parked(executor)
+    seen: list[int] = []
+    began = time.monotonic()
+    outcome = executor.execute(_spec(raw_server.url), _delivery(), 0.5, wait=_waiting(executor, 0.1, seen))
+    assert not outcome.succeeded and outcome.retriable and "timeout" in (outcome.error or "")
+    assert seen == [0] and time.monotonic() - began < 2
+
+
+def test_a_delivery_cancelled_while_it_waits_sends_nothing_and_closes_its_staged_connection(
+    raw_server: RawServer,
+) -> None:
+    executor = TargetExecutor(_no_clients, LOCAL)
+    executor.prepare(_spec(raw_server.url), 10)
+    _wait_parked(executor)
+    cancel = threading.Event()
+    seen: list[int] = []
+    threading.Timer(0.1, cancel.set).start()
+    outcome = executor.execute(
+        _spec(raw_server.url), _delivery(), 10, cancel=cancel, wait=_waiting(executor, 0.4, seen)
+    )
+    assert not outcome.succeeded and not outcome.retriable
+    time.sleep(0.5)  # the delivery's thread ends its wait, and sends nothing
+    (conn,) = raw_server.conns
+    assert conn.request_at is None, "nothing was written"
+    assert seen == [0] and executor._http._shelf._orders == {}

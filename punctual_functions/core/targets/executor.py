@@ -16,7 +16,7 @@ from typing import Any, Final
 from punctual_functions.core.lifecycle import CANCELLED_ERROR
 from punctual_functions.core.ssrf_guard import ForbiddenAddressError, NetworkPolicy, TargetError
 from punctual_functions.core.targets.aws import AwsDeliveries
-from punctual_functions.core.targets.http import Exchange, HttpDelivery
+from punctual_functions.core.targets.http import Exchange, HttpDelivery, HttpWork
 from punctual_functions.core.targets.outcome import Delivery, TargetOutcome, failure, json_text, seconds_text
 from punctual_functions.core.targets.validation import normalize_target
 from punctual_functions.core.templating import has_templates, render, values_of
@@ -120,11 +120,12 @@ class TargetExecutor:
             return self._fail(failure(f"timeout after {seconds_text(budget)}", retriable=True), wait)
 
         exchange: Exchange | None = None
+        staging: HttpWork | None = None
         work: Callable[[], TargetOutcome]
         kind = target["type"]
         if kind == "http":
             exchange = Exchange()
-            work = self._http.work(
+            work = staging = self._http.work(
                 target=target,
                 delivery=delivery,
                 body_text=body_text,
@@ -139,7 +140,7 @@ class TargetExecutor:
             work = self._aws.sns_work(target, delivery, body_text)
         else:
             work = self._aws.eventbridge_work(target, delivery)
-        return self._run_bounded(work, budget, started, cancel, exchange, wait)
+        return self._run_bounded(work, budget, started, cancel, exchange, wait, staging)
 
     def _fail(self, outcome: TargetOutcome, wait: Callable[[], None] | None) -> TargetOutcome:
         """A delivery that fails before any request (a blocked or invalid target, a payload that is
@@ -160,9 +161,11 @@ class TargetExecutor:
         cancel: threading.Event | None,
         exchange: Exchange | None,
         wait: Callable[[], None] | None = None,
+        staging: HttpWork | None = None,
     ) -> TargetOutcome:
         """Run ``work`` in its own thread (after ``wait``) so that a deadline or a cancel can end the
-        wait at any point.
+        wait at any point. An HTTP request is staged before the wait (``HttpWork.stage``): at the
+        second only its bytes are written.
 
         Socket timeouts alone would not do: they bound each read, not the whole exchange, so a target
         trickling one byte at a time could hold a worker forever.
@@ -175,6 +178,8 @@ class TargetExecutor:
         def run() -> None:
             try:
                 if wait is not None:
+                    if staging is not None:
+                        staging.stage()
                     wait()
                     began[0] = time.monotonic()
                 if not stopped.is_set():
@@ -182,6 +187,8 @@ class TargetExecutor:
             except Exception as exc:
                 results.append(failure(f"internal error: {type(exc).__name__}: {exc}", retriable=True))
             finally:
+                if staging is not None:
+                    staging.close()
                 if exchange is not None:
                     exchange.release()
                 done.set()

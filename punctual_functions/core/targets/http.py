@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import http.client
 import socket
+import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +28,7 @@ from urllib3.exceptions import (
     ReadTimeoutError,
     SSLError,
 )
+from urllib3.util.wait import wait_for_read
 
 from punctual_functions.core.ssrf_guard import (
     ForbiddenAddressError,
@@ -44,9 +48,9 @@ from punctual_functions.core.targets.outcome import (
     seconds_text,
     success,
 )
-from punctual_functions.core.targets.warm import ConnectionShelf, Parked
+from punctual_functions.core.targets.warm import ConnectionShelf, Order, Parked
 
-__all__ = ["Exchange", "HttpDelivery"]
+__all__ = ["Exchange", "HttpDelivery", "HttpWork"]
 
 # A connection opened before the second gives up after this long (the delivery then connects itself).
 WARM_CONNECT_SECONDS = 5.0
@@ -161,7 +165,25 @@ class Exchange:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-class _TrackedHTTPConnection(HTTPConnection):
+class _Held:
+    """A connection whose writes can be held: urllib3 composes the request as usual (the same bytes
+    on the wire) while ``held`` is a list, and ``write_held`` sends them in one write later."""
+
+    sock: Any
+    held: list[bytes] | None = None
+
+    def send(self, data: Any) -> None:
+        if self.held is not None:
+            self.held.append(bytes(data))
+            return
+        super().send(data)  # type: ignore[misc]
+
+    def write_held(self) -> None:
+        held, self.held = self.held or [], None
+        self.sock.sendall(b"".join(held))
+
+
+class _TrackedHTTPConnection(_Held, HTTPConnection):
     def __init__(self, *args: Any, exchange: Exchange, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._exchange = exchange
@@ -172,7 +194,7 @@ class _TrackedHTTPConnection(HTTPConnection):
         return sock
 
 
-class _TrackedHTTPSConnection(HTTPSConnection):
+class _TrackedHTTPSConnection(_Held, HTTPSConnection):
     def __init__(self, *args: Any, exchange: Exchange, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._exchange = exchange
@@ -181,6 +203,19 @@ class _TrackedHTTPSConnection(HTTPSConnection):
         sock = super()._new_conn()
         self._exchange.track(sock)
         return sock
+
+
+@dataclass
+class _Staged:
+    """A request composed onto a parked connection, its bytes not yet written."""
+
+    parked: Parked
+    conn: _TrackedHTTPConnection | _TrackedHTTPSConnection
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.close()
+        self.parked.close()
 
 
 class _ConnectFailed(Exception):
@@ -217,7 +252,7 @@ class HttpDelivery:
                 pool.close()
                 tracker.release()
                 continue
-            self._shelf.park((url.scheme, url.host, url.port), Parked(address, pool, tracker))
+            self._shelf.park(_origin(url), Parked(address, pool, tracker))
             return
 
     def work(
@@ -228,7 +263,7 @@ class HttpDelivery:
         body_text: str,
         budget: float,
         exchange: Exchange,
-    ) -> Callable[[], TargetOutcome]:
+    ) -> HttpWork:
         url = parse_target_url(target["url"], self._policy)
         method: str = target["method"]
         body = b"" if method == "GET" else body_text.encode("utf-8")
@@ -242,56 +277,63 @@ class HttpDelivery:
             headers[name] = value
         headers.update(delivery_headers(delivery, body, datetime.now(UTC)))
         headers["Host"] = url.host_header
+        return HttpWork(self, url, method, body, headers, budget, exchange)
 
-        def work() -> TargetOutcome:
-            # The bound counts from now: the request may have been composed ahead of its second.
-            deadline = time.monotonic() + budget
-            parked = self._shelf.take((url.scheme, url.host, url.port))
-            if parked is not None:  # opened before the second: only the request goes out now
-                try:
-                    return self._send(
-                        url=url,
-                        address=parked.address,
-                        method=method,
-                        body=body,
-                        headers=headers,
-                        budget=budget,
-                        remaining=deadline - time.monotonic(),
-                        exchange=exchange,
-                        parked=parked,
-                    )
-                except _ConnectFailed:
-                    pass  # it was closed meanwhile and no request went out: connect as usual
+    def deliver(
+        self,
+        url: TargetURL,
+        method: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        budget: float,
+        exchange: Exchange,
+    ) -> TargetOutcome:
+        """Send the request on a parked connection, or connect (each vetted address in turn)."""
+        deadline = time.monotonic() + budget
+        parked = self._shelf.take(_origin(url))
+        if parked is not None:  # opened before the second: only the request goes out now
             try:
-                addresses = resolve_and_check(url.host, url.port, self._policy)
-            except ForbiddenAddressError as exc:
-                return failure(f"blocked: {exc.reason}", retriable=False)
-            except TargetError as exc:
-                return failure(f"invalid target: {exc}", retriable=False)
-            except OSError as exc:
-                return failure(f"DNS lookup failed for {url.host}: {exc}", retriable=True)
-            outcome = failure(f"timeout after {seconds_text(budget)}", retriable=True)
-            for address in addresses:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or exchange.aborted:
-                    break
-                try:
-                    return self._send(
-                        url=url,
-                        address=address,
-                        method=method,
-                        body=body,
-                        headers=headers,
-                        budget=budget,
-                        remaining=remaining,
-                        exchange=exchange,
-                    )
-                except _ConnectFailed as exc:
-                    # Dual-stack names often list an address family the host cannot reach; try the next.
-                    outcome = exc.outcome
-            return outcome
-
-        return work
+                return self._send(
+                    url=url,
+                    address=parked.address,
+                    method=method,
+                    body=body,
+                    headers=headers,
+                    budget=budget,
+                    remaining=deadline - time.monotonic(),
+                    exchange=exchange,
+                    parked=parked,
+                )
+            except _ConnectFailed:
+                pass  # it was closed meanwhile and no request went out: connect as usual
+        try:
+            addresses = resolve_and_check(url.host, url.port, self._policy)
+        except ForbiddenAddressError as exc:
+            return failure(f"blocked: {exc.reason}", retriable=False)
+        except TargetError as exc:
+            return failure(f"invalid target: {exc}", retriable=False)
+        except OSError as exc:
+            return failure(f"DNS lookup failed for {url.host}: {exc}", retriable=True)
+        outcome = failure(f"timeout after {seconds_text(budget)}", retriable=True)
+        for address in addresses:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or exchange.aborted:
+                break
+            try:
+                return self._send(
+                    url=url,
+                    address=address,
+                    method=method,
+                    body=body,
+                    headers=headers,
+                    budget=budget,
+                    remaining=remaining,
+                    exchange=exchange,
+                )
+            except _ConnectFailed as exc:
+                # Dual-stack names often list an address family the host cannot reach; try the next.
+                outcome = exc.outcome
+        return outcome
 
     def _send(
         self,
@@ -343,17 +385,7 @@ class HttpDelivery:
             except (HTTPError, OSError) as exc:
                 return failure(f"connection error: {_reason(exc)}", retriable=True)
 
-            exchange.record_response(response)
-            try:
-                while len(exchange.excerpt) < EXCERPT_BYTES and not exchange.aborted:
-                    chunk = response.read1(EXCERPT_BYTES - len(exchange.excerpt))
-                    if not chunk:
-                        break
-                    exchange.add_body(chunk)
-            except (HTTPError, OSError):
-                pass  # the status decides the outcome; a broken body only shortens the excerpt
-            with_body = exchange.outcome_so_far()
-            return with_body if with_body is not None else failure("response lost", retriable=True)
+            return _answer(response, exchange)
         finally:
             if response is not None:
                 response.close()
@@ -385,6 +417,129 @@ class HttpDelivery:
         return pool
 
     # ------------------------------------------------------------------------------------------ AWS
+
+
+def _origin(url: TargetURL) -> tuple[str, str, int]:
+    return (url.scheme, url.host, url.port)
+
+
+def _answer(response: BaseHTTPResponse, exchange: Exchange) -> TargetOutcome:
+    """The outcome of an answer whose status line is in: its status and up to 4 KiB of its body."""
+    exchange.record_response(response)
+    try:
+        while len(exchange.excerpt) < EXCERPT_BYTES and not exchange.aborted:
+            chunk = response.read1(EXCERPT_BYTES - len(exchange.excerpt))
+            if not chunk:
+                break
+            exchange.add_body(chunk)
+    except (HTTPError, OSError):
+        pass  # the status decides the outcome; a broken body only shortens the excerpt
+    with_body = exchange.outcome_so_far()
+    return with_body if with_body is not None else failure("response lost", retriable=True)
+
+
+class HttpWork:
+    """One HTTP attempt, run on the executor's delivery thread: ``stage`` before the wait for the
+    second (the request is composed onto a connection parked for it, ``warm.Order``), the call at the
+    second (only the staged bytes are written; without a staged request, the request is sent as
+    usual), ``close`` at the end either way."""
+
+    def __init__(
+        self,
+        sender: HttpDelivery,
+        url: TargetURL,
+        method: str,
+        body: bytes,
+        headers: dict[str, str],
+        budget: float,
+        exchange: Exchange,
+    ) -> None:
+        self._http = sender
+        self._url = url
+        self._method = method
+        self._body = body
+        self._headers = headers
+        self._budget = budget
+        self._exchange = exchange
+        self._order: Order | None = None
+
+    def stage(self) -> None:
+        self._order = Order(self._compose)
+        self._http._shelf.order(_origin(self._url), self._order)
+
+    def __call__(self) -> TargetOutcome:
+        staged = self._withdraw()
+        if staged is not None:
+            outcome = self._fire(staged)
+            if outcome is not None:
+                return outcome
+        return self._http.deliver(
+            self._url, self._method, self._body, self._headers, self._budget, self._exchange
+        )
+
+    def close(self) -> None:
+        staged = self._withdraw()
+        if staged is not None:
+            staged.close()
+
+    def _withdraw(self) -> _Staged | None:
+        order, self._order = self._order, None
+        if order is None:
+            return None
+        self._http._shelf.cancel(_origin(self._url), order)
+        staged: _Staged | None = order.withdraw()
+        return staged
+
+    def _compose(self, parked: Parked) -> _Staged:
+        """urllib3 composes the request onto the parked connection; its writes are held."""
+        conn = parked.pool._get_conn()
+        if not isinstance(conn, _TrackedHTTPConnection | _TrackedHTTPSConnection) or conn.sock is None:
+            raise ValueError("not a connected, tracked connection")
+        staged = _Staged(parked, conn)
+        try:
+            self._exchange.adopt(parked.tracker)
+            conn.held = []
+            conn.timeout = self._budget  # the read's bound: request() and getresponse() set it on the socket
+            conn.request(
+                self._method,
+                self._url.request_target,
+                body=None if self._method == "GET" else self._body,
+                headers=dict(self._headers),
+                preload_content=False,
+                decode_content=True,
+            )
+        except Exception:
+            staged.close()
+            raise
+        return staged
+
+    def _fire(self, staged: _Staged) -> TargetOutcome | None:
+        """Write the staged request and read the answer; None if the connection was closed meanwhile
+        and nothing went out (the caller then connects as usual)."""
+        conn = staged.conn
+        try:
+            if conn.sock is None or wait_for_read(conn.sock, timeout=0.0):  # at EOF: the target closed it
+                staged.close()
+                return None
+            conn.write_held()
+        except (OSError, ValueError):
+            staged.close()  # not all of it was written: the target cannot have acted on a part
+            return None
+        response: BaseHTTPResponse | None = None
+        try:
+            try:
+                response = conn.getresponse()
+            except TimeoutError:
+                return failure(f"timeout after {seconds_text(self._budget)}", retriable=True)
+            except ssl.SSLError as exc:
+                return failure(f"TLS error: {_reason(exc)}", retriable=True)
+            except (http.client.HTTPException, HTTPError, OSError) as exc:
+                return failure(f"connection error: {_reason(exc)}", retriable=True)
+            return _answer(response, self._exchange)
+        finally:
+            if response is not None:
+                response.close()
+            staged.close()
 
 
 def _reason(exc: BaseException) -> str:

@@ -10,6 +10,13 @@ opened beforehand (CHANGELOG.md, issue 26). On AWS a remote target adds a round 
 A parked connection serves one request (it is never shared between runs) and is closed if nobody
 takes it within ``PARK_SECONDS`` (a run cancelled meanwhile). Warming is best effort: any failure
 leaves the delivery to connect as before, and report the failure itself.
+
+The request is composed onto the connection before the second too (an :class:`Order`): the delivery's
+thread orders a connection to its origin while it waits; the first connection parked for that origin
+(or one already there) fills the order by writing the request into the connection's buffer, not yet to
+the socket. At the second only its bytes are written. Composing it at the second through urllib3 took
+about half a millisecond of CPU under the interpreter lock, so the last of 30 runs due at one second
+in one process went out 10 to 13 ms after it; with the requests composed before, 4 to 6 ms.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,23 +67,100 @@ class Parked:
             self.tracker.release()
 
 
+class Order:
+    """A delivery's wish for a parked connection with its request composed on it.
+
+    ``compose`` writes the request onto a parked connection (the thread that fills the order runs it)
+    and returns what the delivery sends at the second, or raises (then the order stays unfilled and the
+    delivery connects at the second as without it)."""
+
+    def __init__(self, compose: Callable[[Parked], Any]) -> None:
+        self._compose = compose
+        self._settled = threading.Event()
+        self._lock = threading.Lock()
+        self._withdrawn = False
+        self.staged: Any = None
+
+    def fill(self, parked: Parked) -> None:
+        try:
+            staged = self._compose(parked)
+        except Exception:
+            parked.close()
+            staged = None
+        with self._lock:
+            if self._withdrawn:  # given up on while composing: nobody will send it
+                _discard(staged, parked)
+            else:
+                self.staged = staged
+        self._settled.set()
+
+    def withdraw(self) -> Any:
+        """What was staged, once any fill under way has ended (None: nothing); the order is over."""
+        self._settled.wait()
+        with self._lock:
+            self._withdrawn = True
+            staged, self.staged = self.staged, None
+        return staged
+
+    def settle_unfilled(self) -> None:
+        self._settled.set()
+
+
+def _discard(staged: Any, parked: Parked) -> None:
+    close = getattr(staged, "close", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            close()
+    parked.close()
+
+
 class ConnectionShelf:
-    """Parked connections by origin (scheme, host, port), oldest first."""
+    """Parked connections by origin (scheme, host, port), oldest first, and the orders waiting for one."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._parked: dict[tuple[str, str, int], list[Parked]] = {}
+        self._orders: dict[tuple[str, str, int], list[Order]] = {}
 
     def park(self, origin: tuple[str, str, int], parked: Parked) -> None:
+        order: Order | None = None
         with self._lock:
             expired = self._expired(time.monotonic())
-            shelf = self._parked.setdefault(origin, [])
-            if len(shelf) >= PARK_LIMIT:
-                expired.append(parked)
+            waiting = self._orders.get(origin)
+            if waiting:
+                order = waiting.pop(0)
+                if not waiting:
+                    del self._orders[origin]
             else:
-                shelf.append(parked)
+                shelf = self._parked.setdefault(origin, [])
+                if len(shelf) >= PARK_LIMIT:
+                    expired.append(parked)
+                else:
+                    shelf.append(parked)
         for old in expired:
             old.close()
+        if order is not None:
+            order.fill(parked)
+
+    def order(self, origin: tuple[str, str, int], order: Order) -> None:
+        """Fill ``order`` now from a parked connection, or when the next one for ``origin`` is parked.
+        The delivery calls ``cancel`` (then ``withdraw``) at its second either way."""
+        taken = self.take(origin)
+        if taken is not None:
+            order.fill(taken)
+            return
+        with self._lock:
+            self._orders.setdefault(origin, []).append(order)
+
+    def cancel(self, origin: tuple[str, str, int], order: Order) -> None:
+        """No more filling ``order`` from connections parked from now on."""
+        with self._lock:
+            waiting = self._orders.get(origin, [])
+            if order in waiting:
+                waiting.remove(order)
+                if not waiting:
+                    del self._orders[origin]
+                order.settle_unfilled()
 
     def take(self, origin: tuple[str, str, int]) -> Parked | None:
         """The oldest usable connection to ``origin``, or None (then the delivery connects)."""
