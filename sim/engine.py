@@ -5,9 +5,9 @@ behind ``SimTables``, ``SimQueue`` and ``SimTargets``, all on the virtual clock 
 Around them, what AWS runs and the engine does not: EventBridge's tick each minute (with its
 fan-out to ``sweep_invocations`` dispatcher invocations), the event source mapping that polls the
 queue and invokes the worker with batches, Lambda's concurrency and API Gateway's invocations of the
-API. The batch handler around the records does here what ``punctual_functions/worker/handler.py`` does: the
-batch's holds and reads in two requests (``RunExecutor.arrive``), each record on its own task, a
-record that raises given back with the visibility its handler would give it.
+API. A worker invocation's batch is the Lambda handler's own ``run_batch``
+(``punctual_functions/worker/invocation.py``): the batch's holds and reads in two requests, each
+record on a task of its own, a record that raises given back, ended records settled.
 
 A deployment of ``sweep_invocations`` groups of shards is simulated by one group (``Deployment``,
 ``groups``): the groups share nothing but the table's quotas, the account's concurrency, the queue's
@@ -17,7 +17,6 @@ in-flight limit and the owner index's partitions, which the group gets its share
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import random
 import threading
@@ -44,8 +43,9 @@ from punctual_functions.core.resources import (
 from punctual_functions.core.ssrf_guard import NetworkPolicy
 from punctual_functions.core.sweep import FANOUT_SPREAD, staggered_starts
 from punctual_functions.core.targets.outcome import Delivery, TargetOutcome
-from punctual_functions.worker.batch import retry_visibility
-from punctual_functions.worker.context import ReturnLater
+from punctual_functions.worker.batch import VisibilityLedger
+from punctual_functions.worker.execute import RunExecutor
+from punctual_functions.worker.invocation import Record, handle_record, run_batch
 from sim.dynamodb import Capacity, SimTables
 from sim.lambdas import Lambdas
 from sim.sqs import EventSourceMapping, Message, SimQueue
@@ -198,7 +198,7 @@ class Simulation:
         self.executor = build_run_executor(
             self.settings,
             store=tables,
-            queue=self.queue,
+            queue=VisibilityLedger(self.queue, self.world.monotonic),  # as the handler's executor
             targets=self.targets,
             clock=self.world,
             crash_point=never,
@@ -382,41 +382,28 @@ class Simulation:
     # ---------------------------------------------------------------------------- the worker
 
     def _worker_batch(self, batch: list[Message]) -> list[str]:
-        """A worker invocation's batch, as ``punctual_functions/worker/handler.py`` handles it; the receipt
-        handles of the records that succeeded (the event source deletes them)."""
+        """A worker invocation's batch, run by the worker's own ``run_batch`` (the Lambda handler's);
+        the receipt handles of the records that ended (the event source deletes them)."""
         started = self.world.now
-        records: list[tuple[WorkMessage, str, int, str]] = []
+        records = []
         for message in batch:
             assert message.receipt is not None
-            records.append(
-                (WorkMessage.from_json(message.body), message.receipt, message.receives, message.body)
+            records.append(Record(str(message.number), message.receipt, message.body, message.receives))
+            self.targets.arrivals.setdefault(WorkMessage.from_json(message.body).run_id, started)
+        failed = set(
+            run_batch(
+                self.executor,
+                records,
+                time_left=lambda: WORKER_TIMEOUT_SECONDS - (self.world.now - started),
+                handle=self._record,
             )
-            self.targets.arrivals.setdefault(records[-1][0].run_id, started)
-        if len(records) > 1:
-            self.executor.arrive([(work, receipt) for work, receipt, _count, _body in records])
+        )
+        return [record.receipt_handle for record in records if record.message_id not in failed]
 
-        def one(record: tuple[WorkMessage, str, int, str]) -> str | None:
-            work, receipt, receives, body = record
-            self.lambdas.charge(self.params.cpu_per_record_ms / 1000)
-            try:
-                self.executor.handle(
-                    work,
-                    receipt,
-                    body,
-                    receive_count=receives,
-                    time_left_seconds=WORKER_TIMEOUT_SECONDS - (self.world.now - started),
-                )
-                return receipt
-            except ReturnLater as later:
-                seconds = retry_visibility(receives) if later.seconds is None else later.seconds
-            except Exception:
-                seconds = retry_visibility(receives)
-            with contextlib.suppress(Exception):  # if refused, its visibility runs out on its own
-                self.queue.change_visibility(receipt, seconds)
-            return None
-
-        handled = self.world.parallel(one, records, len(records), "record")
-        return [receipt for receipt in handled if receipt is not None]
+    def _record(self, executor: RunExecutor, record: Record, time_left: float | None) -> None:
+        """One record, as the handler runs it, after the CPU its own code takes (``cpu_per_record_ms``)."""
+        self.lambdas.charge(self.params.cpu_per_record_ms / 1000)
+        handle_record(executor, record, time_left)
 
     # ------------------------------------------------------------------------------- running
 

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
+from punctual_functions.core.clock import SYSTEM_CLOCK, Clock, Joinable
 from punctual_functions.core.observability import logger
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ SETTLE_MARGIN_SECONDS: Final = 1.0
 # ...and one whose visibility the worker never set (it ended before holding it) this soon after its
 # end: a short gathering, so that records ending together are deleted in one call.
 SETTLE_UNKNOWN_SECONDS: Final = 0.5
+# The settler's longest wait with nothing pending (it is woken as soon as a record ends or the close).
+_IDLE_SECONDS: Final = 60.0
 
 
 def retry_visibility(receive_count: int) -> int:
@@ -81,57 +84,61 @@ class VisibilityLedger:
 
 class Settler:
     """One invocation's ended records: each deleted just before its visibility would run out, unless
-    the invocation returns first (then the event source deletes it, as it deletes every success)."""
+    the invocation returns first (then the event source deletes it, as it deletes every success).
+    Its deletions run on a task of the ``clock`` (a thread, or the simulator's task)."""
 
     def __init__(
         self,
         queue: Queue,
         visible_at: Callable[[str], float | None] = lambda _handle: None,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.queue = queue
         self.visible_at = visible_at
-        self.monotonic = monotonic
+        self.clock = clock
         self.pending: dict[str, float] = {}  # receipt handle -> when to delete it at the latest
         self.deleted: list[str] = []
         self.closed = False
-        self.changed = threading.Condition()
-        self.thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._changed = threading.Event()
+        self._task: Joinable | None = None
 
     def ended(self, receipt_handle: str) -> None:
         """A record ended (its run recorded): its message has nothing left to do."""
-        now = self.monotonic()
+        now = self.clock.monotonic()
         visible = self.visible_at(receipt_handle)
         due = now + SETTLE_UNKNOWN_SECONDS if visible is None else visible - SETTLE_MARGIN_SECONDS
-        with self.changed:
+        with self._lock:
             if self.closed:
                 return
             self.pending[receipt_handle] = due
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._run, name="settler", daemon=True)
-                self.thread.start()
-            self.changed.notify()
+            if self._task is None:
+                self._task = self.clock.start(self._run, name="settler")
+            self._changed.set()
 
     def close(self) -> None:
         """The invocation returns: what is still pending is the event source's to delete."""
-        with self.changed:
+        with self._lock:
             self.closed = True
-            self.changed.notify()
-        if self.thread is not None:
-            self.thread.join(timeout=5)
+            self._changed.set()
+            task = self._task
+        if task is not None:
+            task.join(timeout=5)
 
     def _run(self) -> None:
         while True:
-            with self.changed:
-                while not self.closed:
-                    wait = min(self.pending.values(), default=float("inf")) - self.monotonic()
-                    if wait <= 0:
-                        break
-                    self.changed.wait(None if wait == float("inf") else wait)
+            with self._lock:
                 if self.closed:
                     return
-                handles = list(self.pending)  # all of them: one call deletes up to ten
-                self.pending.clear()
+                self._changed.clear()
+                now = self.clock.monotonic()
+                wait = min(self.pending.values()) - now if self.pending else _IDLE_SECONDS
+                handles = list(self.pending) if wait <= 0 else []  # all: one call deletes up to ten
+                if handles:
+                    self.pending.clear()
+            if not handles:
+                self.clock.wait(self._changed, min(wait, _IDLE_SECONDS))
+                continue
             try:
                 self.queue.delete_messages(handles)
                 self.deleted.extend(handles)

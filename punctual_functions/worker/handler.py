@@ -1,34 +1,26 @@
-"""Worker Lambda: SQS batches with partial batch responses; the records of a batch run concurrently."""
+"""Worker Lambda: SQS batches with partial batch responses; the records of a batch run concurrently.
+
+The batch itself is ``invocation.run_batch``'s, which the simulator calls too: this module is what
+only Lambda has (the init phase's warm-up, the cold start's freeze, the event and the answer)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import gc
-import inspect
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import (
-    AsyncBatchProcessor,
-    EventType,
-    async_process_partial_response,
-)
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from punctual_functions.core.factories import build_queue, build_run_executor
 from punctual_functions.core.observability import logger
 from punctual_functions.core.ports import Queue
-from punctual_functions.core.queue import WorkMessage
 from punctual_functions.core.settings import get_settings
-from punctual_functions.worker.batch import Settler, VisibilityLedger, retry_visibility
-from punctual_functions.worker.context import ReturnLater
+from punctual_functions.worker.batch import retry_visibility
 from punctual_functions.worker.execute import RunExecutor
+from punctual_functions.worker.invocation import Record, give_back, handle_record, run_batch
 
 
 @lru_cache(maxsize=1)
@@ -66,139 +58,48 @@ def _freeze_the_cold_start() -> None:
     gc.freeze()
 
 
-def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:
-    """One record. Whatever it raises, its message is visible again within seconds (``ReturnLater``
-    says when; any other error backs off by receive count), never after the queue's long timeout."""
-    # SQS always sends it; a hand-made event without it counts as a first delivery.
-    receive_count = int(record.attributes.get("ApproximateReceiveCount") or 1)
-    executor: RunExecutor | None = None
-    try:
-        executor = run_executor()
-        time_left = None if lambda_context is None else lambda_context.get_remaining_time_in_millis() / 1000
-        executor.handle(
-            WorkMessage.from_json(record.body),
-            record.receipt_handle,
-            record.body,
-            receive_count=receive_count,
-            time_left_seconds=time_left,
-        )
-    except ReturnLater as later:
-        seconds = retry_visibility(receive_count) if later.seconds is None else later.seconds
-        _give_back(executor, record, seconds)
-        raise
-    except Exception as error:
-        seconds = retry_visibility(receive_count)
-        logger.warning(
-            "record failed: its message comes back soon",
-            extra={
-                "message_id": record.message_id,
-                "receive_count": receive_count,
-                "visible_in_seconds": seconds,
-                "error": f"{type(error).__name__}: {error}",
-            },
-        )
-        _give_back(executor, record, seconds)
-        raise
+def record_handler(executor: RunExecutor, record: Record, time_left: float | None) -> None:
+    """One record (``invocation.handle_record``; looked up at call time: tests put their own here)."""
+    handle_record(executor, record, time_left)
 
 
-def _give_back(executor: RunExecutor | None, record: SQSRecord, seconds: int) -> None:
-    """Make the record's message visible again in ``seconds`` (best effort: if this fails too, the
-    queue's own timeout brings it back)."""
-    try:
-        queue = executor.queue if executor is not None else build_queue(get_settings())
-        queue.change_visibility(record.receipt_handle, seconds)
-    except Exception:
-        logger.exception("message visibility not shortened", extra={"message_id": record.message_id})
-
-
-def _handle(record: SQSRecord, context: LambdaContext, settler: Settler | None = None) -> None:
-    """``record_handler``, given the Lambda context when it takes one (as Powertools does); a record
-    that ended is handed to the invocation's ``settler``. The ledger forgets every record's message
-    once the record is done with it: the executor outlives the invocation."""
-    handle = record_handler  # looked up at call time: tests put their own in its place
-    try:
-        if "lambda_context" in inspect.signature(handle).parameters:
-            handle(record, lambda_context=context)
-        else:
-            handle(record)
-    except BaseException:
-        _forget(record.receipt_handle)
-        raise
-    if settler is not None:
-        settler.ended(record.receipt_handle)  # it asks the ledger, which forgets it
-    else:
-        _forget(record.receipt_handle)
-
-
-def _arrive(records: list[dict[str, Any]]) -> None:
-    """The batch's holds and first reads, two requests for all its records (``Arrival.receive``).
-    A record whose body does not parse is left to its own handling, which reports it."""
-    arrived: list[tuple[WorkMessage, str]] = []
-    for record in records:
-        try:
-            arrived.append((WorkMessage.from_json(record["body"]), record["receiptHandle"]))
-        except Exception:
-            continue
-    try:
-        run_executor().arrive(arrived)
-    except Exception:  # the records fail one by one, each given back soon (record_handler)
-        logger.exception("worker not configured")
-
-
-def _queue() -> Queue | None:
-    try:
-        return run_executor().queue
-    except Exception:  # the records fail one by one, each given back soon (record_handler)
-        logger.exception("worker not configured")
-        return None
-
-
-def _forget(receipt_handle: str) -> None:
-    queue = _queue()
-    if isinstance(queue, VisibilityLedger):
-        queue.visible_at(receipt_handle)
-
-
-def _settler() -> Settler | None:
-    queue = _queue()
-    if queue is None:
-        return None
-    ledger = queue if isinstance(queue, VisibilityLedger) else None
-    return Settler(queue, ledger.visible_at if ledger is not None else lambda _handle: None)
+def _handle(executor: RunExecutor, record: Record, time_left: float | None) -> None:
+    record_handler(executor, record, time_left)
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    """Powertools' async batch processor runs the records concurrently, each on a thread of its own
-    (a record blocks: it waits for its second, then on its target), so none waits for another. A
-    record that ends while others still run has its message deleted before it could reappear.
+    """The batch, as ``invocation.run_batch`` runs it: each record on a thread of its own (a record
+    blocks: it waits for its second, then on its target), so none waits for another; a record that
+    ends while others still run has its message deleted before it could reappear. Answers SQS's
+    partial batch response: the records that did not end come back.
 
-    A processor per invocation: it holds the batch's records and outcomes, and the local runtime runs
-    several invocations at once in one process (Lambda runs one at a time). Every record handed back
+    The local runtime runs several invocations at once in one process (Lambda runs one at a time):
+    nothing of an invocation is kept between them but the executor. Every record handed back
     (retries, not due yet) is routine, not a failed invocation: no alarm.
     """
-    records = event.get("Records") or []
+    records = [Record.from_event(record) for record in event.get("Records") or []]
     _freeze_the_cold_start()
-    processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-    settler = _settler() if len(records) > 1 else None  # a lone record ends with its invocation
-    # Every batch, a lone record's too: its hold and its read are one request each either way, and
-    # the read carries its owner's target limits (a job under no limit makes no request for them).
-    _arrive(records)
     try:
-        with ThreadPoolExecutor(max_workers=max(1, len(records)), thread_name_prefix="record") as pool:
+        executor = run_executor()
+    except Exception:  # not configured: each record comes back soon, and the log says why
+        logger.exception("worker not configured")
+        failed = [record.message_id for record in records]
+        queue = _fallback_queue()
+        for record in records:
+            give_back(queue, record, retry_visibility(record.receive_count))
+    else:
+        failed = run_batch(
+            executor, records, time_left=lambda: context.get_remaining_time_in_millis() / 1000, handle=_handle
+        )
+    return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
 
-            async def on_thread(record: SQSRecord) -> None:
-                # In the invocation's context, as the invocation's own thread would run it (the local
-                # runtime keeps an invocation's trace header there: punctual/local/recursion.py).
-                run = contextvars.copy_context().run
-                await asyncio.get_running_loop().run_in_executor(pool, run, _handle, record, context, settler)
 
-            return async_process_partial_response(
-                event=event, record_handler=on_thread, processor=processor, context=context
-            )
-    finally:
-        if settler is not None:
-            settler.close()
+def _fallback_queue() -> Queue | None:
+    try:
+        return build_queue(get_settings())
+    except Exception:
+        return None
 
 
 # In Lambda (its runtime sets both), the import is the init phase: build the executor there.

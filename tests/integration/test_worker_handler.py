@@ -15,6 +15,7 @@ from punctual.local.gateway import LambdaContext
 from punctual.local.roles import _to_event
 from punctual.testing.receiver import Receiver
 from punctual_functions.api.views import JobView
+from punctual_functions.core.clock import SYSTEM_CLOCK
 from punctual_functions.core.model import RunStatus, iso
 from punctual_functions.core.queue import WorkMessage
 from punctual_functions.core.resources import (
@@ -32,6 +33,13 @@ from tests.integration.conftest import Harness
 def wired(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Harness:
     monkeypatch.setattr(worker, "run_executor", lambda: harness.executor)
     return harness
+
+
+def stub_executor(queue: Any = None) -> SimpleNamespace:
+    """What the invocation needs of an executor when the test's record handler does the rest."""
+    if queue is None:  # a record given back, or ended: nothing to tell SQS in these tests
+        queue = SimpleNamespace(change_visibility=lambda *_: None, delete_messages=lambda _handles: None)
+    return SimpleNamespace(queue=queue, clock=SYSTEM_CLOCK, arrive=lambda _arrived: None)
 
 
 def invoke(messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -66,11 +74,12 @@ def test_records_of_a_batch_run_concurrently(monkeypatch: pytest.MonkeyPatch) ->
     barrier = threading.Barrier(3, timeout=5)
     seen: list[str] = []
 
-    def handle(record: Any) -> None:
+    def handle(_executor: Any, record: Any, _time_left: Any) -> None:
         barrier.wait()  # would time out if the records were processed one after another
         seen.append(record.body)
 
     monkeypatch.setattr(worker, "record_handler", handle)
+    monkeypatch.setattr(worker, "run_executor", stub_executor)
     records = [
         {"MessageId": str(n), "ReceiptHandle": f"r{n}", "Body": f'{{"job_id": "j", "run_id": "{n}"}}'}
         for n in range(3)
@@ -123,13 +132,14 @@ def test_invocations_running_at_once_in_one_process_each_answer_for_their_own_re
     # environment at a time): one invocation's records must never be answered by another's.
     barrier = threading.Barrier(2, timeout=5)
 
-    def handle(record: Any) -> None:
+    def handle(_executor: Any, record: Any, _time_left: Any) -> None:
         barrier.wait()  # both invocations are in the middle of their batch
         if record.body.startswith('{"back"'):
             raise ReturnLater("not due yet", 5)
         time.sleep(0.2)  # the other invocation finishes first
 
     monkeypatch.setattr(worker, "record_handler", handle)
+    monkeypatch.setattr(worker, "run_executor", stub_executor)
     back = [{"MessageId": "back", "ReceiptHandle": "r1", "Body": '{"back": 1}'}]
     done = [{"MessageId": "done", "ReceiptHandle": "r2", "Body": '{"done": 1}'}]
     results: dict[str, dict[str, Any]] = {}
@@ -191,9 +201,9 @@ def test_a_record_that_ended_is_not_delivered_again_while_the_rest_of_its_batch_
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ledger = VisibilityLedger(harness.queue)
-    monkeypatch.setattr(worker, "run_executor", lambda: SimpleNamespace(queue=ledger))
+    monkeypatch.setattr(worker, "run_executor", lambda: stub_executor(ledger))
 
-    def handle(record: Any) -> None:
+    def handle(_executor: Any, record: Any, _time_left: Any) -> None:
         run_id = WorkMessage.from_json(record.body).run_id
         if run_id == "fast":
             ledger.change_visibility(record.receipt_handle, 2)  # what a hold or a lease leaves
@@ -224,9 +234,9 @@ def test_the_ledger_forgets_every_records_message_whatever_became_of_it(
     # The worker's executor, and its ledger, live as long as the Lambda container: a note kept for
     # each message ever handled would grow without end.
     ledger = VisibilityLedger(harness.queue)
-    monkeypatch.setattr(worker, "run_executor", lambda: SimpleNamespace(queue=ledger))
+    monkeypatch.setattr(worker, "run_executor", lambda: stub_executor(ledger))
 
-    def handle(record: Any) -> None:
+    def handle(_executor: Any, record: Any, _time_left: Any) -> None:
         ledger.change_visibility(record.receipt_handle, 5)
         if WorkMessage.from_json(record.body).run_id == "back":
             raise ReturnLater("not due yet", 5)
@@ -321,8 +331,13 @@ def test_the_first_batch_freezes_the_cold_start_s_objects_once(monkeypatch: pyte
     built: list[bool] = []
     monkeypatch.setattr(worker, "_frozen", threading.Event())
     monkeypatch.setattr(gc, "freeze", lambda: frozen.append(bool(built)))
-    monkeypatch.setattr(worker, "run_executor", lambda: built.append(True))
-    monkeypatch.setattr(worker, "record_handler", lambda record: None)
+
+    def build() -> SimpleNamespace:
+        built.append(True)
+        return stub_executor()
+
+    monkeypatch.setattr(worker, "run_executor", build)
+    monkeypatch.setattr(worker, "record_handler", lambda *_: None)
     record = {"MessageId": "1", "ReceiptHandle": "r1", "Body": '{"job_id": "j", "run_id": "1"}'}
     invoke([record])
     invoke([record])
