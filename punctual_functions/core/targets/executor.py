@@ -16,8 +16,10 @@ from typing import Any, Final
 from punctual_functions.core.lifecycle import CANCELLED_ERROR
 from punctual_functions.core.ssrf_guard import ForbiddenAddressError, NetworkPolicy, TargetError
 from punctual_functions.core.targets.aws import AwsDeliveries
-from punctual_functions.core.targets.http import Exchange, HttpDelivery, HttpWork
+from punctual_functions.core.targets.exchange import Exchange
+from punctual_functions.core.targets.http import HttpDelivery
 from punctual_functions.core.targets.outcome import Delivery, TargetOutcome, failure, json_text, seconds_text
+from punctual_functions.core.targets.staged import HttpWork
 from punctual_functions.core.targets.validation import normalize_target
 from punctual_functions.core.templating import has_templates, render, values_of
 

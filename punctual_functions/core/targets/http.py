@@ -7,20 +7,12 @@ vetted IP: urllib3 never resolves the name again, while Host, SNI and certificat
 
 from __future__ import annotations
 
-import contextlib
-import email.utils
-import http.client
-import socket
-import ssl
-import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from urllib3 import BaseHTTPResponse, HTTPConnectionPool, HTTPSConnectionPool, Timeout
-from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import (
     ConnectTimeoutError,
     HTTPError,
@@ -28,7 +20,6 @@ from urllib3.exceptions import (
     ReadTimeoutError,
     SSLError,
 )
-from urllib3.util.wait import wait_for_read
 
 from punctual_functions.core.ssrf_guard import (
     ForbiddenAddressError,
@@ -38,184 +29,27 @@ from punctual_functions.core.ssrf_guard import (
     parse_target_url,
     resolve_and_check,
 )
+from punctual_functions.core.targets.exchange import (
+    Exchange,
+    TrackedHTTPConnection,
+    TrackedHTTPSConnection,
+    answer,
+    reason,
+)
 from punctual_functions.core.targets.outcome import (
-    EXCERPT_BYTES,
     Delivery,
     TargetOutcome,
     delivery_headers,
-    excerpt_of,
     failure,
     seconds_text,
-    success,
 )
-from punctual_functions.core.targets.warm import ConnectionShelf, Order, Parked
+from punctual_functions.core.targets.staged import HttpWork, origin
+from punctual_functions.core.targets.warm import ConnectionShelf, Parked
 
-__all__ = ["Exchange", "HttpDelivery", "HttpWork"]
+__all__ = ["HttpDelivery"]
 
 # A connection opened before the second gives up after this long (the delivery then connects itself).
 WARM_CONNECT_SECONDS = 5.0
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        seconds = float(value)
-    else:
-        try:
-            moment = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if moment.tzinfo is None:
-            return None
-        seconds = moment.timestamp() - time.time()
-    return min(max(seconds, 0.0), 86400.0)
-
-
-def _http_status_outcome(
-    status: int, location: str | None, retry_after: str | None, excerpt: bytes
-) -> TargetOutcome:
-    text = excerpt_of(excerpt)
-    if 200 <= status < 300:
-        return success(text, status)
-    if status in (408, 429) or 500 <= status < 600:
-        return failure(
-            f"HTTP {status}",
-            retriable=True,
-            excerpt=text,
-            status_code=status,
-            retry_after_seconds=_retry_after(retry_after),
-        )
-    if 300 <= status < 400:
-        where = f" to {location[:200]}" if location else ""
-        return failure(
-            f"HTTP {status}: redirect{where} not followed", retriable=False, excerpt=text, status_code=status
-        )
-    return failure(f"HTTP {status}", retriable=False, excerpt=text, status_code=status)
-
-
-class Exchange:
-    """State of one HTTP attempt shared between the thread doing it and the thread waiting for it.
-
-    Aborting works by shutting the connection's socket down, which at once wakes a thread blocked reading
-    from it. A duplicate of the socket's descriptor is kept for that: the TLS wrapper detaches the original
-    socket object, and the duplicate keeps the descriptor number from being reused by an unrelated socket
-    before we are done with it.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._sockets: list[socket.socket] = []
-        self.aborted = False
-        self.status: int | None = None
-        self.location: str | None = None
-        self.retry_after: str | None = None
-        self.excerpt = bytearray()
-
-    def track(self, sock: socket.socket) -> None:
-        duplicate = sock.dup()
-        with self._lock:
-            self._sockets.append(duplicate)
-            if self.aborted:
-                self._shutdown(duplicate)
-
-    def abort(self) -> None:
-        with self._lock:
-            self.aborted = True
-            for sock in self._sockets:
-                self._shutdown(sock)
-
-    def adopt(self, other: Exchange) -> None:
-        """Take over the sockets ``other`` tracks (a connection opened before this exchange)."""
-        with other._lock:
-            sockets, other._sockets = other._sockets, []
-        with self._lock:
-            self._sockets.extend(sockets)
-            if self.aborted:
-                for sock in sockets:
-                    self._shutdown(sock)
-
-    def release(self) -> None:
-        with self._lock:
-            for sock in self._sockets:
-                sock.close()
-            self._sockets.clear()
-
-    def record_response(self, response: BaseHTTPResponse) -> None:
-        with self._lock:
-            self.status = response.status
-            self.location = response.headers.get("Location")
-            self.retry_after = response.headers.get("Retry-After")
-
-    def add_body(self, chunk: bytes) -> None:
-        with self._lock:
-            self.excerpt += chunk
-
-    def outcome_so_far(self) -> TargetOutcome | None:
-        """Once the status line is in, the target has answered; later trouble only shortens the excerpt."""
-        with self._lock:
-            if self.status is None:
-                return None
-            return _http_status_outcome(self.status, self.location, self.retry_after, bytes(self.excerpt))
-
-    @staticmethod
-    def _shutdown(sock: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-
-
-class _Held:
-    """A connection whose writes can be held: urllib3 composes the request as usual (the same bytes
-    on the wire) while ``held`` is a list, and ``write_held`` sends them in one write later."""
-
-    sock: Any
-    held: list[bytes] | None = None
-
-    def send(self, data: Any) -> None:
-        if self.held is not None:
-            self.held.append(bytes(data))
-            return
-        super().send(data)  # type: ignore[misc]
-
-    def write_held(self) -> None:
-        held, self.held = self.held or [], None
-        self.sock.sendall(b"".join(held))
-
-
-class _TrackedHTTPConnection(_Held, HTTPConnection):
-    def __init__(self, *args: Any, exchange: Exchange, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._exchange = exchange
-
-    def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()
-        self._exchange.track(sock)
-        return sock
-
-
-class _TrackedHTTPSConnection(_Held, HTTPSConnection):
-    def __init__(self, *args: Any, exchange: Exchange, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._exchange = exchange
-
-    def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()
-        self._exchange.track(sock)
-        return sock
-
-
-@dataclass
-class _Staged:
-    """A request composed onto a parked connection, its bytes not yet written."""
-
-    parked: Parked
-    conn: _TrackedHTTPConnection | _TrackedHTTPSConnection
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.conn.close()
-        self.parked.close()
 
 
 class _ConnectFailed(Exception):
@@ -252,7 +86,7 @@ class HttpDelivery:
                 pool.close()
                 tracker.release()
                 continue
-            self._shelf.park(_origin(url), Parked(address, pool, tracker))
+            self._shelf.park(origin(url), Parked(address, pool, tracker))
             return
 
     def work(
@@ -290,7 +124,7 @@ class HttpDelivery:
     ) -> TargetOutcome:
         """Send the request on a parked connection, or connect (each vetted address in turn)."""
         deadline = time.monotonic() + budget
-        parked = self._shelf.take(_origin(url))
+        parked = self._shelf.take(origin(url))
         if parked is not None:  # opened before the second: only the request goes out now
             try:
                 return self._send(
@@ -373,7 +207,7 @@ class HttpDelivery:
                     release_conn=False,
                 )
             except NewConnectionError as exc:
-                raise _ConnectFailed(failure(f"connection failed: {_reason(exc)}", retriable=True)) from exc
+                raise _ConnectFailed(failure(f"connection failed: {reason(exc)}", retriable=True)) from exc
             except ConnectTimeoutError as exc:
                 raise _ConnectFailed(
                     failure(f"connect timeout after {seconds_text(min(remaining, budget))}", retriable=True)
@@ -381,11 +215,11 @@ class HttpDelivery:
             except ReadTimeoutError:
                 return failure(f"timeout after {seconds_text(budget)}", retriable=True)
             except SSLError as exc:
-                return failure(f"TLS error: {_reason(exc)}", retriable=True)
+                return failure(f"TLS error: {reason(exc)}", retriable=True)
             except (HTTPError, OSError) as exc:
-                return failure(f"connection error: {_reason(exc)}", retriable=True)
+                return failure(f"connection error: {reason(exc)}", retriable=True)
 
-            return _answer(response, exchange)
+            return answer(response, exchange)
         finally:
             if response is not None:
                 response.close()
@@ -408,142 +242,12 @@ class HttpDelivery:
                 server_hostname=url.host,
                 exchange=exchange,
             )
-            pool.ConnectionCls = _TrackedHTTPSConnection
+            pool.ConnectionCls = TrackedHTTPSConnection
         else:
             pool = HTTPConnectionPool(
                 address, url.port, timeout=timeout, maxsize=1, retries=False, exchange=exchange
             )
-            pool.ConnectionCls = _TrackedHTTPConnection
+            pool.ConnectionCls = TrackedHTTPConnection
         return pool
 
     # ------------------------------------------------------------------------------------------ AWS
-
-
-def _origin(url: TargetURL) -> tuple[str, str, int]:
-    return (url.scheme, url.host, url.port)
-
-
-def _answer(response: BaseHTTPResponse, exchange: Exchange) -> TargetOutcome:
-    """The outcome of an answer whose status line is in: its status and up to 4 KiB of its body."""
-    exchange.record_response(response)
-    try:
-        while len(exchange.excerpt) < EXCERPT_BYTES and not exchange.aborted:
-            chunk = response.read1(EXCERPT_BYTES - len(exchange.excerpt))
-            if not chunk:
-                break
-            exchange.add_body(chunk)
-    except (HTTPError, OSError):
-        pass  # the status decides the outcome; a broken body only shortens the excerpt
-    with_body = exchange.outcome_so_far()
-    return with_body if with_body is not None else failure("response lost", retriable=True)
-
-
-class HttpWork:
-    """One HTTP attempt, run on the executor's delivery thread: ``stage`` before the wait for the
-    second (the request is composed onto a connection parked for it, ``warm.Order``), the call at the
-    second (only the staged bytes are written; without a staged request, the request is sent as
-    usual), ``close`` at the end either way."""
-
-    def __init__(
-        self,
-        sender: HttpDelivery,
-        url: TargetURL,
-        method: str,
-        body: bytes,
-        headers: dict[str, str],
-        budget: float,
-        exchange: Exchange,
-    ) -> None:
-        self._http = sender
-        self._url = url
-        self._method = method
-        self._body = body
-        self._headers = headers
-        self._budget = budget
-        self._exchange = exchange
-        self._order: Order | None = None
-
-    def stage(self) -> None:
-        self._order = Order(self._compose)
-        self._http._shelf.order(_origin(self._url), self._order)
-
-    def __call__(self) -> TargetOutcome:
-        staged = self._withdraw()
-        if staged is not None:
-            outcome = self._fire(staged)
-            if outcome is not None:
-                return outcome
-        return self._http.deliver(
-            self._url, self._method, self._body, self._headers, self._budget, self._exchange
-        )
-
-    def close(self) -> None:
-        staged = self._withdraw()
-        if staged is not None:
-            staged.close()
-
-    def _withdraw(self) -> _Staged | None:
-        order, self._order = self._order, None
-        if order is None:
-            return None
-        self._http._shelf.cancel(_origin(self._url), order)
-        staged: _Staged | None = order.withdraw()
-        return staged
-
-    def _compose(self, parked: Parked) -> _Staged:
-        """urllib3 composes the request onto the parked connection; its writes are held."""
-        conn = parked.pool._get_conn()
-        if not isinstance(conn, _TrackedHTTPConnection | _TrackedHTTPSConnection) or conn.sock is None:
-            raise ValueError("not a connected, tracked connection")
-        staged = _Staged(parked, conn)
-        try:
-            self._exchange.adopt(parked.tracker)
-            conn.held = []
-            conn.timeout = self._budget  # the read's bound: request() and getresponse() set it on the socket
-            conn.request(
-                self._method,
-                self._url.request_target,
-                body=None if self._method == "GET" else self._body,
-                headers=dict(self._headers),
-                preload_content=False,
-                decode_content=True,
-            )
-        except Exception:
-            staged.close()
-            raise
-        return staged
-
-    def _fire(self, staged: _Staged) -> TargetOutcome | None:
-        """Write the staged request and read the answer; None if the connection was closed meanwhile
-        and nothing went out (the caller then connects as usual)."""
-        conn = staged.conn
-        try:
-            if conn.sock is None or wait_for_read(conn.sock, timeout=0.0):  # at EOF: the target closed it
-                staged.close()
-                return None
-            conn.write_held()
-        except (OSError, ValueError):
-            staged.close()  # not all of it was written: the target cannot have acted on a part
-            return None
-        response: BaseHTTPResponse | None = None
-        try:
-            try:
-                response = conn.getresponse()
-            except TimeoutError:
-                return failure(f"timeout after {seconds_text(self._budget)}", retriable=True)
-            except ssl.SSLError as exc:
-                return failure(f"TLS error: {_reason(exc)}", retriable=True)
-            except (http.client.HTTPException, HTTPError, OSError) as exc:
-                return failure(f"connection error: {_reason(exc)}", retriable=True)
-            return _answer(response, self._exchange)
-        finally:
-            if response is not None:
-                response.close()
-            staged.close()
-
-
-def _reason(exc: BaseException) -> str:
-    """The innermost message of a wrapped network error, which is the part that explains it."""
-    while exc.__cause__ is not None or (exc.__context__ is not None and not exc.__suppress_context__):
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    return str(exc) or type(exc).__name__
