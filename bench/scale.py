@@ -1,4 +1,4 @@
-"""The simulator's scenarios (``sim/``, docs/scale.md): the engine's own code in virtual time against
+"""The simulator's scenarios (``punctual/sim/``, docs/scale.md): the engine's own code in virtual time against
 models of DynamoDB, SQS, Lambda and EventBridge. Each scenario reports lateness, lost / early /
 duplicated starts, throttling, peaks and the cost per million jobs; the run is deterministic for its
 seed, so one repetition is the figure.
@@ -16,10 +16,10 @@ from typing import Any
 
 from bench.common import log, machine, write_json
 from punctual.scale.params import parameter_table
+from punctual.sim.calibration import calibrate
+from punctual.sim.scenarios import SCENARIOS
+from punctual.sim.scenarios import run as run_scenario
 from punctual_functions.core.observability import logger
-from sim.calibration import calibrate
-from sim.scenarios import SCENARIOS
-from sim.scenarios import run as run_scenario
 
 # What the issue asks of each scale (docs/scale.md, "Targets").
 TARGET_P99_MS = 1000
@@ -42,7 +42,7 @@ def run(only: list[str] | None = None) -> dict[str, Any]:
     return {
         "name": "scale",
         "calibration": calibration,
-        "what": "the engine's own code in virtual time (sim/), one group of shards standing for all",
+        "what": "the engine's own code in virtual time (punctual/sim/), one group of shards standing for all",
         "repetitions": 1,
         "scenarios": reports,
         "parameters": [{**row, "value": repr(row["value"])} for row in parameter_table()],
@@ -52,7 +52,7 @@ def run(only: list[str] | None = None) -> dict[str, Any]:
 
 
 def report(result: dict[str, Any]) -> str:
-    lines = ["== scale: simulated (sim/), deterministic per seed =="]
+    lines = ["== scale: simulated (punctual/sim/), deterministic per seed =="]
     for row in result.get("calibration", {}).get("checks", []):
         lines.append(
             f"calibration: {row['figure']}: measured {row['measured']:g}, simulated {row['simulated']:g}"

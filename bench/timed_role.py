@@ -28,6 +28,8 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
+from punctual.scale.sizes import item_size
+
 _local = threading.local()
 _lock = threading.Lock()
 
@@ -90,31 +92,6 @@ def _context() -> str:
 
 
 # ------------------------------------------------------------------------------- DynamoDB sizes
-
-
-def _value_size(value: Mapping[str, Any]) -> int:
-    """Approximately how DynamoDB sizes an attribute value (its documented item-size rules)."""
-    (kind, inner), *_ = value.items()
-    if kind == "S":
-        return len(str(inner).encode())
-    if kind == "N":
-        digits = len(str(inner).lstrip("-").replace(".", "").lstrip("0")) or 1
-        return math.ceil(digits / 2) + 1
-    if kind == "B":
-        return len(inner) if isinstance(inner, bytes | bytearray) else math.ceil(len(str(inner)) * 3 / 4)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "L":
-        return 3 + sum(1 + _value_size(v) for v in inner)
-    if kind == "M":
-        return 3 + sum(1 + len(k.encode()) + _value_size(v) for k, v in inner.items())
-    if kind in ("SS", "NS", "BS"):
-        return sum(_value_size({kind[0]: v}) for v in inner)
-    return 0
-
-
-def item_size(item: Mapping[str, Any]) -> int:
-    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
 
 
 def _key(item: Mapping[str, Any]) -> list[str]:

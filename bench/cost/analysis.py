@@ -40,7 +40,7 @@ def _kind(pk: str, sk: str) -> str:
 
 def _table_sizes(settings: Settings) -> tuple[dict[tuple[str, str], int], dict[str, dict[str, float]]]:
     """The size of every item in the table now, and per kind (median, max), for the write units."""
-    from bench.timed_role import item_size
+    from punctual.scale.sizes import item_size
 
     client: Any = aws.client("dynamodb", settings)
     sizes: dict[tuple[str, str], int] = {}

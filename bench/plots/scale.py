@@ -176,7 +176,7 @@ def _scale(_name: str, result: dict[str, Any]) -> Figure:
             entries.setdefault(label, handle)
     figure.legend(list(entries.values()), list(entries), loc="outside lower center", ncols=3, fontsize=8)
     figure.suptitle(
-        f"Simulated scale (sim/, deterministic per seed): {len(steady) or 'no'} steady scenario"
+        f"Simulated scale (punctual/sim/, deterministic per seed): {len(steady) or 'no'} steady scenario"
         f"{'s' if len(steady) != 1 else ''}, two minutes each"
     )
     return figure

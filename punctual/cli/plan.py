@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -31,7 +29,7 @@ CDK_WORKER_MAX_CONCURRENCY = 1000
 @click.option(
     "--simulate",
     is_flag=True,
-    help="Also run the simulator on these settings (from a checkout: sim/ is not installed with the CLI).",
+    help="Also run the simulator on these settings (punctual.sim, installed with the package).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
 def plan_command(jobs_per_minute: int, crons: float, spike: bool, simulate: bool, as_json: bool) -> None:
@@ -119,15 +117,7 @@ def _not_settable(d: Deployment) -> list[str]:
 
 
 def _simulate(result: Plan) -> dict[str, Any]:
-    checkout = Path(__file__).resolve().parents[2]  # an editable install: the repository's root
-    if (checkout / "sim" / "scenarios.py").exists() and str(checkout) not in sys.path:
-        sys.path.append(str(checkout))
-    try:
-        from sim.scenarios import Load, Scenario, run
-    except ImportError as error:
-        raise click.ClickException(
-            "--simulate needs a checkout of the repository (sim/ is not installed)"
-        ) from error
+    from punctual.sim.scenarios import Load, Scenario, run
     from punctual_functions.core.observability import logger
 
     logger.setLevel(logging.ERROR)

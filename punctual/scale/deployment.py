@@ -1,5 +1,5 @@
 """The settings a deployment runs with, as the capacity planner recommends them (``plan``) and the
-simulator runs them (``sim/``): the engine's settings, the functions' memory, the worker's event
+simulator runs them (``punctual/sim/``): the engine's settings, the functions' memory, the worker's event
 source, and the quotas and table settings a large deployment asks AWS for."""
 
 from __future__ import annotations

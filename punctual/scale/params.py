@@ -1,4 +1,4 @@
-"""Every figure the scale model uses, with its source and its default: the simulator (``sim/``) and
+"""Every figure the scale model uses, with its source and its default: the simulator (``punctual/sim/``) and
 ``punctual plan`` read them from here, and docs/scale.md lists them (``parameter_table``).
 
 A figure AWS publishes cites the page; a published measurement cites who measured it; a figure
@@ -33,6 +33,11 @@ AWS_POLLER_INVOCATIONS = (
     " at most 200"
 )
 AWS_LAMBDA_QUOTAS = "AWS Lambda Developer Guide, 'Lambda quotas' (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html)"
+AWS_LAMBDA_SCALING = (
+    "AWS Lambda Developer Guide, 'Lambda scaling behavior': per function and Region, 1,000 execution"
+    " environments every 10 seconds, refilled continuously, unused rate not kept"
+    " (https://docs.aws.amazon.com/lambda/latest/dg/scaling-behavior.html)"
+)
 AWS_LAMBDA_MEMORY = (
     "AWS Lambda Developer Guide, 'Configure Lambda function memory' "
     "(https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html)"
@@ -254,6 +259,14 @@ class Parameters:
             "executions",
             AWS_LAMBDA_QUOTAS,
             "account concurrency (default quota)",
+        ),
+    )
+    lambda_scaling_environments: int = field(
+        default=1000,
+        metadata=_about(
+            "environments / 10 s",
+            AWS_LAMBDA_SCALING,
+            "new execution environments a function may get in 10 s (a cold start beyond it is throttled)",
         ),
     )
     lambda_full_vcpu_mb: int = field(

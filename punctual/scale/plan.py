@@ -1,6 +1,6 @@
 """The capacity planner: the settings to deploy for a load, the quotas to ask AWS for, and what it
 should cost, from the scale model's parameters (``params``). ``punctual plan`` prints it; the
-simulator's large scenarios run exactly these settings (``sim/scenarios.py``), which is how the
+simulator's large scenarios run exactly these settings (``punctual/sim/scenarios.py``), which is how the
 planner's sizing is checked (docs/scale.md).
 
 The sizing, each step from a parameter or a simulated figure:

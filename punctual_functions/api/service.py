@@ -1,5 +1,5 @@
 """``JobService``: the API's route functions as methods of one object, for the callers that drive the
-engine without HTTP (the tests, the simulation in ``sim/``, the benchmarks). The handler calls the
+engine without HTTP (the tests, the simulation in ``punctual/sim/``, the benchmarks). The handler calls the
 route modules itself; this adds nothing to them.
 """
 

@@ -1,5 +1,5 @@
 """Time and concurrency as the engine sees them: one small port, so that the same logic runs on the
-system's clock (AWS, the local stack) and in virtual time (tests; the simulator, ``sim/``).
+system's clock (AWS, the local stack) and in virtual time (tests; the simulator, ``punctual/sim/``).
 
 The api service, the dispatcher and the worker take a ``Clock``; none of them reads the time, sleeps,
 waits on an event or starts a thread any other way (``tests/unit/test_clock.py`` pins it). Waiting

@@ -1,5 +1,5 @@
 """What one worker invocation does with its batch: the one function the Lambda handler and the
-simulator both call (``handler.py`` on threads and the system's clock; ``sim/`` on tasks in virtual
+simulator both call (``handler.py`` on threads and the system's clock; ``punctual/sim/`` on tasks in virtual
 time, through the executor's ``Clock``).
 
 In order: the batch's holds and first reads in two requests (``RunExecutor.arrive``), each record on

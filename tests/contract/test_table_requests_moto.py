@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from bench.timed_role import item_size
+from punctual.scale.sizes import item_size
+from punctual.sim.table_requests import PartitionUnits, TableRequest, requests_for, snapshot
 from punctual.testing.fakes.store import MemoryStore
 from punctual_functions.core import aws
 from punctual_functions.core.calendars import Calendar, HolidaySource
@@ -38,7 +39,6 @@ from punctual_functions.core.ports import CalendarStore, JobStore, RunStore, Tri
 from punctual_functions.core.resources import table_definition
 from punctual_functions.core.settings import Settings
 from punctual_functions.core.store import DynamoStore
-from sim.table_requests import PartitionUnits, TableRequest, requests_for, snapshot
 from tests.contract.conftest import NOW, SHARDS, World, attempt
 
 pytestmark = pytest.mark.moto

@@ -360,3 +360,33 @@ def test_given_two_wheel_builds_at_once_when_both_end_then_both_succeed_with_the
         (wheel,) = (tmp_path / str(n)).glob("punctual_aws-*.whl")
         with zipfile.ZipFile(wheel) as archive:
             assert sorted(archive.namelist()) == expected
+
+
+def test_given_the_installed_package_when_planning_with_simulate_then_the_simulator_runs_from_the_wheel(
+    installed: Installed, tmp_path: Path
+) -> None:
+    # The simulator was a top-level sim/ beside the package, reached from a checkout only.
+    environment = {
+        key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")
+    }
+
+    def run(*command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            command,
+            check=False,
+            cwd=tmp_path,  # not the checkout: nothing of it on the path
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    where = run(str(installed.python), "-c", "import punctual.sim; print(punctual.sim.__file__)")
+    assert where.stdout.startswith(str(installed.venv)), where.stdout + where.stderr
+    result = run(
+        str(installed.venv / "bin" / "punctual"), "plan", "--jobs-per-minute", "300", "--simulate", "--json"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    simulated = json.loads(result.stdout)["simulated"]
+    assert simulated["expected"] > 0 and simulated["started"] == simulated["expected"], simulated
+    assert simulated["lost"] == simulated["early"] == simulated["duplicated"] == 0, simulated

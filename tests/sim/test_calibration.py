@@ -1,4 +1,4 @@
-"""The simulator against what the local stack measured (sim/calibration.py, docs/scale.md,
+"""The simulator against what the local stack measured (punctual/sim/calibration.py, docs/scale.md,
 "Calibration"): run with the local stack's parameters at the benchmarks' loads, it reproduces the
 measured lateness, hold and requests per job within the tolerances stated there."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sim.calibration import CHECKS, REQUEST_CHECKS, compare, measured, simulate, simulate_requests
+from punctual.sim.calibration import CHECKS, REQUEST_CHECKS, compare, measured, simulate, simulate_requests
 
 
 @pytest.fixture(scope="module")

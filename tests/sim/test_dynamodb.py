@@ -4,8 +4,8 @@ doubling of the previous peak, and the shared partitions of a group of shards.""
 from __future__ import annotations
 
 from punctual.scale.params import DEFAULTS
-from sim.dynamodb import Capacity, partition_kind
-from sim.table_requests import PartitionUnits, TableRequest
+from punctual.sim.dynamodb import Capacity, partition_kind
+from punctual.sim.table_requests import PartitionUnits, TableRequest
 
 
 def write(partition: str, wcu: float) -> TableRequest:

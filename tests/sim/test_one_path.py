@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-import sim.engine
+import punctual.sim.engine
+from punctual.sim.scenarios import Load, Scenario, run
 from punctual_functions.worker import handler as worker
 from punctual_functions.worker import invocation
 from punctual_functions.worker.execute import RunExecutor
-from sim.scenarios import Load, Scenario, run
 
 
 def test_the_simulator_and_the_lambda_handler_call_the_same_batch_function() -> None:
-    assert vars(sim.engine)["run_batch"] is invocation.run_batch
+    assert vars(punctual.sim.engine)["run_batch"] is invocation.run_batch
     assert vars(worker)["run_batch"] is invocation.run_batch
 
 
@@ -29,7 +29,7 @@ def test_every_worker_batch_of_a_simulation_runs_through_the_handlers_function(
         batches.append(len(records))
         return real(executor, records, **kwargs)
 
-    monkeypatch.setattr(sim.engine, "run_batch", spy)
+    monkeypatch.setattr(punctual.sim.engine, "run_batch", spy)
     result = run(Scenario("one-path", Load(200, minutes=1, lead_seconds=(30.0, 200.0)), first_minute=4))
     assert result.correct and result.expected == 200, result.as_dict()
     assert sum(batches) >= 200, "each run's message went through the handler's batch function"

@@ -7,7 +7,7 @@ import pytest
 
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS
-from sim.scenarios import Load, Scenario, run
+from punctual.sim.scenarios import Load, Scenario, run
 
 
 def test_a_steady_small_load_starts_every_occurrence_once_on_time() -> None:

@@ -13,10 +13,10 @@ from botocore.exceptions import ClientError
 
 from punctual.scale.params import DEFAULTS
 from punctual.scale.plan import plan
+from punctual.sim.lambdas import Lambdas
+from punctual.sim.sqs import EventSourceMapping, Message, QueueOverLimit, SimQueue
+from punctual.sim.world import World
 from punctual_functions.core.queue import WorkMessage
-from sim.lambdas import Lambdas
-from sim.sqs import EventSourceMapping, Message, QueueOverLimit, SimQueue
-from sim.world import World
 
 EPOCH = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -194,3 +194,27 @@ def test_the_plan_keeps_pollers_ready_for_a_million_a_minute() -> None:
     assert deployment.provisioned_pollers and 0 < ready <= 2_000, "at most 200 pollers"
     assert ready * 2 >= deployment.worker_max_concurrency, "half the load's concurrency, or the most"
     assert plan(10_000).deployment.minimum_pollers == 0
+
+
+def test_a_function_gets_at_most_a_thousand_new_environments_in_ten_seconds() -> None:
+    # Lambda's scaling rate per function: 1,000 execution environments every 10 s, refilled
+    # continuously, unused rate not kept. A burst of 3,000 invocations of one function: 1,000 start
+    # at once, then about 100 more a second; warm environments serve again without the rate.
+    world = World(datetime(2026, 1, 1, tzinfo=UTC))
+    lambdas = Lambdas(world, DEFAULTS, 10_000)
+    started: list[float] = []
+
+    def burst() -> None:
+        first = [lambdas.invoke("worker", lambda: world.sleep(60)) for _ in range(3000)]
+        started.append(sum(task is not None for task in first))
+        world.sleep(5)
+        later = [lambdas.invoke("worker", lambda: world.sleep(60)) for _ in range(3000)]
+        started.append(sum(task is not None for task in later))
+        world.sleep(120)  # every environment is free again: warm ones need no rate
+        again = [lambdas.invoke("worker", lambda: None) for _ in range(1500)]
+        started.append(sum(task is not None for task in again))
+
+    world.spawn(burst)
+    world.run()
+    assert started == [1000, 500, 1500]
+    assert lambdas.stats("worker").throttled_scaling == 2000 + 2500

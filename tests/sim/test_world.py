@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from sim.world import SimulationError, World
+from punctual.sim.world import SimulationError, World
 
 EPOCH = datetime(2026, 12, 1, tzinfo=UTC)
 

@@ -1,5 +1,5 @@
-"""``sim/`` and ``bench/`` run the code Lambda runs, and the package ships without ``tests/``: none of
-them imports from ``tests`` (what they share with the tests is ``punctual.testing``)."""
+"""``punctual/sim/`` and ``bench/`` run the code Lambda runs, and the package ships without ``tests/``:
+none of them imports from ``tests`` (what they share with the tests is ``punctual.testing``)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _imports_from_tests(path: Path) -> list[str]:
 def test_sim_bench_and_the_package_import_nothing_from_tests() -> None:
     sources = [
         path
-        for folder in ("sim", "bench", "punctual", "punctual_functions")
+        for folder in ("bench", "punctual", "punctual_functions")
         for path in (ROOT / folder).rglob("*.py")
     ]
     assert len(sources) > 100

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from punctual.sim.world import World
 from punctual.testing.fakes.store import MemoryStore
 from punctual_functions.api.requests import CreateJobIn
 from punctual_functions.core.factories import build_dispatcher, build_job_service
 from punctual_functions.core.model import Trigger
 from punctual_functions.core.ssrf_guard import NetworkPolicy
 from punctual_functions.core.sweep import SHARD_HOLD, SweepReport
-from sim.world import World
 from tests.conftest import Clock
 from tests.fakes.queue import MemoryQueue
 from tests.unit.test_engine_on_fakes import HOOK, SETTINGS, engine_with

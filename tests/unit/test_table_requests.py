@@ -9,7 +9,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bench.timed_role import item_size
+from punctual.scale.sizes import item_size
+from punctual.sim.table_requests import PartitionUnits, TableRequest, requests_for, snapshot
 from punctual.testing.fakes.store import MemoryStore
 from punctual_functions.core.model import (
     Job,
@@ -23,7 +24,6 @@ from punctual_functions.core.model import (
 )
 from punctual_functions.core.schedule import parse_schedule
 from punctual_functions.core.store.items import job_to_item, run_to_item, trigger_to_item
-from sim.table_requests import PartitionUnits, TableRequest, requests_for, snapshot
 from tests.contract.conftest import attempt
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)

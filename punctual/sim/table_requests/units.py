@@ -12,7 +12,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import Any, Protocol
 
-from bench.timed_role import item_size
+from punctual.scale.sizes import item_size
 from punctual_functions.core.calendars import Calendar
 from punctual_functions.core.model import Job, Run, Trigger, home_of, to_ms
 from punctual_functions.core.resources import PK, TTL_ATTRIBUTE

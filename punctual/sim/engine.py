@@ -28,6 +28,10 @@ from typing import Any
 
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import Parameters, quantile
+from punctual.sim.dynamodb import Capacity, SimTables
+from punctual.sim.lambdas import Lambdas
+from punctual.sim.sqs import EventSourceMapping, Message, SimQueue
+from punctual.sim.world import World
 from punctual.testing.fakes.store import MemoryStore
 from punctual_functions.api.bulk import bulk_action
 from punctual_functions.api.requests import BulkIn, CreateJobIn
@@ -46,10 +50,6 @@ from punctual_functions.core.targets.outcome import Delivery, TargetOutcome
 from punctual_functions.worker.batch import VisibilityLedger
 from punctual_functions.worker.execute import RunExecutor
 from punctual_functions.worker.invocation import Record, handle_record, run_batch
-from sim.dynamodb import Capacity, SimTables
-from sim.lambdas import Lambdas
-from sim.sqs import EventSourceMapping, Message, SimQueue
-from sim.world import World
 
 HOOK_HOST = "example.com"
 # A client's attempts of one request, waiting between them as the AWS SDKs do (jittered exponential
@@ -158,7 +158,10 @@ class Simulation:
         self.settings = deployment.settings()
         self.store = MemoryStore()
         self.lambdas = Lambdas(
-            self.world, self.params, max(1, int(self.params.lambda_account_concurrency * share))
+            self.world,
+            self.params,
+            max(1, int(self.params.lambda_account_concurrency * share)),
+            scaling_share=share,  # each function's scaling rate is the deployment's, shared by groups
         )
         self.capacity = Capacity(
             self.params,

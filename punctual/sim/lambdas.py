@@ -1,5 +1,5 @@
-"""Lambda: account concurrency, execution environments (cold starts), CPU in proportion to memory,
-and what it bills (requests, GB-seconds).
+"""Lambda: account concurrency, execution environments (cold starts) within each function's scaling
+rate, CPU in proportion to memory, and what it bills (requests, GB-seconds).
 
 An invocation is a task whose context is its ``Invocation``; the tasks it starts (the parallel maps
 of a sweep, a record's heartbeat) share it. CPU is charged through ``charge``: an execution
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from punctual.scale.params import Parameters
-from sim.world import Task, World
+from punctual.sim.world import Task, World
 
 
 @dataclass
@@ -30,6 +30,7 @@ class FunctionStats:
     invocations: int = 0
     cold_starts: int = 0
     throttled: int = 0
+    throttled_scaling: int = 0  # of ``throttled``: no new environment within the scaling rate
     gb_seconds: float = 0.0
     cpu_seconds: float = 0.0
     environments: int = 0
@@ -42,11 +43,16 @@ class FunctionStats:
 class Lambdas:
     world: World
     params: Parameters
-    # The account's concurrency this simulation has (a group of shards has its share: ``sim.engine``).
+    # The account's concurrency this simulation has (a group of shards has its share:
+    # ``punctual.sim.engine``).
     account_concurrency: int
+    # The share of each function's scaling rate this simulation has (a group of shards: its share).
+    scaling_share: float = 1.0
     running: int = 0
     peak_running: int = 0
     functions: dict[str, FunctionStats] = field(default_factory=dict)
+    # Per function: (new environments it may still get, when that was last refilled).
+    _scaling: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def stats(self, function: str) -> FunctionStats:
         return self.functions.setdefault(function, FunctionStats())
@@ -58,12 +64,16 @@ class Lambdas:
         if self.running >= self.account_concurrency:
             stats.throttled += 1
             return None
+        cold = stats.running + 1 > stats.environments
+        if cold and not self._new_environment(function):
+            stats.throttled += 1
+            stats.throttled_scaling += 1
+            return None
         self.running += 1
         self.peak_running = max(self.peak_running, self.running)
         stats.running += 1
         stats.peak_running = max(stats.peak_running, stats.running)
         stats.invocations += 1
-        cold = stats.running > stats.environments
         if cold:
             stats.environments += 1
             stats.cold_starts += 1
@@ -87,6 +97,18 @@ class Lambdas:
                 stats.cpu_seconds += invocation.cpu_seconds
 
         return self.world.spawn(run, name=name or function, context=invocation)
+
+    def _new_environment(self, function: str) -> bool:
+        """Take one new execution environment of ``function``'s scaling rate, if there is one: the
+        rate refills continuously, up to its 10 seconds' worth and no more."""
+        capacity = max(1.0, self.params.lambda_scaling_environments * self.scaling_share)
+        left, refilled = self._scaling.get(function, (capacity, self.world.now))
+        left = min(capacity, left + (self.world.now - refilled) * capacity / 10)
+        if left < 1:
+            self._scaling[function] = (left, self.world.now)
+            return False
+        self._scaling[function] = (left - 1, self.world.now)
+        return True
 
     def function(self) -> str:
         """The function the current task runs in ("-" outside an invocation)."""

@@ -17,9 +17,9 @@ from typing import Any
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS, Parameters
 from punctual.scale.plan import plan
+from punctual.sim.engine import HOOK_HOST, Simulation
+from punctual.sim.report import Expected, Report, bulk_summary, report
 from punctual_functions.core.model import iso
-from sim.engine import HOOK_HOST, Simulation
-from sim.report import Expected, Report, bulk_summary, report
 
 EPOCH = datetime(2026, 12, 1, tzinfo=UTC)
 TARGET = {"type": "http", "url": f"https://{HOOK_HOST}/hook"}

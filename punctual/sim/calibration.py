@@ -7,7 +7,7 @@ at the load of ``bench/precision/``, and its figures are compared with the measu
 (``CHECKS``). ``tests/sim/test_calibration.py`` runs it: a change of the engine or of the models that
 moves a figure out of its tolerance fails there.
 
-    python -m sim.calibration      # the comparison as JSON
+    python -m punctual.sim.calibration      # the comparison as JSON
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from typing import Any
 
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS
+from punctual.sim.report import percentile
+from punctual.sim.scenarios import Load, Scenario, build, expected_in
 from punctual_functions.core.observability import logger
-from sim.report import percentile
-from sim.scenarios import Load, Scenario, build, expected_in
 
-RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
+# The measurements it is compared with: the checkout's benchmark results (make bench writes them).
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
 FULL_CORE_MB = 1769
 
 # The local stack as bench/precision/ runs it (its "config"): 4 shards, the defaults' look-ahead

@@ -1,7 +1,7 @@
-"""``python -m sim``: run scenarios of the simulator and print what they show (docs/scale.md).
+"""``python -m punctual.sim``: run scenarios of the simulator and print what they show (docs/scale.md).
 
-python -m sim                          # every scenario
-python -m sim --only steady-1k,steady-10k --json /tmp/scale.json
+python -m punctual.sim                          # every scenario
+python -m punctual.sim --only steady-1k,steady-10k --json /tmp/scale.json
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import json
 import logging
 import sys
 
+from punctual.sim.scenarios import SCENARIOS, run
 from punctual_functions.core.observability import logger
-from sim.scenarios import SCENARIOS, run
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sim", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m punctual.sim", description=__doc__)
     parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenario names")
     parser.add_argument("--json", help="write the reports to this file")
     args = parser.parse_args(argv)

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from botocore.exceptions import ClientError
 
 from punctual.scale.params import Parameters, quantile
+from punctual.sim.lambdas import Lambdas
+from punctual.sim.world import Signal, World
 from punctual_functions.core.queue import WorkMessage
-from sim.lambdas import Lambdas
-from sim.world import Signal, World
 
 
 class QueueOverLimit(RuntimeError):

@@ -19,12 +19,12 @@ transaction charges every item); a write that changes a job item writes its owne
 per item (GetItem, BatchGetItem), a query request 1 RCU per started 4 KB of the items it read (before
 its filter; at most 1 MB); eventually consistent halves (the owner index always is); a missing item
 or an empty page costs the minimum. Item sizes: the items ``punctual_functions/core/store/items.py`` builds,
-measured with ``bench.timed_role.item_size``.
+measured with ``punctual.scale.sizes.item_size``.
 """
 
 from __future__ import annotations
 
-from sim.table_requests.calls import requests_for, snapshot
-from sim.table_requests.units import Before, PartitionUnits, StateView, TableRequest
+from punctual.sim.table_requests.calls import requests_for, snapshot
+from punctual.sim.table_requests.units import Before, PartitionUnits, StateView, TableRequest
 
 __all__ = ["Before", "PartitionUnits", "StateView", "TableRequest", "requests_for", "snapshot"]

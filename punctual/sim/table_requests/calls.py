@@ -8,27 +8,8 @@ import heapq
 import inspect
 from typing import Any
 
-from bench.timed_role import item_size
-from punctual_functions.core.calendars import Calendar
-from punctual_functions.core.model import Job, JobStatus, Run, RunStatus, Trigger
-from punctual_functions.core.ports import ConflictError, Tables
-from punctual_functions.core.resources import GSI1_SK, PK, SK
-from punctual_functions.core.store.calendars import calendar_to_item
-from punctual_functions.core.store.deployment import allowed_targets_item
-from punctual_functions.core.store.items import embeds, job_to_item, trigger_to_item
-from punctual_functions.core.store.jobs import IDEMPOTENCY_TTL
-from punctual_functions.core.store.keys import (
-    allowed_targets_key,
-    calendar_pk,
-    cursor_key,
-    idempotency_key,
-    name_key,
-    owner_index_pk,
-    trigger_pk,
-)
-from punctual_functions.core.store.limits import limit_to_item, summary_key, summary_text
-from punctual_functions.core.store.pages import decode_cursor
-from sim.table_requests.units import (
+from punctual.scale.sizes import item_size
+from punctual.sim.table_requests.units import (
     _FRONTIER_BYTES,
     _HOLD_BYTES,
     _SHAPES,
@@ -52,6 +33,25 @@ from sim.table_requests.units import (
     _tpk,
     _write,
 )
+from punctual_functions.core.calendars import Calendar
+from punctual_functions.core.model import Job, JobStatus, Run, RunStatus, Trigger
+from punctual_functions.core.ports import ConflictError, Tables
+from punctual_functions.core.resources import GSI1_SK, PK, SK
+from punctual_functions.core.store.calendars import calendar_to_item
+from punctual_functions.core.store.deployment import allowed_targets_item
+from punctual_functions.core.store.items import embeds, job_to_item, trigger_to_item
+from punctual_functions.core.store.jobs import IDEMPOTENCY_TTL
+from punctual_functions.core.store.keys import (
+    allowed_targets_key,
+    calendar_pk,
+    cursor_key,
+    idempotency_key,
+    name_key,
+    owner_index_pk,
+    trigger_pk,
+)
+from punctual_functions.core.store.limits import limit_to_item, summary_key, summary_text
+from punctual_functions.core.store.pages import decode_cursor
 
 # ------------------------------------------------------------------------------- the requests
 

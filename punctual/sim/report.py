@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from punctual.sim.engine import Simulation
 from punctual_functions.core.model import MISSED_REASONS
-from sim.engine import Simulation
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from punctual.scale.params import Parameters, quantile
+from punctual.sim.table_requests import TableRequest, requests_for, snapshot
+from punctual.sim.world import World
 from punctual.testing.fakes.store import MemoryStore
-from sim.table_requests import TableRequest, requests_for, snapshot
-from sim.world import World
 
 
 @dataclass
@@ -65,7 +65,7 @@ class Capacity:
         table_window: int = 1,
     ) -> None:
         self.params = params
-        # A simulation of one group of shards stands for 1/share of the table (``sim.engine``): its
+        # A simulation of one group of shards stands for 1/share of the table (``punctual.sim.engine``): its
         # table figures are scaled up by that, and partitions every group writes (the owner index)
         # have their share of the limit.
         self.table_share = table_share
