@@ -135,12 +135,22 @@ class Exchange:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-class _Held:
-    """A connection whose writes can be held: urllib3 composes the request as usual (the same bytes
+class _Tracked:
+    """A urllib3 connection whose socket its ``Exchange`` tracks (so that the waiting thread can
+    abort it), and whose writes can be held: urllib3 composes the request as usual (the same bytes
     on the wire) while ``held`` is a list, and ``write_held`` sends them in one write later."""
 
     sock: Any
     held: list[bytes] | None = None
+
+    def __init__(self, *args: Any, exchange: Exchange, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._exchange = exchange
+
+    def _new_conn(self) -> socket.socket:
+        sock: socket.socket = super()._new_conn()  # type: ignore[misc]
+        self._exchange.track(sock)
+        return sock
 
     def send(self, data: Any) -> None:
         if self.held is not None:
@@ -153,26 +163,12 @@ class _Held:
         self.sock.sendall(b"".join(held))
 
 
-class TrackedHTTPConnection(_Held, HTTPConnection):
-    def __init__(self, *args: Any, exchange: Exchange, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._exchange = exchange
-
-    def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()
-        self._exchange.track(sock)
-        return sock
+class TrackedHTTPConnection(_Tracked, HTTPConnection):
+    pass
 
 
-class TrackedHTTPSConnection(_Held, HTTPSConnection):
-    def __init__(self, *args: Any, exchange: Exchange, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._exchange = exchange
-
-    def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()
-        self._exchange.track(sock)
-        return sock
+class TrackedHTTPSConnection(_Tracked, HTTPSConnection):
+    pass
 
 
 def answer(response: BaseHTTPResponse, exchange: Exchange) -> TargetOutcome:
