@@ -6,6 +6,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -320,3 +321,29 @@ def write_text(name: str, text: str) -> Path:
 def utc_ms(moment: datetime) -> float:
     """Epoch seconds of a moment, at millisecond precision."""
     return round(moment.timestamp() * 1000) / 1000
+
+
+_TEXT_OUTCOME = re.compile(
+    r"\b(?:run succeeded|run failed|retry scheduled)\b.*?\bjob_id=(\S+).*?\bhold_ms=(-?\d+)"
+)
+
+
+def worker_holds(log_text: str) -> dict[str, float]:
+    """``hold_ms`` by job id (its last outcome line), from the worker's outcome lines, JSON (as on
+    AWS) or the local stack's readable ``key=value`` lines."""
+    holds: dict[str, float] = {}
+    for raw in log_text.splitlines():
+        if raw.startswith("{"):
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            if (
+                line.get("message") in ("run succeeded", "run failed", "retry scheduled")
+                and isinstance(line.get("job_id"), str)
+                and isinstance(line.get("hold_ms"), int | float)
+            ):
+                holds[line["job_id"]] = float(line["hold_ms"])
+        elif match := _TEXT_OUTCOME.search(raw):
+            holds[match.group(1)] = float(match.group(2))
+    return holds

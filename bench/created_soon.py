@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bench.common import local_stack, log, machine, spread, summary, write_json
-from bench.memory.analysis import outcome_lines
+from bench.common import local_stack, log, machine, spread, summary, worker_holds, write_json
 from punctual.cli.local import default_workers
 from punctual.testing.receiver import Receiver
 from punctual_functions.core.model import iso
@@ -66,15 +65,6 @@ def _plan(rng: random.Random, jobs: int) -> list[Job]:
             n * (SWEEP_SENT_SHARE + 1), Job(f"/sweep/{n}", "sweep", rng.randint(*SWEEP_SENT_AHEAD))
         )
     return planned
-
-
-def _outcome_holds(log_text: str) -> dict[str, float]:
-    """``hold_ms`` by job id, from the worker's JSON outcome lines."""
-    return {
-        job: float(entry["hold_ms"])
-        for job, entry in outcome_lines(log_text.splitlines()).items()
-        if isinstance(entry.get("hold_ms"), int | float)
-    }
 
 
 def _run_once(jobs: int, seed: int) -> dict[str, Any]:
@@ -116,7 +106,7 @@ def _run_once(jobs: int, seed: int) -> dict[str, Any]:
             time.sleep(0.5)
         time.sleep(2)  # duplicates, if any, arrive now
         arrivals = receiver.by_path()
-        holds = _outcome_holds(stack.log_text())
+        holds = worker_holds(stack.log_text())
     result: dict[str, Any] = {
         "seed": seed,
         "jobs": len(planned),

@@ -230,6 +230,10 @@ def _aggregate(name: str, runs: list[dict[str, Any]], *, faults: bool) -> dict[s
             [r.get("spread_due_during_whole_seconds_ms", {}) for r in runs]
         ),
         "histogram_ms": histogram(everything, EDGES_FAULTS_MS if faults else EDGES_MS),
+        "worker_hold_ms": {
+            group: spread_of_summaries([r.get("worker_hold_ms", {}).get(group, {}) for r in runs])
+            for group in sorted({g for r in runs for g in r.get("worker_hold_ms", {})})
+        },
     }
     spread_p99 = medians["spread_one_offs_and_crons"]["p99"].get("median", float("inf"))
     if faults:

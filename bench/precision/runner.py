@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from bench.common import local_stack, log, machine, write_json
+from bench.common import local_stack, log, machine, summary, worker_holds, write_json
 from bench.precision.analysis import _aggregate, _analyse
 from bench.precision.plan import (
     CRONS,
@@ -217,7 +217,8 @@ def _run_once(
                     strict=True,
                 )
             )
-        restarts = stack.log_text().count("restarting (restart #")
+        log_text = stack.log_text()
+        restarts = log_text.count("restarting (restart #")
     result = _analyse(
         name,
         planned,
@@ -242,8 +243,20 @@ def _run_once(
     result["whole_seconds_beyond_lookahead_at_creation"] = sum(
         1 for p in whole if p.due - p.created_at > LOOKAHEAD_SECONDS
     )
+    result["worker_hold_ms"] = _holds_by_group(planned, worker_holds(log_text))
     result["elapsed_seconds"] = round(time.monotonic() - began, 1)
     return result
+
+
+def _holds_by_group(planned: Sequence[Planned], holds: dict[str, float]) -> dict[str, Any]:
+    """The worker's ``hold_ms`` (due time minus its message's arrival at the worker; negative: it
+    arrived late) of each one-off group: a late run with a negative hold was late reaching the
+    worker (the queue, the event source), one with a positive hold was late inside it."""
+    groups = sorted({p.group for p in planned})
+    return {
+        group: summary(holds[p.job_id] for p in planned if p.group == group and p.job_id in holds)
+        for group in groups
+    }
 
 
 def save(result: dict[str, Any]) -> list[str]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
 from typing import Any
 
 from bench import created_soon
+from bench.common import worker_holds
+from punctual.local.logs import ReadableFormatter
 
 
 def test_the_plan_mixes_a_sweep_sent_job_into_every_eleven_creates() -> None:
@@ -28,7 +31,25 @@ def test_holds_are_read_from_the_worker_s_outcome_lines_only() -> None:
         "  punctual: worker-1 exited with -9; restarting",
         "{not json",
     ]
-    assert created_soon._outcome_holds("\n".join(lines)) == {"job_a": 812.0, "job_b": -49.0}
+    assert worker_holds("\n".join(lines)) == {"job_a": 812.0, "job_b": -49.0}
+
+
+def test_holds_are_read_from_the_local_stack_s_readable_lines_too() -> None:
+    """The lines as the local stack's own formatter writes them (``PUNCTUAL_LOG_FORMAT=text``)."""
+    formatter = ReadableFormatter("worker-1")
+
+    def line(message: str, **extra: object) -> str:
+        record = logging.LogRecord("punctual", logging.INFO, __file__, 1, message, None, None)
+        record.__dict__.update(extra)
+        return formatter.format(record)
+
+    lines = [
+        line("run succeeded", job_id="job_a", run_id="r1", attempt=1, hold_ms=812, lateness_ms=0),
+        line("retry scheduled", job_id="job_b", run_id="r2", attempt=1, hold_ms=-49, lateness_ms=72),
+        line("sweep finished", job_id="job_c", hold_ms=5),
+        line("run succeeded", job_id="job_d", run_id="r3"),  # no hold: not read
+    ]
+    assert worker_holds("\n".join(lines)) == {"job_a": 812.0, "job_b": -49.0}
 
 
 def _run(p99: float, maximum: float, lost: int = 0) -> dict[str, Any]:
