@@ -21,6 +21,9 @@ from punctual_functions.core.settings import Settings
 # The worker's event source: at most this many invocations at once (its MaximumConcurrency). The local
 # stack's event source takes the same (punctual/local/roles.py).
 WORKER_MAX_CONCURRENCY: Final = 50
+# The event source's provisioned mode, as AWS defaults it (Lambda API, ProvisionedPollerConfig).
+PROVISIONED_MINIMUM_POLLERS: Final = 2
+PROVISIONED_MAXIMUM_POLLERS: Final = 200
 # The worker's recursive-loop detection. It continues chains of its own on its own queue (the next
 # occurrence of a buffered backfill, a slot handed on under a target limit, a run woken after the one
 # it waited for), which Lambda's default (Terminate) stops after 16 invocations. Each chain ends by
@@ -101,7 +104,14 @@ class SchedulerProps(BaseModel):
     # 0: the event source hands over each record as soon as it is there (a window holds records back
     # to fill a batch, which only a batch above 10 needs).
     worker_batching_window_seconds: int = Field(default=0, ge=0, le=300)
-    worker_max_concurrency: int = Field(default=WORKER_MAX_CONCURRENCY, ge=2, le=1000)
+    # Unset: WORKER_MAX_CONCURRENCY, unless the pollers below are set (``worker_maximum_concurrency``).
+    worker_max_concurrency: int | None = Field(default=None, ge=2, le=1000)
+    # Provisioned mode: pollers kept ready (MinimumPollers) and the most it scales to
+    # (MaximumPollers); setting either turns it on. AWS takes it or a maximum concurrency, never
+    # both: in provisioned mode the pollers bound the invocations, and worker_max_concurrency must
+    # stay unset. Billed per poller-hour (docs/deploy.md).
+    worker_minimum_pollers: int | None = Field(default=None, ge=2, le=200)
+    worker_maximum_pollers: int | None = Field(default=None, ge=2, le=2000)
 
     # Operations.
     log_retention_days: int = Field(default=30, ge=1)
@@ -179,6 +189,19 @@ class SchedulerProps(BaseModel):
             raise ValueError("worker_batch_size above 10 needs worker_batching_window_seconds >= 1")
         if self.api_auth == "api_key" and not self.api_key_names:
             raise ValueError("api_auth=api_key needs at least one name in api_key_names")
+        if self.worker_provisioned_pollers is not None:
+            if self.worker_max_concurrency is not None:
+                # AWS refuses an event source mapping with both (CreateEventSourceMapping).
+                raise ValueError(
+                    "worker_max_concurrency cannot be set with worker_minimum_pollers or"
+                    " worker_maximum_pollers: AWS takes a maximum concurrency or provisioned pollers,"
+                    " not both (in provisioned mode the maximum pollers bound the invocations)"
+                )
+            minimum, maximum = self.worker_provisioned_pollers
+            if minimum > maximum:
+                raise ValueError(
+                    f"worker_minimum_pollers ({minimum}) must not exceed worker_maximum_pollers ({maximum})"
+                )
         reserved = self.dispatcher_concurrency
         if reserved is not None and reserved < self.sweep_invocations + 1:
             # A tick runs beside its fanned-out sweeps; fewer would throttle its own sweeps.
@@ -187,6 +210,25 @@ class SchedulerProps(BaseModel):
                 f"({self.sweep_invocations + 1}): a tick and its sweeps run at once"
             )
         return self
+
+    @property
+    def worker_maximum_concurrency(self) -> int | None:
+        """The event source's MaximumConcurrency: the setting, or WORKER_MAX_CONCURRENCY; None in
+        provisioned mode, where AWS takes none."""
+        if self.worker_provisioned_pollers is not None:
+            return None
+        return self.worker_max_concurrency or WORKER_MAX_CONCURRENCY
+
+    @property
+    def worker_provisioned_pollers(self) -> tuple[int, int] | None:
+        """The worker's event source in provisioned mode: (minimum, maximum) pollers, each defaulting
+        to AWS's own (2 and 200) when only the other is set; None in the default mode."""
+        if self.worker_minimum_pollers is None and self.worker_maximum_pollers is None:
+            return None
+        return (
+            self.worker_minimum_pollers or PROVISIONED_MINIMUM_POLLERS,
+            self.worker_maximum_pollers or PROVISIONED_MAXIMUM_POLLERS,
+        )
 
     @property
     def dispatcher_concurrency(self) -> int | None:

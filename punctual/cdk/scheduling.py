@@ -45,11 +45,19 @@ class Scheduling(Construct):
         # second a message waits is a second of the worker's hold before its due time. Only a batch
         # above 10 needs one (the config refuses it without).
         window = config.worker_batching_window_seconds
+        # Provisioned mode or a maximum concurrency: AWS takes one of the two (the config refuses both).
+        pollers = config.worker_provisioned_pollers
+        poller_config = (
+            None
+            if pollers is None
+            else lambda_.ProvisionedPollerConfig(minimum_pollers=pollers[0], maximum_pollers=pollers[1])
+        )
         self.work_source = event_sources.SqsEventSource(
             work_queue,
             batch_size=config.worker_batch_size,
             max_batching_window=Duration.seconds(window) if window else None,
             report_batch_item_failures=True,
-            max_concurrency=config.worker_max_concurrency,
+            max_concurrency=config.worker_maximum_concurrency,
+            provisioned_poller_config=poller_config,
         )
         worker.add_event_source(self.work_source)

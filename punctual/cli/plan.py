@@ -15,10 +15,6 @@ if TYPE_CHECKING:
     from punctual.scale.deployment import Deployment
     from punctual.scale.plan import Plan
 
-# What the CDK app cannot set yet (punctual/cdk/config.py): the planner says so rather than print a context
-# key the synth would refuse.
-CDK_WORKER_MAX_CONCURRENCY = 1000
-
 
 @main.command("plan")
 @click.option("--jobs-per-minute", type=click.IntRange(min=1), required=True, help="Due jobs a minute.")
@@ -44,6 +40,7 @@ def plan_command(jobs_per_minute: int, crons: float, spike: bool, simulate: bool
             {
                 "jobs_per_minute": jobs_per_minute,
                 "settings": dataclasses.asdict(d),
+                "cdk_context": d.cdk_context(),
                 "quotas": result.quotas,
                 "set_by_hand": _not_settable(d),
                 "usd_per_million_estimate": result.usd_per_million,
@@ -52,16 +49,9 @@ def plan_command(jobs_per_minute: int, crons: float, spike: bool, simulate: bool
             }
         )
         return
-    context = [
-        f"shard_count={d.shard_count}",
-        f"sweep_invocations={d.sweep_invocations}",
-        f"dispatch_concurrency={d.dispatch_concurrency}",
-        f"lookahead_seconds={d.lookahead_seconds}",
-        f"worker_batch_size={d.worker_batch_size}",
-        f"worker_max_concurrency={min(d.worker_max_concurrency, CDK_WORKER_MAX_CONCURRENCY)}",
-    ]
+    context = d.cdk_context()
     rows = [
-        ("deploy with", " ".join(f"-c {item}" for item in context)),
+        ("deploy with", " ".join(f"-c {key}={value}" for key, value in context.items())),
         ("memory", ", ".join(f"{name} {mb} MB" for name, mb in d.memory_mb.items())),
         ("event source", _event_source(d)),
         ("table", _table(d)),
@@ -90,10 +80,11 @@ def plan_command(jobs_per_minute: int, crons: float, spike: bool, simulate: bool
 
 def _event_source(d: Deployment) -> str:
     if not d.provisioned_pollers:
-        return "default scaling"
+        return f"default scaling, at most {d.worker_max_concurrency:,} invocations"
+    context = d.cdk_context()
     return (
-        f"provisioned pollers, MinimumPollers {d.minimum_pollers} (kept ready: an hourly charge per"
-        " poller, not in the cost below)"
+        f"provisioned pollers, {context['worker_minimum_pollers']:,} to {context['worker_maximum_pollers']:,}"
+        " (the minimum kept ready: an hourly charge per poller, not in the cost below)"
     )
 
 
@@ -109,8 +100,6 @@ def _table(d: Deployment) -> str:
 def _not_settable(d: Deployment) -> list[str]:
     """What the plan asks for that the CDK app does not set yet: done by hand after the deploy."""
     missing = []
-    if d.worker_max_concurrency > CDK_WORKER_MAX_CONCURRENCY or d.provisioned_pollers:
-        missing.append("the event source's provisioned pollers (console or API: ProvisionedPollerConfig)")
     if d.table_max_wcu or d.table_warm_wcu:
         missing.append("the table's maximum and warm throughput (console or API: UpdateTable)")
     return missing

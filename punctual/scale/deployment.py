@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from punctual.cdk.config import PROVISIONED_MAXIMUM_POLLERS, PROVISIONED_MINIMUM_POLLERS
 from punctual.scale.params import Parameters
 from punctual_functions.core.resources import API_MEMORY_MB, DISPATCHER_MEMORY_MB, WORKER_MEMORY_MB
 from punctual_functions.core.settings import Settings
@@ -30,6 +31,10 @@ class Deployment:
     # invocations, ``Parameters.esm_invocations_per_poller``), so that a steady load finds the event
     # source scaled instead of waiting for it to scale (0: the mode's own minimum).
     minimum_pollers: int = 0
+    # Provisioned mode's MaximumPollers: what it scales to at most, and so its most invocations at
+    # once (0: AWS's default, 200). AWS takes no MaximumConcurrency with it: ``worker_max_concurrency``
+    # applies in the default mode only.
+    maximum_pollers: int = 0
     tick_seconds: int = (
         60  # the dispatcher's schedule (EventBridge: a minute; the local stack may tick faster)
     )
@@ -63,6 +68,34 @@ class Deployment:
         if self.table_warm_rcu is not None:
             changes["ddb_initial_peak_rcu"] = self.table_warm_rcu / 2
         return params.replace(**changes)
+
+    def invocation_ceiling(self, params: Parameters) -> int:
+        """The most worker invocations the event source runs at once: its MaximumConcurrency in the
+        default mode, what its MaximumPollers serve in provisioned mode."""
+        if self.provisioned_pollers:
+            pollers = self.maximum_pollers or PROVISIONED_MAXIMUM_POLLERS
+            return min(params.esm_provisioned_max_concurrency, pollers * params.esm_invocations_per_poller)
+        return min(params.esm_max_concurrency, self.worker_max_concurrency)
+
+    def cdk_context(self) -> dict[str, int]:
+        """The CDK context (``cdk deploy -c key=value``) that deploys these settings: each one a
+        ``SchedulerProps`` field (punctual/cdk/config.py), so that what is deployed is what was
+        simulated. The event source takes a maximum concurrency or provisioned pollers, never both."""
+        context = {
+            "shard_count": self.shard_count,
+            "sweep_invocations": self.sweep_invocations,
+            "dispatch_concurrency": self.dispatch_concurrency,
+            "lookahead_seconds": self.lookahead_seconds,
+            "worker_batch_size": self.worker_batch_size,
+        }
+        if self.worker_batching_window_seconds:
+            context["worker_batching_window_seconds"] = self.worker_batching_window_seconds
+        if self.provisioned_pollers:
+            context["worker_minimum_pollers"] = max(PROVISIONED_MINIMUM_POLLERS, self.minimum_pollers)
+            context["worker_maximum_pollers"] = self.maximum_pollers or PROVISIONED_MAXIMUM_POLLERS
+        else:
+            context["worker_max_concurrency"] = self.worker_max_concurrency
+        return context
 
     @property
     def groups(self) -> int:

@@ -27,6 +27,12 @@ AWS_SQS_ESM_SCALING = (
 AWS_PROVISIONED_POLLERS = (
     "AWS News Blog, 'AWS Lambda SQS provisioned mode' (14 Nov 2025); Lambda API ProvisionedPollerConfig"
 )
+AWS_ESM_SCALING_MODES = (
+    "AWS Lambda Developer Guide, 'Configuring scaling behavior for SQS event source mappings': maximum"
+    " concurrency and provisioned mode 'are mutually exclusive options'; CloudFormation"
+    " AWS::Lambda::EventSourceMapping ScalingConfig: MaximumConcurrency 2 to 1,000;"
+    " ProvisionedPollerConfig: MaximumPollers 2 to 2,000, default 200"
+)
 AWS_POLLER_INVOCATIONS = (
     "remktr.com, 'Crush SQS latency with Lambda provisioned pollers' (2025): 'each poller can push"
     " about 1 MB/s and up to 10 concurrent invokes'; Lambda API ProvisionedPollerConfig: MinimumPollers"
@@ -224,6 +230,23 @@ class Parameters:
             "invocations",
             AWS_SQS_ESM_SCALING,
             "most concurrent batches (default mode)",
+        ),
+    )
+    esm_maximum_concurrency_setting: int = field(
+        default=1000,
+        metadata=_about(
+            "invocations",
+            AWS_ESM_SCALING_MODES,
+            "the most MaximumConcurrency may be set to (default mode; provisioned mode has none: its"
+            " MaximumPollers bound it)",
+        ),
+    )
+    esm_maximum_pollers: int = field(
+        default=2000,
+        metadata=_about(
+            "pollers",
+            AWS_ESM_SCALING_MODES,
+            "provisioned mode: the most MaximumPollers may be set to (200 when unset)",
         ),
     )
     esm_provisioned_scale_per_minute: int = field(

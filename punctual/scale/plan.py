@@ -76,7 +76,9 @@ def plan(
     record_cpu_ms = params.cpu_per_record_ms + 2 * params.cpu_per_request_ms
     worker_seconds = HEAD_START_SECONDS + TARGET_SECONDS + BATCH * record_cpu_ms / 1000 / worker_vcpu
     workers = max(50, math.ceil(per_second / BATCH * (worker_seconds + BATCH_SPREAD_SECONDS)))
-    provisioned = spike or workers > params.esm_max_concurrency
+    # Beyond what MaximumConcurrency may be set to, or for a spike: provisioned pollers (AWS takes
+    # one of the two).
+    provisioned = spike or workers > min(params.esm_maximum_concurrency_setting, params.esm_max_concurrency)
     account = workers + sweeps + 1 + math.ceil(per_second / 100)  # the API: batches of 100
     wcu, rcu = per_second * WCU_PER_JOB, per_second * RCU_PER_JOB
     quotas: list[str] = []
@@ -103,9 +105,14 @@ def plan(
         # rest: from the mode's minimum it took the simulated million a minute more than a minute,
         # its first jobs seconds late. Kept ready for all of it, every poller finds fewer messages
         # waiting, and smaller batches each pay an invocation's hold (docs/scale.md).
-        changes["minimum_pollers"] = min(
-            MAX_MINIMUM_POLLERS, math.ceil(workers / 2 / params.esm_invocations_per_poller)
+        minimum = min(MAX_MINIMUM_POLLERS, math.ceil(workers / 2 / params.esm_invocations_per_poller))
+        # Pollers to scale to: the load's concurrency and half again (a spike, a slow target), within
+        # what MaximumPollers may be.
+        maximum = min(
+            params.esm_maximum_pollers, math.ceil(workers * 1.5 / params.esm_invocations_per_poller)
         )
+        changes["minimum_pollers"] = min(minimum, maximum)
+        changes["maximum_pollers"] = max(minimum, maximum)
     deployment = Deployment(
         shard_count=shards,
         sweep_invocations=sweeps,

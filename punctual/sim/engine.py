@@ -216,7 +216,7 @@ class Simulation:
             handle_batch=self._worker_batch,
             batch_size=deployment.worker_batch_size,
             window_seconds=deployment.worker_batching_window_seconds,
-            maximum_concurrency=deployment.worker_max_concurrency,
+            maximum_concurrency=deployment.invocation_ceiling(self.params),
             provisioned=deployment.provisioned_pollers,
             minimum_pollers=deployment.minimum_pollers,
             scale_share=share,

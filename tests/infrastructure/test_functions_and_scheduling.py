@@ -345,3 +345,23 @@ def test_given_a_batch_above_ten_when_configured_then_it_needs_and_gets_a_batchi
     (source,) = synthesized.resources("AWS::Lambda::EventSourceMapping").values()
     assert source["Properties"]["BatchSize"] == 100
     assert source["Properties"]["MaximumBatchingWindowInSeconds"] == 2
+
+
+def test_given_provisioned_pollers_when_synthesized_then_the_event_source_has_no_maximum_concurrency() -> (
+    None
+):
+    """Provisioned mode and a maximum concurrency are exclusive on AWS: the pollers bound the
+    invocations, and the template carries no ScalingConfig beside them."""
+    synthesized = synthesize({"worker_minimum_pollers": 20, "worker_maximum_pollers": 300})
+    (source,) = synthesized.resources("AWS::Lambda::EventSourceMapping").values()
+    assert source["Properties"]["ProvisionedPollerConfig"] == {"MinimumPollers": 20, "MaximumPollers": 300}
+    assert "ScalingConfig" not in source["Properties"]
+    only_maximum = DeploymentConfig.from_mapping({"worker_maximum_pollers": 50})
+    assert only_maximum.worker_provisioned_pollers == (2, 50), "AWS's own minimum"
+
+
+def test_given_both_maximum_concurrency_and_pollers_when_configured_then_synth_refuses_them() -> None:
+    with pytest.raises(ValidationError, match="not both"):
+        DeploymentConfig.from_mapping({"worker_max_concurrency": 100, "worker_minimum_pollers": 10})
+    with pytest.raises(ValidationError, match="must not exceed"):
+        DeploymentConfig.from_mapping({"worker_minimum_pollers": 100, "worker_maximum_pollers": 50})

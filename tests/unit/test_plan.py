@@ -8,8 +8,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from punctual.cdk.config import SchedulerProps
 from punctual.cli import main
 from punctual.scale.deployment import Deployment
+from punctual.scale.params import DEFAULTS
 from punctual.scale.plan import plan
 
 
@@ -40,7 +42,8 @@ def test_more_jobs_never_need_fewer_sweeps_or_workers() -> None:
 def test_the_command_prints_the_settings_and_says_what_the_cdk_app_cannot_set() -> None:
     out = CliRunner().invoke(main, ["plan", "--jobs-per-minute", "1000000"])
     assert out.exit_code == 0, out.output
-    assert "-c sweep_invocations=" in out.output and "worker_max_concurrency=1000" in out.output
+    assert "-c sweep_invocations=" in out.output and "-c worker_maximum_pollers=" in out.output
+    assert "worker_max_concurrency" not in out.output, "AWS takes pollers or a maximum concurrency"
     assert "provisioned pollers" in out.output and "UpdateTable" in out.output
     data = json.loads(CliRunner().invoke(main, ["plan", "--jobs-per-minute", "5000", "--json"]).output)
     assert data["settings"]["sweep_invocations"] == 1 and data["quotas"] == [] and data["simulated"] is None
@@ -49,3 +52,35 @@ def test_the_command_prints_the_settings_and_says_what_the_cdk_app_cannot_set() 
 def test_a_load_of_nothing_is_refused() -> None:
     out = CliRunner().invoke(main, ["plan", "--jobs-per-minute", "0"])
     assert out.exit_code == 2 and "jobs-per-minute" in out.output
+
+
+@pytest.mark.parametrize("jobs", [10_000, 100_000, 1_000_000])
+def test_the_deploy_line_is_a_valid_cdk_config_of_what_is_simulated(jobs: int) -> None:
+    """Each key the plan prints is a ``SchedulerProps`` field the synth takes (so never a maximum
+    concurrency with provisioned pollers, which AWS refuses), holding the deployment's own value;
+    and the simulator's invocation ceiling is what those settings give on AWS."""
+    d = plan(jobs).deployment
+    context = d.cdk_context()
+    props = SchedulerProps.model_validate(context)
+    for key, value in context.items():
+        assert getattr(props, key) == value
+    assert (props.worker_provisioned_pollers is not None) == d.provisioned_pollers
+    if d.provisioned_pollers:
+        minimum, maximum = props.worker_provisioned_pollers or (0, 0)
+        assert minimum == max(2, d.minimum_pollers) and maximum == d.maximum_pollers
+        ceiling = maximum * DEFAULTS.esm_invocations_per_poller
+        assert d.invocation_ceiling(DEFAULTS) == min(ceiling, DEFAULTS.esm_provisioned_max_concurrency)
+        # In provisioned mode ``worker_max_concurrency`` is the load's concurrency, not a setting.
+        assert d.invocation_ceiling(DEFAULTS) >= d.worker_max_concurrency
+    else:
+        assert props.worker_maximum_concurrency == d.worker_max_concurrency
+        assert d.invocation_ceiling(DEFAULTS) == d.worker_max_concurrency
+
+
+def test_a_load_beyond_what_maximum_concurrency_may_be_set_to_is_planned_with_pollers() -> None:
+    """MaximumConcurrency is at most 1,000: a load that needs more is planned in provisioned mode,
+    never printed with a setting the synth (or AWS) would refuse."""
+    loads = [10_000, 30_000, 100_000, 300_000, 1_000_000]
+    for d in (plan(jobs).deployment for jobs in loads):
+        if not d.provisioned_pollers:
+            assert d.worker_max_concurrency <= DEFAULTS.esm_maximum_concurrency_setting
