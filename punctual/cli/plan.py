@@ -82,9 +82,12 @@ def _event_source(d: Deployment) -> str:
     if not d.provisioned_pollers:
         return f"default scaling, at most {d.worker_max_concurrency:,} invocations"
     context = d.cdk_context()
+    from punctual.scale.costs import poller_hours_a_month
+
+    minimum = context["worker_minimum_pollers"]
     return (
-        f"provisioned pollers, {context['worker_minimum_pollers']:,} to {context['worker_maximum_pollers']:,}"
-        " (the minimum kept ready: an hourly charge per poller, not in the cost below)"
+        f"provisioned pollers, {minimum:,} to {context['worker_maximum_pollers']:,} (the minimum kept"
+        f" ready: {poller_hours_a_month(minimum):,} poller-hours a month at least, not in the cost below)"
     )
 
 
@@ -94,14 +97,18 @@ def _table(d: Deployment) -> str:
         parts.append(f"maximum {d.table_max_wcu:,} WRU/s, {d.table_max_rcu or 0:,} RRU/s")
     if d.table_warm_wcu:
         parts.append(f"warm throughput {d.table_warm_wcu:,} WRU/s, {d.table_warm_rcu or 0:,} RRU/s")
+    if d.index_warm_wcu:
+        parts.append(f"owner index warm throughput {d.index_warm_wcu:,} WRU/s")
     return ", ".join(parts)
 
 
 def _not_settable(d: Deployment) -> list[str]:
     """What the plan asks for that the CDK app does not set yet: done by hand after the deploy."""
     missing = []
-    if d.table_max_wcu or d.table_warm_wcu:
-        missing.append("the table's maximum and warm throughput (console or API: UpdateTable)")
+    if d.table_max_wcu or d.table_warm_wcu or d.index_warm_wcu:
+        missing.append(
+            "the table's and its owner index's maximum and warm throughput (console or API: UpdateTable)"
+        )
     return missing
 
 

@@ -53,6 +53,9 @@ class Deployment:
     table_max_rcu: int | None = None
     table_warm_wcu: int | None = None
     table_warm_rcu: int | None = None
+    # The owner index's warm throughput (its capacity is its own: a new one serves 4,000 writes a
+    # second at once, and the index takes about one write per job created or ended).
+    index_warm_wcu: int | None = None
 
     def parameters(self, params: Parameters) -> Parameters:
         """``params`` as this deployment changes them (its memory sizes and quotas)."""
@@ -67,6 +70,8 @@ class Deployment:
             changes["ddb_initial_peak_wcu"] = self.table_warm_wcu / 2
         if self.table_warm_rcu is not None:
             changes["ddb_initial_peak_rcu"] = self.table_warm_rcu / 2
+        if self.index_warm_wcu is not None:
+            changes["ddb_index_initial_peak_wcu"] = self.index_warm_wcu / 2
         return params.replace(**changes)
 
     def invocation_ceiling(self, params: Parameters) -> int:
@@ -102,18 +107,18 @@ class Deployment:
         """How many groups of shards the simulated one stands for."""
         return self.sweep_invocations
 
-    def settings(self) -> Settings:
+    def settings(self, *, whole: bool = False) -> Settings:
         """The engine's settings in the simulated group: its share of the shards, swept by one
-        invocation."""
+        invocation; ``whole``: the whole deployment's (every shard, its sweep fanned out)."""
         if self.shard_count % self.sweep_invocations:
             raise ValueError("shard_count must be a multiple of sweep_invocations in a simulation")
         return Settings(
             table_name="sim",
             queue_url="sim://work",
             dlq_url="sim://dlq",
-            shard_count=self.shard_count // self.sweep_invocations,
+            shard_count=self.shard_count if whole else self.shard_count // self.sweep_invocations,
             lookahead_seconds=self.lookahead_seconds,
-            sweep_invocations=1,
+            sweep_invocations=self.sweep_invocations if whole else 1,
             dispatch_concurrency=self.dispatch_concurrency,
             head_start_ms=self.head_start_ms,
         )

@@ -44,6 +44,12 @@ AWS_LAMBDA_SCALING = (
     " environments every 10 seconds, refilled continuously, unused rate not kept"
     " (https://docs.aws.amazon.com/lambda/latest/dg/scaling-behavior.html)"
 )
+AWS_LAMBDA_LIFECYCLE = (
+    "AWS Lambda Developer Guide, 'Understanding the Lambda execution environment lifecycle': an idle"
+    " environment is kept for a time Lambda does not publish, and Lambda 'periodically terminates"
+    " execution environments', even of functions invoked continuously; both figures here are assumed"
+    " (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html)"
+)
 AWS_LAMBDA_MEMORY = (
     "AWS Lambda Developer Guide, 'Configure Lambda function memory' "
     "(https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html)"
@@ -59,6 +65,18 @@ AWS_SQS_TIMERS = (
 AWS_DDB_PARTITIONS = (
     "Amazon DynamoDB Developer Guide, 'Partitions and data distribution' and 'Burst and adaptive "
     "capacity' (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.Partitions.html)"
+)
+AWS_DDB_THROTTLING = (
+    "Amazon DynamoDB Developer Guide, 'Key range throughput exceeded (hot partitions)': each partition"
+    " of a table or a global secondary index has its own read and write maximums, and 'partition-level"
+    " throttling operates independently for reads and writes'"
+    " (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/throttling-key-range-limit-exceeded-mitigation.html)"
+)
+AWS_DDB_WARM = (
+    "Amazon DynamoDB Developer Guide, 'Understanding DynamoDB warm throughput in different scenarios':"
+    " a new on-demand table starts with a warm throughput of 12,000 read and 4,000 write units a"
+    " second; a global secondary index has a warm throughput of its own"
+    " (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput-scenarios.html)"
 )
 AWS_DDB_ON_DEMAND = (
     "Amazon DynamoDB Developer Guide, 'On-demand capacity mode' (initial throughput, 'up to double "
@@ -102,16 +120,16 @@ class Parameters:
         default=1000,
         metadata=_about(
             "WCU/s",
-            AWS_DDB_PARTITIONS,
-            "write units a second on one partition key value",
+            AWS_DDB_PARTITIONS + "; " + AWS_DDB_THROTTLING,
+            "write units a second on one partition key value (its reads limited apart)",
         ),
     )
     ddb_partition_rcu: float = field(
         default=3000,
         metadata=_about(
             "RCU/s",
-            AWS_DDB_PARTITIONS,
-            "read units a second on one partition key value",
+            AWS_DDB_PARTITIONS + "; " + AWS_DDB_THROTTLING,
+            "read units a second on one partition key value (its writes limited apart)",
         ),
     )
     ddb_table_wcu: float = field(
@@ -143,6 +161,23 @@ class Parameters:
         metadata=_about(
             "RRU/s",
             AWS_DDB_ON_DEMAND,
+            "the same for reads",
+        ),
+    )
+    ddb_index_initial_peak_wcu: float = field(
+        default=2000,
+        metadata=_about(
+            "WRU/s",
+            AWS_DDB_WARM,
+            "a new owner index's 'previous peak' (it serves double at once, apart from the table; the"
+            " table's on-demand quota applies to it too)",
+        ),
+    )
+    ddb_index_initial_peak_rcu: float = field(
+        default=6000,
+        metadata=_about(
+            "RRU/s",
+            AWS_DDB_WARM,
             "the same for reads",
         ),
     )
@@ -201,10 +236,19 @@ class Parameters:
         ),
     )
     esm_latency_ms: tuple[tuple[float, float], ...] = field(
-        default=((0.0, 10.0), (0.1, 13.7), (0.5, 16.2), (0.9, 33.8), (0.99, 105.0), (1.0, 250.0)),
+        default=(
+            (0.0, 10.0),
+            (0.1, 13.7),
+            (0.5, 16.2),
+            (0.9, 33.8),
+            (0.99, 105.0),
+            (0.999, 250.0),
+            (1.0, 1000.0),
+        ),
         metadata=_about(
             "quantile, ms",
-            ESM_LATENCY + "; the tails beyond p10 and p99 are assumed",
+            ESM_LATENCY + "; the tails below p10 and beyond p99 are assumed (one message in a thousand"
+            " beyond the 250 ms head start, at most a second: such a run starts late)",
             "a message visible to the handler running with it (poll, batch, invoke)",
         ),
     )
@@ -290,6 +334,22 @@ class Parameters:
             "environments / 10 s",
             AWS_LAMBDA_SCALING,
             "new execution environments a function may get in 10 s (a cold start beyond it is throttled)",
+        ),
+    )
+    lambda_idle_expiry_seconds: float = field(
+        default=300.0,
+        metadata=_about(
+            "s",
+            AWS_LAMBDA_LIFECYCLE,
+            "an execution environment left idle this long is gone (its next invocation starts cold)",
+        ),
+    )
+    lambda_environment_lifetime_seconds: float = field(
+        default=7200.0,
+        metadata=_about(
+            "s",
+            AWS_LAMBDA_LIFECYCLE,
+            "an execution environment is replaced after this long, however busy it is",
         ),
     )
     lambda_full_vcpu_mb: int = field(
@@ -426,6 +486,76 @@ class Parameters:
             "$",
             "API Gateway pricing, HTTP API, us-east-1",
             "requests",
+        ),
+    )
+
+    usd_per_gb_logs: float = field(
+        default=0.50,
+        metadata=_about(
+            "$",
+            "CloudWatch pricing, logs, us-east-1",
+            "a GB of logs ingested",
+        ),
+    )
+    log_bytes_per_run: int = field(
+        default=650,
+        metadata=_about(
+            "bytes",
+            "measured: the worker's outcome line as its JSON logger writes it in Lambda, about 600"
+            " bytes, and X-Ray's trace id (tests/unit/test_costs.py keeps this within a quarter of it)",
+            "logs a run writes (one line at INFO)",
+        ),
+    )
+    log_bytes_per_invocation: int = field(
+        default=500,
+        metadata=_about(
+            "bytes",
+            "AWS Lambda Developer Guide, 'Lambda telemetry API' (platform.start, platform.runtimeDone,"
+            " platform.report an invocation); their size here is assumed",
+            "logs Lambda's platform writes an invocation",
+        ),
+    )
+    xray_sampled_share: float = field(
+        default=0.05,
+        metadata=_about(
+            "share",
+            "AWS X-Ray Developer Guide, 'Sampling': the default rule records the first request each"
+            " second and five percent of any additional requests",
+            "invocations traced (active tracing, at load)",
+        ),
+    )
+    usd_per_million_traces: float = field(
+        default=5.00,
+        metadata=_about(
+            "$",
+            "AWS X-Ray pricing, us-east-1",
+            "traces recorded",
+        ),
+    )
+    run_item_bytes: int = field(
+        default=600,
+        metadata=_about(
+            "bytes",
+            "measured: a succeeded run's item as the table stores it, its target's answer short (the"
+            " excerpt kept of an answer adds up to 4 KiB; tests/unit/test_costs.py keeps this within a"
+            " quarter of it)",
+            "the history a run leaves in the table, for its retention",
+        ),
+    )
+    usd_per_gb_month_ddb: float = field(
+        default=0.25,
+        metadata=_about(
+            "$",
+            "DynamoDB pricing, on-demand, us-east-1",
+            "a GB-month of table storage (Standard table class)",
+        ),
+    )
+    usd_per_gb_month_pitr: float = field(
+        default=0.20,
+        metadata=_about(
+            "$",
+            "DynamoDB pricing, on-demand, us-east-1",
+            "a GB-month of continuous backups (point-in-time recovery, which the stack turns on)",
         ),
     )
 

@@ -2,8 +2,10 @@
 requests the real adapter would make (``sim.table_requests``), their latency, the CPU the SDK spends
 on them, and the limits that throttle them.
 
-Limits, per second: each partition key value 1,000 WCU and 3,000 RCU (an index's partition key
-value alike); the table its on-demand quota, and no more than double its previous peak. A throttled
+Limits, per second: each partition key value 1,000 WCU and 3,000 RCU, reads and writes apart (an
+index's partition key value alike); the table its on-demand quota, and no more than double its
+previous peak; the owner index the same, on its own (a global secondary index has capacity of its
+own, and a new one starts at a new table's warm throughput). A throttled
 request is retried as botocore's standard mode retries it (backoff with jitter, the attempts of
 ``ddb_max_attempts`` for the function making it); the
 last refusal reaches the engine as the SDK raises it.
@@ -40,6 +42,7 @@ class TableStats:
     failed_after_retries: int = 0
     peak_rcu_per_second: float = 0.0
     peak_wcu_per_second: float = 0.0
+    index_peak_wcu_per_second: float = 0.0  # the owner index's, apart from the table's
     per_second: dict[int, list[float]] = field(default_factory=dict)  # second -> [rcu, wcu]
 
 
@@ -53,8 +56,20 @@ def partition_kind(partition: str) -> str:
     )
 
 
+# The base table and the owner index: each its own on-demand capacity (its quota, its warm
+# throughput, double its previous peak), as DynamoDB keeps a global secondary index's apart.
+TABLE = "table"
+INDEX = "owner index"
+
+
+def capacity_of(partition: str) -> str:
+    """Whose capacity a partition's units count against: the base table's or the owner index's."""
+    return INDEX if partition.startswith("gsi1:") else TABLE
+
+
 class Capacity:
-    """Units consumed per second, per partition key value and for the table; what is refused."""
+    """Units consumed per second, per partition key value and for the table and its index; what is
+    refused."""
 
     def __init__(
         self,
@@ -86,8 +101,12 @@ class Capacity:
         # not their bursts. Per second, the group's burst times the number of groups read as if
         # every sweep read at the same moment.
         self.table_window = max(1, table_window)
-        self.table = [0.0, 0.0]
-        self.peak = [params.ddb_initial_peak_rcu, params.ddb_initial_peak_wcu]
+        # [rcu, wcu] of the window so far, and the previous peak a second, of the table and the index.
+        self.totals = {TABLE: [0.0, 0.0], INDEX: [0.0, 0.0]}
+        self.peaks = {
+            TABLE: [params.ddb_initial_peak_rcu, params.ddb_initial_peak_wcu],
+            INDEX: [params.ddb_index_initial_peak_rcu, params.ddb_index_initial_peak_wcu],
+        }
         self.stats = TableStats()
 
     def _roll(self, now: float) -> None:
@@ -95,32 +114,48 @@ class Capacity:
         if second != self.second:
             self.partitions = {}
             if self.second >= 0 and second // self.table_window != self.second // self.table_window:
-                # The table's window ended: its units a second, as the whole deployment used them.
-                rcu, wcu = (units / self.table_share / self.table_window for units in self.table)
+                # The window ended: its units a second, as the whole deployment used them.
                 start = self.second - self.second % self.table_window
-                for each in range(start, start + self.table_window):
-                    self.stats.per_second[each] = [rcu, wcu]
-                self.peak = [max(self.peak[0], rcu), max(self.peak[1], wcu)]
-                self.stats.peak_rcu_per_second = max(self.stats.peak_rcu_per_second, rcu)
-                self.stats.peak_wcu_per_second = max(self.stats.peak_wcu_per_second, wcu)
-                self.table = [0.0, 0.0]
+                for name, units in self.totals.items():
+                    rcu, wcu = (used / self.table_share / self.table_window for used in units)
+                    peak = self.peaks[name]
+                    self.peaks[name] = [max(peak[0], rcu), max(peak[1], wcu)]
+                    if name == TABLE:
+                        for each in range(start, start + self.table_window):
+                            self.stats.per_second[each] = [rcu, wcu]
+                        self.stats.peak_rcu_per_second = max(self.stats.peak_rcu_per_second, rcu)
+                        self.stats.peak_wcu_per_second = max(self.stats.peak_wcu_per_second, wcu)
+                    else:
+                        self.stats.index_peak_wcu_per_second = max(self.stats.index_peak_wcu_per_second, wcu)
+                    self.totals[name] = [0.0, 0.0]
             self.second = second
 
     def admit(self, request: TableRequest, now: float) -> str | None:
-        """Charge the request's units if every limit allows them; else the kind of the partition (or
-        "table") that refused it."""
+        """Charge the request's units if every limit allows them; else what refused them: the kind
+        of the partition, "table", or "owner index (all partitions)"."""
         self._roll(now)
         params = self.params
         window = self.table_window * self.table_share
-        table_rcu = min(params.ddb_table_rcu, 2 * self.peak[0]) * window
-        table_wcu = min(params.ddb_table_wcu, 2 * self.peak[1]) * window
-        rcu = sum(unit.rcu for unit in request.units)
-        wcu = sum(unit.wcu for unit in request.units)
-        if self.table[0] + rcu > table_rcu or self.table[1] + wcu > table_wcu:
-            return "table"
-        window = math.floor(now / self.shared_window)
-        if window != self.shared_since:
-            self.shared_since, self.shared = window, {}
+        asked = {TABLE: [0.0, 0.0], INDEX: [0.0, 0.0]}
+        for unit in request.units:
+            units = asked[capacity_of(unit.partition)]
+            units[0] += unit.rcu
+            units[1] += unit.wcu
+        for name, (rcu, wcu) in asked.items():
+            if not rcu and not wcu:
+                continue
+            # An index has the table's on-demand quota, and a warm throughput of its own.
+            peak, used = self.peaks[name], self.totals[name]
+            if (
+                used[0] + rcu > min(params.ddb_table_rcu, 2 * peak[0]) * window
+                or used[1] + wcu > min(params.ddb_table_wcu, 2 * peak[1]) * window
+            ):
+                return TABLE if name == TABLE else f"{INDEX} (all partitions)"
+        slot = math.floor(now / self.shared_window)
+        if slot != self.shared_since:
+            self.shared_since, self.shared = slot, {}
+        # Reads and writes of a partition are limited apart: DynamoDB throttles a partition's reads
+        # and its writes independently (``AWS_DDB_THROTTLING`` in punctual/scale/params.py).
         for unit in request.units:
             books = self.shared if self.shared_partition(unit.partition) else self.partitions
             used = books.get(unit.partition, [0.0, 0.0])
@@ -131,10 +166,11 @@ class Capacity:
             used = books.setdefault(unit.partition, [0.0, 0.0])
             used[0] += unit.rcu
             used[1] += unit.wcu
-        self.table[0] += rcu
-        self.table[1] += wcu
-        self.stats.rcu += rcu
-        self.stats.wcu += wcu
+        for name, (rcu, wcu) in asked.items():
+            self.totals[name][0] += rcu
+            self.totals[name][1] += wcu
+            self.stats.rcu += rcu
+            self.stats.wcu += wcu
         return None
 
 

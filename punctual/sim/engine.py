@@ -17,6 +17,7 @@ in-flight limit and the owner index's partitions, which the group gets its share
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 import threading
@@ -45,7 +46,7 @@ from punctual_functions.core.resources import (
     deployed_visibility_seconds,
 )
 from punctual_functions.core.ssrf_guard import NetworkPolicy
-from punctual_functions.core.sweep import FANOUT_SPREAD, staggered_starts
+from punctual_functions.core.sweep import FANOUT_SPREAD, shard_groups, staggered_starts
 from punctual_functions.core.targets.outcome import Delivery, TargetOutcome
 from punctual_functions.worker.batch import VisibilityLedger
 from punctual_functions.worker.execute import RunExecutor
@@ -149,13 +150,19 @@ class Simulation:
         seed: int = 1,
         target_latency_seconds: float = 0.05,
         dispatcher_down: tuple[float, float] | None = None,
+        unsplit: bool = False,
     ) -> None:
         self.params = deployment.parameters(params)
         self.deployment = deployment
         self.world = World(epoch)
         self.rng = random.Random(seed)
-        share = 1 / deployment.groups
-        self.settings = deployment.settings()
+        # Split (the default): one group of shards, standing for ``deployment.groups``. Unsplit: the
+        # whole deployment in one world, every group's sweep fanned out from each tick (to show that
+        # one group stands for all: punctual/sim/groups.py).
+        self.groups = 1 if unsplit else deployment.groups
+        self.fanout = deployment.groups if unsplit else 1
+        share = 1 / self.groups
+        self.settings = deployment.settings(whole=unsplit)
         self.store = MemoryStore()
         self.lambdas = Lambdas(
             self.world,
@@ -167,7 +174,7 @@ class Simulation:
             self.params,
             table_share=share,
             shared_partition=lambda partition: partition.startswith("gsi1:"),
-            table_window=round(FANOUT_SPREAD.total_seconds()) if deployment.groups > 1 else 1,
+            table_window=round(FANOUT_SPREAD.total_seconds()) if self.groups > 1 else 1,
         )
         self.tables = SimTables(
             self.world,
@@ -358,7 +365,10 @@ class Simulation:
                 self.ticks.append((self.world.now, None))
 
     def _tick(self) -> None:
-        if self.deployment.groups == 1:
+        if self.fanout > 1:
+            self._fan_out()
+            return
+        if self.groups == 1:
             self._sweep()
             return
         # The fan-out: an asynchronous Invoke per group, from the tick's invocation.
@@ -372,14 +382,28 @@ class Simulation:
         while self.lambdas.invoke("dispatcher", lambda: self._sweep(start_at), name="sweep") is None:
             self.world.sleep(1.0)  # Lambda retries a throttled asynchronous invocation
 
-    def _sweep(self, start_at: datetime | None = None) -> None:
+    def _fan_out(self) -> None:
+        """The whole deployment's tick (unsplit): an asynchronous Invoke per group of shards, as the
+        dispatcher's handler makes them, each group's sweep from its staggered start."""
+        self.lambdas.charge(self.params.cpu_per_request_ms / 1000 * self.fanout)
+        self.world.sleep(self.params.lambda_invoke_ms / 1000)
+        groups = shard_groups(self.settings.shard_count, self.fanout)
+        for shards, start_at in zip(groups, staggered_starts(len(groups), self.world()), strict=True):
+            self.world.spawn(functools.partial(self._invoke_sweep, shards, start_at), name="fan-out")
+
+    def _invoke_sweep(self, shards: list[int], start_at: datetime) -> None:
+        while self.lambdas.invoke("dispatcher", lambda: self._sweep(start_at, shards), name="sweep") is None:
+            self.world.sleep(1.0)  # Lambda retries a throttled asynchronous invocation
+
+    def _sweep(self, start_at: datetime | None = None, shards: list[int] | None = None) -> None:
         began = self.world.now
-        if self.deployment.groups > 1:
+        sweeper = self.sweeper
+        if self.groups > 1 or self.fanout > 1:
             # A fanned-out tick's invocations land on whichever warm containers Lambda picks, so the
             # one sweeping this group rarely swept it the tick before: it starts without the memory
             # of occurrences already dispatched (``Dispatcher._dispatched``) and reads their runs.
-            self.sweeper = self._dispatcher()
-        self.sweeper.sweep(start_at=start_at)
+            sweeper = self._dispatcher()
+        sweeper.sweep(shards=shards, start_at=start_at)
         self.ticks.append((began, self.world.now))
 
     # ---------------------------------------------------------------------------- the worker

@@ -1,5 +1,6 @@
 """Lambda: account concurrency, execution environments (cold starts) within each function's scaling
-rate, CPU in proportion to memory, and what it bills (requests, GB-seconds).
+rate, environments that expire (idle too long, or at the end of their lifetime), CPU in proportion
+to memory, and what it bills (requests, GB-seconds).
 
 An invocation is a task whose context is its ``Invocation``; the tasks it starts (the parallel maps
 of a sweep, a record's heartbeat) share it. CPU is charged through ``charge``: an execution
@@ -31,6 +32,7 @@ class FunctionStats:
     cold_starts: int = 0
     throttled: int = 0
     throttled_scaling: int = 0  # of ``throttled``: no new environment within the scaling rate
+    expired: int = 0  # environments gone: idle too long, or replaced at the end of their lifetime
     gb_seconds: float = 0.0
     cpu_seconds: float = 0.0
     environments: int = 0
@@ -53,6 +55,8 @@ class Lambdas:
     functions: dict[str, FunctionStats] = field(default_factory=dict)
     # Per function: (new environments it may still get, when that was last refilled).
     _scaling: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # Per function: its idle execution environments, (idle since, born), the latest idle last.
+    _idle: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
     def stats(self, function: str) -> FunctionStats:
         return self.functions.setdefault(function, FunctionStats())
@@ -64,11 +68,13 @@ class Lambdas:
         if self.running >= self.account_concurrency:
             stats.throttled += 1
             return None
-        cold = stats.running + 1 > stats.environments
+        idle = self._warm(function)
+        cold = not idle
         if cold and not self._new_environment(function):
             stats.throttled += 1
             stats.throttled_scaling += 1
             return None
+        born = self.world.now if cold else idle.pop()[1]  # the environment used last: warmest
         self.running += 1
         self.peak_running = max(self.peak_running, self.running)
         stats.running += 1
@@ -92,11 +98,30 @@ class Lambdas:
             finally:
                 self.running -= 1
                 stats.running -= 1
+                self._idle.setdefault(function, []).append((self.world.now, born))
                 seconds = self.world.now - invocation.started
                 stats.gb_seconds += seconds * self.params.memory_mb[function] / 1024
                 stats.cpu_seconds += invocation.cpu_seconds
 
         return self.world.spawn(run, name=name or function, context=invocation)
+
+    def _warm(self, function: str) -> list[tuple[float, float]]:
+        """``function``'s idle environments still alive (those idle too long or past their lifetime
+        are gone, and counted)."""
+        now, params = self.world.now, self.params
+        idle = self._idle.setdefault(function, [])
+        alive = [
+            (since, born)
+            for since, born in idle
+            if now - since < params.lambda_idle_expiry_seconds
+            and now - born < params.lambda_environment_lifetime_seconds
+        ]
+        if len(alive) != len(idle):
+            stats = self.stats(function)
+            stats.expired += len(idle) - len(alive)
+            stats.environments -= len(idle) - len(alive)
+            self._idle[function] = idle = alive
+        return idle
 
     def _new_environment(self, function: str) -> bool:
         """Take one new execution environment of ``function``'s scaling rate, if there is one: the

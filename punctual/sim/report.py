@@ -10,10 +10,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+from punctual.scale.costs import Usage, operating_usd
+from punctual.scale.sizes import item_size
 from punctual.sim.engine import Simulation
 from punctual_functions.core.model import MISSED_REASONS
+from punctual_functions.core.store.items import run_to_item
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ def _not_run_by_policy(simulation: Simulation, occurrence: Expected) -> bool:
 def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs: int) -> Report:
     """Read a finished simulation. ``expected``: the occurrences that must have started;
     ``jobs``: how many executions the cost is shared by (the group's)."""
-    groups = simulation.deployment.groups
+    groups = simulation.groups  # 1 when the whole deployment was simulated (unsplit)
     calls: dict[tuple[str, str, int], list[float]] = {}
     for call in simulation.targets.calls:
         calls.setdefault((call.job_id, call.run_id, call.attempt), []).append(call.called_at)
@@ -124,6 +128,11 @@ def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs
         "lambda requests": lambda_requests * params.usd_per_million_lambda_requests / 1e6,
         "lambda duration": gb_seconds * params.usd_per_gb_second,
         "api gateway": simulation.api.requests * params.usd_per_million_api_requests / 1e6,
+        **operating_usd(
+            params,
+            _usage(simulation, lambda_requests),
+            retention_days=simulation.deployment.settings().run_retention_days,
+        ),
     }
     per_million = {name: round(value / max(1, jobs) * 1e6, 3) for name, value in usd.items()}
     requests: dict[str, float] = {}
@@ -205,3 +214,14 @@ def bulk_summary(simulation: Simulation) -> dict[str, Any]:
         }
     summary["statuses_at_end"] = dict(Counter(job.status.value for job in simulation.store.jobs.values()))
     return summary
+
+
+def _usage(simulation: Simulation, invocations: int) -> Usage:
+    """The runs the simulation recorded and their bytes as the table stores them."""
+    expires = datetime(2100, 1, 1, tzinfo=UTC)  # the TTL attribute's size does not depend on it
+    runs = [run for by_run in simulation.store.runs.values() for run in by_run.values()]
+    return Usage(
+        runs=len(runs),
+        invocations=invocations,
+        run_bytes=sum(item_size(run_to_item(run, expires)) for run in runs),
+    )

@@ -76,6 +76,9 @@ class Scenario:
     target_latency_seconds: float = 0.05
     seed: int = 1
     bulk: BulkLoad | None = None
+    # The whole deployment in one world (every group's sweep fanned out) instead of one group of
+    # shards standing for the rest: how the group agreement is shown (slower: every group's load).
+    unsplit: bool = False
 
 
 def _body(schedule: dict[str, Any], owner_hint: str) -> dict[str, Any]:
@@ -98,9 +101,10 @@ def build(scenario: Scenario) -> tuple[Simulation, float, float]:
         seed=scenario.seed,
         target_latency_seconds=scenario.target_latency_seconds,
         dispatcher_down=down,
+        unsplit=scenario.unsplit,
     )
     rng = random.Random(scenario.seed)
-    per_group = load.jobs_per_minute / scenario.deployment.groups
+    per_group = load.jobs_per_minute / simulation.groups
     crons = round(per_group * load.cron_fraction)
     one_offs = round(per_group - crons)
 

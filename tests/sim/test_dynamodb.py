@@ -37,3 +37,28 @@ def test_a_shared_partition_is_charged_over_the_groups_window() -> None:
     assert capacity.admit(write("gsi1:OWNER#a", 1), 3.5) == "owner index"
     assert capacity.admit(write("gsi1:OWNER#a", 1), 4.0) is None, "a new window"
     assert partition_kind("T#2026-12-01T00:05#003") == "trigger shard"
+
+
+def test_the_owner_index_has_capacity_of_its_own_and_starts_at_a_new_index_s_warm_throughput() -> None:
+    """A global secondary index is throttled on its own: a new one takes 4,000 writes a second at
+    once (double its initial peak), whatever the table has left; set warmer, it takes more."""
+    params = DEFAULTS.replace(ddb_partition_wcu=100_000)
+    capacity = Capacity(params, table_share=1.0, shared_partition=lambda _p: False)
+    index_writes = [write("gsi1:OWNER#a", 1) for _ in range(4_500)]
+    admitted = sum(capacity.admit(request, 0.5) is None for request in index_writes)
+    assert admitted == 2 * params.ddb_index_initial_peak_wcu == 4_000
+    assert capacity.admit(write("gsi1:OWNER#b", 1), 0.6) == "owner index (all partitions)"
+    assert capacity.admit(write("JOB#a", 1), 0.6) is None, "the table's own capacity is untouched"
+    warm = Capacity(
+        params.replace(ddb_index_initial_peak_wcu=6_000), table_share=1.0, shared_partition=lambda _p: False
+    )
+    assert all(warm.admit(request, 0.5) is None for request in index_writes)
+
+
+def test_a_partition_s_reads_and_writes_are_limited_apart() -> None:
+    """DynamoDB throttles a partition's reads and its writes independently: a partition at its write
+    maximum still serves reads."""
+    capacity = Capacity(DEFAULTS, table_share=1.0, shared_partition=lambda _p: False)
+    assert all(capacity.admit(write("JOB#a", 1), 0.5) is None for _ in range(1000))
+    read = TableRequest("GetItem", (PartitionUnits("JOB#a", 2_000.0, 0.0),))
+    assert capacity.admit(read, 0.6) is None

@@ -218,3 +218,30 @@ def test_a_function_gets_at_most_a_thousand_new_environments_in_ten_seconds() ->
     world.run()
     assert started == [1000, 500, 1500]
     assert lambdas.stats("worker").throttled_scaling == 2000 + 2500
+
+
+def test_an_environment_left_idle_or_grown_old_is_gone_and_the_next_invocation_starts_cold() -> None:
+    """Lambda keeps an idle execution environment for a while, and replaces even a busy one now and
+    then: a load after a quiet spell starts cold (both lifetimes are parameters)."""
+    params = DEFAULTS.replace(lambda_idle_expiry_seconds=300.0, lambda_environment_lifetime_seconds=7200.0)
+    world = World(datetime(2026, 1, 1, tzinfo=UTC))
+    lambdas = Lambdas(world, params, 10_000)
+    cold: list[int] = []
+
+    def invocations() -> None:
+        stats = lambdas.stats("worker")
+        for pause in (0, 60, 299, 301):  # idle less than five minutes: warm; more: cold
+            world.sleep(pause)
+            lambdas.invoke("worker", lambda: world.sleep(1))
+            world.sleep(1)
+            cold.append(stats.cold_starts)
+        world.sleep(5)
+        for _ in range(130):  # busy for over two hours, a minute apart: replaced once
+            lambdas.invoke("worker", lambda: world.sleep(1))
+            world.sleep(60)
+        cold.append(stats.cold_starts)
+
+    world.spawn(invocations)
+    world.run()
+    assert cold == [1, 1, 1, 2, 3]
+    assert lambdas.stats("worker").expired == 2 and lambdas.stats("worker").environments == 1
