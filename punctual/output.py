@@ -30,20 +30,21 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def fields(pairs: Sequence[tuple[str, Any]]) -> str:
-    """``key: value`` lines for one object."""
+def fields(pairs: Sequence[tuple[str, Any]], *, limit: int | None = 200) -> str:
+    """``key: value`` lines for one object; a value longer than ``limit`` is cut (None: never, for
+    values a reader copies whole)."""
     width = max(len(key) for key, _ in pairs)
-    return "\n".join(f"{key.ljust(width)}  {_cell(value, limit=200)}" for key, value in pairs)
+    return "\n".join(f"{key.ljust(width)}  {_cell(value, limit=limit)}" for key, value in pairs)
 
 
-def _cell(value: Any, limit: int = 60) -> str:
+def _cell(value: Any, limit: int | None = 60) -> str:
     if value is None:
         text = "-"
     elif isinstance(value, dict | list):
         text = json.dumps(value, separators=(",", ":"))
     else:
         text = str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def relative(moment: str | None, now: datetime | None = None) -> str:

@@ -99,6 +99,22 @@ class SchedulerProps(BaseModel):
     # metrics for each route and method). The stage's own metrics come without them.
     api_detailed_metrics: bool = False
 
+    # The table's capacity. "on_demand" (the default): billed by the request, nothing to size.
+    # "provisioned": capacity units a second, scaled by Application Auto Scaling to keep consumption
+    # near ``table_target_utilization`` percent, within the bounds below (table and owner index
+    # apart); cheaper for a steady, dense load (``punctual plan`` says which). AWS allows a table's
+    # mode to change once in 24 hours.
+    table_capacity_mode: Literal["on_demand", "provisioned"] = "on_demand"
+    table_min_write_units: int = Field(default=5, ge=1)
+    table_max_write_units: int = Field(default=4_000, ge=1)
+    table_min_read_units: int = Field(default=5, ge=1)
+    table_max_read_units: int = Field(default=12_000, ge=1)
+    index_min_write_units: int = Field(default=5, ge=1)
+    index_max_write_units: int = Field(default=1_000, ge=1)
+    index_min_read_units: int = Field(default=5, ge=1)
+    index_max_read_units: int = Field(default=1_000, ge=1)
+    table_target_utilization: int = Field(default=70, ge=20, le=90)
+
     # The worker's SQS event source.
     worker_batch_size: int = Field(default=10, ge=1, le=10_000)
     # 0: the event source hands over each record as soon as it is there (a window holds records back
@@ -202,6 +218,16 @@ class SchedulerProps(BaseModel):
                 raise ValueError(
                     f"worker_minimum_pollers ({minimum}) must not exceed worker_maximum_pollers ({maximum})"
                 )
+        for part in ("table", "index"):
+            for unit in ("write", "read"):
+                low, high = (
+                    getattr(self, f"{part}_min_{unit}_units"),
+                    getattr(self, f"{part}_max_{unit}_units"),
+                )
+                if low > high:
+                    raise ValueError(
+                        f"{part}_min_{unit}_units ({low}) must not exceed {part}_max_{unit}_units ({high})"
+                    )
         reserved = self.dispatcher_concurrency
         if reserved is not None and reserved < self.sweep_invocations + 1:
             # A tick runs beside its fanned-out sweeps; fewer would throttle its own sweeps.

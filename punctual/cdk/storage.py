@@ -38,7 +38,8 @@ def _key_attributes(
 
 
 class Storage(Construct):
-    """One on-demand table with point-in-time recovery, TTL on run items and the owner index."""
+    """One table (on-demand, or provisioned with auto scaling) with point-in-time recovery, TTL on
+    run items and the owner index."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: SchedulerProps) -> None:
         super().__init__(scope, construct_id)
@@ -46,6 +47,7 @@ class Storage(Construct):
         if definition["BillingMode"] != "PAY_PER_REQUEST":
             raise ValueError("the table definition must stay on-demand (PAY_PER_REQUEST)")
         partition_key, sort_key = _key_attributes(definition, definition["KeySchema"])
+        provisioned = config.table_capacity_mode == "provisioned"
         # No fixed name: prod retains the table when the stack is deleted, and a redeploy would fail on
         # a table of the same name still being there. The functions get the generated name.
         self.table = dynamodb.Table(
@@ -53,7 +55,12 @@ class Storage(Construct):
             "Table",
             partition_key=partition_key,
             sort_key=sort_key,
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            billing_mode=dynamodb.BillingMode.PROVISIONED
+            if provisioned
+            else dynamodb.BillingMode.PAY_PER_REQUEST,
+            # Provisioned: auto scaling (below) moves them; these are where it starts.
+            read_capacity=config.table_min_read_units if provisioned else None,
+            write_capacity=config.table_min_write_units if provisioned else None,
             time_to_live_attribute=TTL_ATTRIBUTE,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
@@ -70,5 +77,27 @@ class Storage(Construct):
                 partition_key=index_partition,
                 sort_key=index_sort,
                 projection_type=_PROJECTIONS[index["Projection"]["ProjectionType"]],
+                read_capacity=config.index_min_read_units if provisioned else None,
+                write_capacity=config.index_min_write_units if provisioned else None,
             )
             self.index_names.append(index["IndexName"])
+        if provisioned:
+            self._auto_scale(config)
+
+    def _auto_scale(self, config: SchedulerProps) -> None:
+        """Application Auto Scaling on the table's and each index's reads and writes, tracking
+        ``table_target_utilization`` percent of what is provisioned."""
+        target = config.table_target_utilization
+        self.table.auto_scale_write_capacity(
+            min_capacity=config.table_min_write_units, max_capacity=config.table_max_write_units
+        ).scale_on_utilization(target_utilization_percent=target)
+        self.table.auto_scale_read_capacity(
+            min_capacity=config.table_min_read_units, max_capacity=config.table_max_read_units
+        ).scale_on_utilization(target_utilization_percent=target)
+        for name in self.index_names:
+            self.table.auto_scale_global_secondary_index_write_capacity(
+                name, min_capacity=config.index_min_write_units, max_capacity=config.index_max_write_units
+            ).scale_on_utilization(target_utilization_percent=target)
+            self.table.auto_scale_global_secondary_index_read_capacity(
+                name, min_capacity=config.index_min_read_units, max_capacity=config.index_max_read_units
+            ).scale_on_utilization(target_utilization_percent=target)

@@ -54,7 +54,7 @@ def plan_command(jobs_per_minute: int, crons: float, spike: bool, simulate: bool
         ("deploy with", " ".join(f"-c {key}={value}" for key, value in context.items())),
         ("memory", ", ".join(f"{name} {mb} MB" for name, mb in d.memory_mb.items())),
         ("event source", _event_source(d)),
-        ("table", _table(d)),
+        ("table", _table(result)),
         ("quotas to request", "; ".join(result.quotas) or "none: the defaults serve it"),
         ("set by hand", "; ".join(_not_settable(d)) or "nothing"),
         (
@@ -75,7 +75,7 @@ def plan_command(jobs_per_minute: int, crons: float, spike: bool, simulate: bool
                 f" ${simulated['usd_per_million_jobs']:.2f} per million",
             )
         )
-    click.echo(fields(rows))
+    click.echo(fields(rows, limit=None))  # the deploy line is copied whole
 
 
 def _event_source(d: Deployment) -> str:
@@ -84,14 +84,23 @@ def _event_source(d: Deployment) -> str:
     context = d.cdk_context()
     from punctual.scale.costs import poller_hours_a_month
 
-    minimum = context["worker_minimum_pollers"]
+    minimum = int(context["worker_minimum_pollers"])
     return (
         f"provisioned pollers, {minimum:,} to {context['worker_maximum_pollers']:,} (the minimum kept"
         f" ready: {poller_hours_a_month(minimum):,} poller-hours a month at least, not in the cost below)"
     )
 
 
-def _table(d: Deployment) -> str:
+def _table(result: Plan) -> str:
+    d = result.deployment
+    this, other = sum(result.usd_per_million.values()), sum(result.other_mode_usd_per_million.values())
+    if d.capacity_mode == "provisioned":
+        return (
+            f"provisioned with auto scaling to {d.table_max_write_units or 0:,} WCU/s and"
+            f" {d.table_max_read_units or 0:,} RCU/s (owner index {d.index_max_write_units or 0:,} WCU/s):"
+            f" ${this:.2f} per million against ${other:.2f} on-demand at this steady load; a burst beyond"
+            " what is provisioned is throttled until auto scaling catches up (minutes)"
+        )
     parts = ["on-demand"]
     if d.table_max_wcu:
         parts.append(f"maximum {d.table_max_wcu:,} WRU/s, {d.table_max_rcu or 0:,} RRU/s")
@@ -99,6 +108,8 @@ def _table(d: Deployment) -> str:
         parts.append(f"warm throughput {d.table_warm_wcu:,} WRU/s, {d.table_warm_rcu or 0:,} RRU/s")
     if d.index_warm_wcu:
         parts.append(f"owner index warm throughput {d.index_warm_wcu:,} WRU/s")
+    if other:
+        parts.append(f"${this:.2f} per million against ${other:.2f} provisioned: served at once, bursts too")
     return ", ".join(parts)
 
 

@@ -37,6 +37,16 @@ def operating_usd(params: Parameters, usage: Usage, *, retention_days: int) -> d
     }
 
 
+def dynamodb_usd(params: Parameters, write_units: float, read_units: float, *, provisioned: bool) -> float:
+    """What the table charges for ``write_units`` and ``read_units`` consumed: on-demand, by the
+    request unit; provisioned, by the unit-hour, each consumed unit kept at the target utilization
+    (a steady load auto scaling has caught up with)."""
+    if not provisioned:
+        return (write_units * params.usd_per_million_wru + read_units * params.usd_per_million_rru) / 1e6
+    unit_seconds = 1 / params.ddb_target_utilization / 3600
+    return (write_units * params.usd_per_wcu_hour + read_units * params.usd_per_rcu_hour) * unit_seconds
+
+
 def poller_hours_a_month(minimum_pollers: int) -> int:
     """The poller-hours a month that provisioned mode's pollers kept ready are billed for (at least)."""
     return minimum_pollers * HOURS_A_MONTH

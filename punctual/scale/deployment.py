@@ -56,6 +56,12 @@ class Deployment:
     # The owner index's warm throughput (its capacity is its own: a new one serves 4,000 writes a
     # second at once, and the index takes about one write per job created or ended).
     index_warm_wcu: int | None = None
+    # The table's capacity mode: "on_demand", or "provisioned" with auto scaling up to these maxima
+    # (units a second; the CDK's ``table_*_units`` and ``index_*_units`` settings).
+    capacity_mode: str = "on_demand"
+    table_max_write_units: int | None = None
+    table_max_read_units: int | None = None
+    index_max_write_units: int | None = None
 
     def parameters(self, params: Parameters) -> Parameters:
         """``params`` as this deployment changes them (its memory sizes and quotas)."""
@@ -72,6 +78,18 @@ class Deployment:
             changes["ddb_initial_peak_rcu"] = self.table_warm_rcu / 2
         if self.index_warm_wcu is not None:
             changes["ddb_index_initial_peak_wcu"] = self.index_warm_wcu / 2
+        if self.capacity_mode == "provisioned":
+            # Auto scaling up to the maxima: the table serves them, with no on-demand doubling (how
+            # fast it scales up to them is not simulated: docs/scale.md, "Limits of the model").
+            for units, quota, peak in (
+                (self.table_max_write_units, "ddb_table_wcu", "ddb_initial_peak_wcu"),
+                (self.table_max_read_units, "ddb_table_rcu", "ddb_initial_peak_rcu"),
+                (self.index_max_write_units, None, "ddb_index_initial_peak_wcu"),
+            ):
+                if units is not None:
+                    if quota is not None:
+                        changes[quota] = units
+                    changes[peak] = units / 2
         return params.replace(**changes)
 
     def invocation_ceiling(self, params: Parameters) -> int:
@@ -82,11 +100,11 @@ class Deployment:
             return min(params.esm_provisioned_max_concurrency, pollers * params.esm_invocations_per_poller)
         return min(params.esm_max_concurrency, self.worker_max_concurrency)
 
-    def cdk_context(self) -> dict[str, int]:
+    def cdk_context(self) -> dict[str, int | str]:
         """The CDK context (``cdk deploy -c key=value``) that deploys these settings: each one a
         ``SchedulerProps`` field (punctual/cdk/config.py), so that what is deployed is what was
         simulated. The event source takes a maximum concurrency or provisioned pollers, never both."""
-        context = {
+        context: dict[str, int | str] = {
             "shard_count": self.shard_count,
             "sweep_invocations": self.sweep_invocations,
             "dispatch_concurrency": self.dispatch_concurrency,
@@ -95,6 +113,11 @@ class Deployment:
         }
         if self.worker_batching_window_seconds:
             context["worker_batching_window_seconds"] = self.worker_batching_window_seconds
+        if self.capacity_mode == "provisioned":
+            context["table_capacity_mode"] = "provisioned"
+            for key in ("table_max_write_units", "table_max_read_units", "index_max_write_units"):
+                if getattr(self, key) is not None:
+                    context[key] = getattr(self, key)
         if self.provisioned_pollers:
             context["worker_minimum_pollers"] = max(PROVISIONED_MINIMUM_POLLERS, self.minimum_pollers)
             context["worker_maximum_pollers"] = self.maximum_pollers or PROVISIONED_MAXIMUM_POLLERS

@@ -456,6 +456,31 @@ class Parameters:
             "read request units",
         ),
     )
+    usd_per_wcu_hour: float = field(
+        default=0.00065,
+        metadata=_about(
+            "$",
+            "DynamoDB pricing, provisioned capacity, us-east-1",
+            "a write capacity unit provisioned for an hour",
+        ),
+    )
+    usd_per_rcu_hour: float = field(
+        default=0.00013,
+        metadata=_about(
+            "$",
+            "DynamoDB pricing, provisioned capacity, us-east-1",
+            "a read capacity unit provisioned for an hour",
+        ),
+    )
+    ddb_target_utilization: float = field(
+        default=0.70,
+        metadata=_about(
+            "share",
+            "Amazon DynamoDB Developer Guide, 'Managing throughput capacity automatically with DynamoDB"
+            " auto scaling': target utilization 20 to 90 percent, 70 by default",
+            "provisioned mode: consumed units over provisioned, as auto scaling keeps it at a steady load",
+        ),
+    )
     usd_per_million_sqs: float = field(
         default=0.40,
         metadata=_about(

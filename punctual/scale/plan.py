@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from punctual.scale.costs import Usage, operating_usd
+from punctual.scale.costs import Usage, dynamodb_usd, operating_usd
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS, Parameters
 from punctual_functions.core.resources import DISPATCHER_MEMORY_MB, WORKER_MEMORY_MB
@@ -47,6 +47,11 @@ TARGET_SECONDS = 0.05  # a target answering in 50 ms, as the scenarios assume
 BATCH_SPREAD_SECONDS = 1.0  # the due times one batch spans, and the event source's own latency
 
 
+# Above this load (and steady: no spike) the table is planned in provisioned mode. Below it the
+# saving is small and on-demand needs no sizing.
+PROVISIONED_TABLE_FROM = 10_000
+
+
 @dataclass(frozen=True)
 class Plan:
     jobs_per_minute: int
@@ -56,6 +61,8 @@ class Plan:
     dispatch_cpu_ms: float
     worker_seconds: float
     usd_per_million: dict[str, float]
+    # The same load's cost with the table in the other capacity mode: why this one was chosen.
+    other_mode_usd_per_million: dict[str, float] = field(default_factory=dict)
     quotas: list[str] = field(default_factory=list)
 
     @property
@@ -93,18 +100,35 @@ def plan(
     if account > params.lambda_account_concurrency * 0.8:
         changes["account_concurrency"] = _round_up(account * 1.5)
         quotas.append(f"Lambda concurrent executions: {changes['account_concurrency']:,} (default 1,000)")
-    if wcu > params.ddb_table_wcu * 0.8 or rcu > params.ddb_table_rcu * 0.8:
+    # The table's mode: provisioned with auto scaling for a steady, dense load (a unit kept busy at
+    # the target utilization costs about a third of on-demand's), on-demand otherwise (a spike or a
+    # burst is served at once up to double the previous peak, where auto scaling takes minutes).
+    steady_provisioned = not spike and jobs_per_minute > PROVISIONED_TABLE_FROM
+    utilization = params.ddb_target_utilization
+    if steady_provisioned:
+        changes["capacity_mode"] = "provisioned"  # type: ignore[assignment]
+        changes["table_max_write_units"] = _round_up(wcu / utilization)
+        changes["table_max_read_units"] = _round_up(rcu / utilization)
+        changes["index_max_write_units"] = _round_up(per_second * INDEX_WCU_PER_JOB / utilization)
+        if wcu / utilization > params.ddb_table_wcu * 0.8 or rcu / utilization > params.ddb_table_rcu * 0.8:
+            quotas.append(
+                f"DynamoDB table throughput: {changes['table_max_write_units']:,} write and"
+                f" {changes['table_max_read_units']:,} read capacity units a second (default 40,000 each)"
+            )
+    elif wcu > params.ddb_table_wcu * 0.8 or rcu > params.ddb_table_rcu * 0.8:
         changes["table_max_wcu"] = _round_up(max(wcu, params.ddb_table_wcu))
         changes["table_max_rcu"] = _round_up(max(rcu, params.ddb_table_rcu))
         quotas.append(
             f"DynamoDB table throughput: {changes['table_max_wcu']:,} write and"
             f" {changes['table_max_rcu']:,} read request units a second (default 40,000 each)"
         )
-    if wcu > 2 * params.ddb_initial_peak_wcu or rcu > 2 * params.ddb_initial_peak_rcu:
+    if not steady_provisioned and (
+        wcu > 2 * params.ddb_initial_peak_wcu or rcu > 2 * params.ddb_initial_peak_rcu
+    ):
         changes["table_warm_wcu"] = _round_up(wcu)
         changes["table_warm_rcu"] = _round_up(rcu)
     index_wcu = per_second * INDEX_WCU_PER_JOB
-    if index_wcu > 2 * params.ddb_index_initial_peak_wcu:
+    if not steady_provisioned and index_wcu > 2 * params.ddb_index_initial_peak_wcu:
         changes["index_warm_wcu"] = _round_up(index_wcu)
     if provisioned:
         quotas.append(
@@ -131,6 +155,7 @@ def plan(
         provisioned_pollers=provisioned,
         **changes,  # type: ignore[arg-type]
     )
+    costed = (params, crons, dispatch_cpu_ms, worker_seconds, per_second)
     return Plan(
         jobs_per_minute=jobs_per_minute,
         crons=crons,
@@ -138,13 +163,20 @@ def plan(
         deployment=deployment,
         dispatch_cpu_ms=round(dispatch_cpu_ms, 2),
         worker_seconds=round(worker_seconds, 2),
-        usd_per_million=_cost(params, crons, dispatch_cpu_ms, worker_seconds, per_second),
+        usd_per_million=_cost(*costed, provisioned_table=steady_provisioned),
+        other_mode_usd_per_million=_cost(*costed, provisioned_table=not steady_provisioned),
         quotas=quotas,
     )
 
 
 def _cost(
-    params: Parameters, crons: float, dispatch_cpu_ms: float, worker_seconds: float, per_second: float
+    params: Parameters,
+    crons: float,
+    dispatch_cpu_ms: float,
+    worker_seconds: float,
+    per_second: float,
+    *,
+    provisioned_table: bool = False,
 ) -> dict[str, float]:
     """Dollars per million jobs, by service: the units and requests a job uses (as the simulator
     counts them at load), the worker's invocations shared by a batch (a batch holds what becomes
@@ -165,7 +197,7 @@ def _cost(
         retention_days=RUN_RETENTION_DAYS,
     )
     return {
-        "dynamodb": round((wcu * params.usd_per_million_wru + rcu * params.usd_per_million_rru), 2),
+        "dynamodb": round(dynamodb_usd(params, wcu * 1e6, rcu * 1e6, provisioned=provisioned_table), 2),
         "sqs": round(sqs * params.usd_per_million_sqs, 2),
         "lambda": round(
             gb_seconds * 1e6 * params.usd_per_gb_second

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from punctual.scale.costs import Usage, operating_usd
+from punctual.scale.costs import Usage, dynamodb_usd, operating_usd
 from punctual.scale.sizes import item_size
 from punctual.sim.engine import Simulation
 from punctual_functions.core.model import MISSED_REASONS
@@ -118,12 +118,13 @@ def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs
     queue = simulation.queue.stats
     lambdas = simulation.lambdas
     params = simulation.params
+    provisioned = simulation.deployment.capacity_mode == "provisioned"
     sqs_requests = sum(queue.requests.values()) + simulation.esm.idle_polls
     lambda_requests = sum(stats.invocations for stats in lambdas.functions.values())
     gb_seconds = sum(stats.gb_seconds for stats in lambdas.functions.values())
     usd = {
-        "dynamodb writes": tables.wcu * params.usd_per_million_wru / 1e6,
-        "dynamodb reads": tables.rcu * params.usd_per_million_rru / 1e6,
+        "dynamodb writes": dynamodb_usd(params, tables.wcu, 0.0, provisioned=provisioned),
+        "dynamodb reads": dynamodb_usd(params, 0.0, tables.rcu, provisioned=provisioned),
         "sqs": sqs_requests * params.usd_per_million_sqs / 1e6,
         "lambda requests": lambda_requests * params.usd_per_million_lambda_requests / 1e6,
         "lambda duration": gb_seconds * params.usd_per_gb_second,

@@ -365,3 +365,41 @@ def test_given_both_maximum_concurrency_and_pollers_when_configured_then_synth_r
         DeploymentConfig.from_mapping({"worker_max_concurrency": 100, "worker_minimum_pollers": 10})
     with pytest.raises(ValidationError, match="must not exceed"):
         DeploymentConfig.from_mapping({"worker_minimum_pollers": 100, "worker_maximum_pollers": 50})
+
+
+def test_given_provisioned_capacity_when_synthesized_then_the_table_and_its_index_scale_on_utilization() -> (
+    None
+):
+    synthesized = synthesize(
+        {
+            "table_capacity_mode": "provisioned",
+            "table_max_write_units": 90_000,
+            "index_max_write_units": 12_000,
+        }
+    )
+    (table,) = synthesized.resources("AWS::DynamoDB::Table").values()
+    # CloudFormation's default mode is PROVISIONED: the template may leave it out.
+    assert table["Properties"].get("BillingMode", "PROVISIONED") == "PROVISIONED"
+    assert table["Properties"]["ProvisionedThroughput"] == {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+    (index,) = table["Properties"]["GlobalSecondaryIndexes"]
+    assert index["ProvisionedThroughput"] == {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+    targets = synthesized.resources("AWS::ApplicationAutoScaling::ScalableTarget").values()
+    bounds = {
+        (t["Properties"]["ScalableDimension"], t["Properties"]["MinCapacity"], t["Properties"]["MaxCapacity"])
+        for t in targets
+    }
+    assert ("dynamodb:table:WriteCapacityUnits", 5, 90_000) in bounds
+    assert ("dynamodb:index:WriteCapacityUnits", 5, 12_000) in bounds and len(bounds) == 4
+    policies = synthesized.resources("AWS::ApplicationAutoScaling::ScalingPolicy").values()
+    assert {p["Properties"]["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] for p in policies} == {
+        70
+    }
+    on_demand = synthesize()
+    (default,) = on_demand.resources("AWS::DynamoDB::Table").values()
+    assert default["Properties"]["BillingMode"] == "PAY_PER_REQUEST"
+    assert not on_demand.resources("AWS::ApplicationAutoScaling::ScalableTarget")
+
+
+def test_given_capacity_bounds_the_wrong_way_round_when_configured_then_synth_refuses_them() -> None:
+    with pytest.raises(ValidationError, match="table_min_write_units"):
+        DeploymentConfig.from_mapping({"table_min_write_units": 100, "table_max_write_units": 50})

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from punctual.cdk.config import SchedulerProps
 from punctual.cli import main
+from punctual.scale.costs import dynamodb_usd
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS
 from punctual.scale.plan import plan
@@ -27,7 +28,7 @@ def test_a_million_a_minute_fans_the_sweep_out_and_asks_for_quotas() -> None:
     assert d.sweep_invocations > 50 and d.shard_count % d.sweep_invocations == 0
     assert d.shard_count >= 2 * d.sweep_invocations and d.provisioned_pollers
     assert d.account_concurrency and d.account_concurrency > 1000
-    assert d.table_max_wcu and d.table_max_wcu > 40_000 and d.table_warm_wcu
+    assert d.capacity_mode == "provisioned" and (d.table_max_write_units or 0) > 40_000
     assert any("Lambda concurrent executions" in quota for quota in result.quotas)
     assert result.usd_per_month > 0
 
@@ -44,7 +45,9 @@ def test_the_command_prints_the_settings_and_says_what_the_cdk_app_cannot_set() 
     assert out.exit_code == 0, out.output
     assert "-c sweep_invocations=" in out.output and "-c worker_maximum_pollers=" in out.output
     assert "worker_max_concurrency" not in out.output, "AWS takes pollers or a maximum concurrency"
-    assert "provisioned pollers" in out.output and "UpdateTable" in out.output
+    assert "provisioned pollers" in out.output
+    spike = CliRunner().invoke(main, ["plan", "--jobs-per-minute", "1000000", "--spike"])
+    assert "UpdateTable" in spike.output, "an on-demand table's maximum and warm throughput: by hand"
     data = json.loads(CliRunner().invoke(main, ["plan", "--jobs-per-minute", "5000", "--json"]).output)
     assert data["settings"]["sweep_invocations"] == 1 and data["quotas"] == [] and data["simulated"] is None
 
@@ -84,3 +87,30 @@ def test_a_load_beyond_what_maximum_concurrency_may_be_set_to_is_planned_with_po
     for d in (plan(jobs).deployment for jobs in loads):
         if not d.provisioned_pollers:
             assert d.worker_max_concurrency <= DEFAULTS.esm_maximum_concurrency_setting
+
+
+def test_a_steady_dense_load_gets_the_cheaper_provisioned_table_and_a_spike_stays_on_demand() -> None:
+    """Provisioned with auto scaling costs less for a steady load (each unit busy at the target
+    utilization); a spike after an idle hour would meet capacity scaled down, so it stays on-demand.
+    The plan says what the other mode would cost."""
+    steady, spike, small = plan(1_000_000), plan(1_000_000, spike=True), plan(10_000)
+    assert steady.deployment.capacity_mode == "provisioned"
+    assert sum(steady.usd_per_million.values()) < sum(steady.other_mode_usd_per_million.values())
+    assert sum(steady.usd_per_million.values()) <= 3.0, steady.usd_per_million
+    assert spike.deployment.capacity_mode == "on_demand" and small.deployment.capacity_mode == "on_demand"
+    out = CliRunner().invoke(main, ["plan", "--jobs-per-minute", "1000000"])
+    assert (
+        "-c table_capacity_mode=provisioned" in out.output and "on-demand at this steady load" in out.output
+    )
+
+
+def test_a_provisioned_table_is_simulated_up_to_its_maxima_and_priced_by_the_unit_hour() -> None:
+    d = plan(1_000_000).deployment
+    params = d.parameters(DEFAULTS)
+    assert params.ddb_table_wcu == d.table_max_write_units
+    assert 2 * params.ddb_initial_peak_wcu == d.table_max_write_units, "no on-demand doubling"
+    assert 2 * params.ddb_index_initial_peak_wcu == d.index_max_write_units
+    on_demand = dynamodb_usd(DEFAULTS, 5e6, 1e6, provisioned=False)
+    provisioned = dynamodb_usd(DEFAULTS, 5e6, 1e6, provisioned=True)
+    assert on_demand == 5 * 0.625 + 0.125
+    assert provisioned == (5e6 * 0.00065 + 1e6 * 0.00013) / 0.7 / 3600
