@@ -63,6 +63,9 @@ class Report:
     invocation_errors: dict[str, dict[str, int]]
     esm: dict[str, float]
     simulated_seconds: float
+    # Each sweep's duration (a group's, from its invocation's start): p50 and max, seconds. A sweep
+    # must end well within its tick (docs/scale.md: at most 75 % of it).
+    sweep_seconds: dict[str, float] = field(default_factory=dict)
     wall_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     bulk: dict[str, Any] = field(default_factory=dict)
@@ -194,7 +197,17 @@ def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs
             "throttled": simulation.esm.throttled * groups,
         },
         simulated_seconds=simulation.world.now,
+        sweep_seconds=_sweeps(simulation),
     )
+
+
+def _sweeps(simulation: Simulation) -> dict[str, float]:
+    durations = [end - began for began, end in simulation.ticks if end is not None]
+    return {
+        "p50": round(percentile(durations, 0.5), 1),
+        "max": round(max(durations, default=math.nan), 1),
+        "sweeps": len(durations),
+    }
 
 
 def bulk_summary(simulation: Simulation) -> dict[str, Any]:
