@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,6 +22,16 @@ for _key, _value in {
     "POWERTOOLS_LOG_LEVEL": "WARNING",
 }.items():
     os.environ[_key] = _value
+
+
+# The CDK writes each synthesized app's cloud assembly (about 180 MB with its assets) to a new
+# directory under the temporary directory and never removes it: a run of the suite left about 4 GB
+# in /tmp, and repeated runs filled the disk. Its Node process (started at the first ``import
+# aws_cdk``) and every subprocess take their temporary directory from TMPDIR: one for this test
+# process, removed when it exits (each xdist worker has its own).
+SESSION_TMPDIR = tempfile.mkdtemp(prefix="punctual-tests-")
+os.environ["TMPDIR"] = SESSION_TMPDIR
+atexit.register(shutil.rmtree, SESSION_TMPDIR, ignore_errors=True)
 
 
 class Clock(SystemClock):

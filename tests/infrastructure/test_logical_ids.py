@@ -6,6 +6,7 @@ change that means to rename one updates the record and says why."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +59,11 @@ def test_the_unique_id_rule_is_cdks_own(path: list[str]) -> None:
     for part in path:
         scope = Construct(scope, part)
     assert _unique_id(path) == Names.unique_id(scope)
+
+
+def test_a_synthesized_assembly_is_written_where_the_session_removes_it(default_stack: Synthesized) -> None:
+    """The CDK leaves every cloud assembly in the temporary directory (about 180 MB each): the
+    suite's go to its own, which tests/conftest.py removes when the test process exits."""
+    session = Path(os.environ["TMPDIR"]).resolve()
+    assert session.name.startswith("punctual-tests-")
+    assert default_stack.assembly_dir.resolve().is_relative_to(session)
