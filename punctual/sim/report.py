@@ -51,6 +51,7 @@ class Report:
     failed_after_retries: int
     peak_wcu_per_second: float
     peak_rcu_per_second: float
+    peak_index_wcu_per_second: float  # the owner index's, against its own capacity
     peak_concurrency: dict[str, int]
     peak_in_flight: int
     peak_delayed: int
@@ -171,6 +172,7 @@ def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs
         failed_after_retries=tables.failed_after_retries * groups,
         peak_wcu_per_second=round(tables.peak_wcu_per_second),
         peak_rcu_per_second=round(tables.peak_rcu_per_second),
+        peak_index_wcu_per_second=round(tables.index_peak_wcu_per_second),
         peak_concurrency={
             "account": lambdas.peak_running * groups,
             **{name: stats.peak_running * groups for name, stats in lambdas.functions.items()},

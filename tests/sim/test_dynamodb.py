@@ -53,6 +53,8 @@ def test_the_owner_index_has_capacity_of_its_own_and_starts_at_a_new_index_s_war
         params.replace(ddb_index_initial_peak_wcu=6_000), table_share=1.0, shared_partition=lambda _p: False
     )
     assert all(warm.admit(request, 0.5) is None for request in index_writes)
+    warm.admit(write("JOB#b", 1), 1.5)  # the next second closes the first
+    assert warm.stats.index_peak_wcu_per_second == 4_500 and warm.stats.peak_wcu_per_second == 0
 
 
 def test_a_partition_s_reads_and_writes_are_limited_apart() -> None:
