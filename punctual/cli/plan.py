@@ -95,9 +95,11 @@ def _table(result: Plan) -> str:
     d = result.deployment
     this, other = sum(result.usd_per_million.values()), sum(result.other_mode_usd_per_million.values())
     if d.capacity_mode == "provisioned":
+        writes = f"{d.table_min_write_units or 0:,} to {d.table_max_write_units or 0:,} WCU/s"
+        reads = f"{d.table_min_read_units or 0:,} to {d.table_max_read_units or 0:,} RCU/s"
+        index = f"{d.index_min_write_units or 0:,} to {d.index_max_write_units or 0:,} WCU/s"
         return (
-            f"provisioned with auto scaling to {d.table_max_write_units or 0:,} WCU/s and"
-            f" {d.table_max_read_units or 0:,} RCU/s (owner index {d.index_max_write_units or 0:,} WCU/s):"
+            f"provisioned with auto scaling, {writes} and {reads} (owner index {index}):"
             f" ${this:.2f} per million against ${other:.2f} on-demand at this steady load; a burst beyond"
             " what is provisioned is throttled until auto scaling catches up (minutes)"
         )

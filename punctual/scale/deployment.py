@@ -62,6 +62,11 @@ class Deployment:
     table_max_write_units: int | None = None
     table_max_read_units: int | None = None
     index_max_write_units: int | None = None
+    # ... and the minima auto scaling keeps (a steady load is served from the deploy on, not after
+    # auto scaling has climbed from the CDK's default of 5).
+    table_min_write_units: int | None = None
+    table_min_read_units: int | None = None
+    index_min_write_units: int | None = None
 
     def parameters(self, params: Parameters) -> Parameters:
         """``params`` as this deployment changes them (its memory sizes and quotas)."""
@@ -115,7 +120,14 @@ class Deployment:
             context["worker_batching_window_seconds"] = self.worker_batching_window_seconds
         if self.capacity_mode == "provisioned":
             context["table_capacity_mode"] = "provisioned"
-            for key in ("table_max_write_units", "table_max_read_units", "index_max_write_units"):
+            for key in (
+                "table_min_write_units",
+                "table_max_write_units",
+                "table_min_read_units",
+                "table_max_read_units",
+                "index_min_write_units",
+                "index_max_write_units",
+            ):
                 if getattr(self, key) is not None:
                     context[key] = getattr(self, key)
         if self.provisioned_pollers:

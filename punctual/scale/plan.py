@@ -37,8 +37,10 @@ MAX_MINIMUM_POLLERS = 200  # ProvisionedPollerConfig's MinimumPollers (Lambda AP
 BATCH = 10
 # Simulated units a second per job a second, with a margin (docs/scale.md: ~6 write units a job,
 # reads in bursts at each tick).
-WCU_PER_JOB = 6.0 * 1.5
+WCU_MARGIN = 1.5
+WCU_PER_JOB = 6.0 * WCU_MARGIN
 RCU_PER_JOB = 5.0 * 1.6
+RCU_AVERAGE_PER_JOB = 1.0  # the reads' average over a minute, bursts and all (what the cost counts)
 # The owner index's write units per job a second, with a margin: a job's index entry is written when
 # it is created and when it ends (about 0.7 a job, as the issue's audit measured at a million a minute).
 INDEX_WCU_PER_JOB = 0.7 * 1.5
@@ -110,6 +112,12 @@ def plan(
         changes["table_max_write_units"] = _round_up(wcu / utilization)
         changes["table_max_read_units"] = _round_up(rcu / utilization)
         changes["index_max_write_units"] = _round_up(per_second * INDEX_WCU_PER_JOB / utilization)
+        # The steady load itself (its units without the planner's margin) kept provisioned at least.
+        changes["table_min_write_units"] = _round_up(per_second * WCU_PER_JOB / WCU_MARGIN / utilization)
+        # Reads come in bursts at each tick: the minimum keeps their average, DynamoDB's burst
+        # capacity (up to five minutes of unused units) serves the tick's burst above it.
+        changes["table_min_read_units"] = _round_up(per_second * RCU_AVERAGE_PER_JOB / utilization)
+        changes["index_min_write_units"] = _round_up(per_second * INDEX_WCU_PER_JOB / 1.5 / utilization)
         if wcu / utilization > params.ddb_table_wcu * 0.8 or rcu / utilization > params.ddb_table_rcu * 0.8:
             quotas.append(
                 f"DynamoDB table throughput: {changes['table_max_write_units']:,} write and"
@@ -185,7 +193,7 @@ def _cost(
     batch = min(BATCH, max(1.0, per_second * 0.025))
     worker_seconds -= (BATCH - batch) * (worker_seconds - HEAD_START_SECONDS - TARGET_SECONDS) / BATCH
     wcu = 5 * (1 - crons) + 4 * crons
-    rcu = 1.0
+    rcu = RCU_AVERAGE_PER_JOB
     sqs = 4 / batch + 0.05  # a receive, a delete and a hold a batch; a send for ten
     gb_seconds = worker_seconds / batch * WORKER_MEMORY_MB / 1024
     gb_seconds += dispatch_cpu_ms / 1000 * DISPATCHER_MEMORY_MB / 1024

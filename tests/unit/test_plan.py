@@ -95,6 +95,9 @@ def test_a_steady_dense_load_gets_the_cheaper_provisioned_table_and_a_spike_stay
     The plan says what the other mode would cost."""
     steady, spike, small = plan(1_000_000), plan(1_000_000, spike=True), plan(10_000)
     assert steady.deployment.capacity_mode == "provisioned"
+    d = steady.deployment
+    assert 5 < (d.table_min_write_units or 0) < (d.table_max_write_units or 0), "served from the deploy on"
+    assert 5 < (d.index_min_write_units or 0) < (d.index_max_write_units or 0)
     assert sum(steady.usd_per_million.values()) < sum(steady.other_mode_usd_per_million.values())
     assert sum(steady.usd_per_million.values()) <= 3.0, steady.usd_per_million
     assert spike.deployment.capacity_mode == "on_demand" and small.deployment.capacity_mode == "on_demand"
