@@ -12,6 +12,31 @@ import itertools
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from punctual.scale.prices import Prices, _about
+from punctual.scale.sources import (
+    AWS_DDB_LATENCY,
+    AWS_DDB_ON_DEMAND,
+    AWS_DDB_PARTITIONS,
+    AWS_DDB_THROTTLING,
+    AWS_DDB_WARM,
+    AWS_ESM_SCALING_MODES,
+    AWS_LAMBDA_LIFECYCLE,
+    AWS_LAMBDA_MEMORY,
+    AWS_LAMBDA_QUOTAS,
+    AWS_LAMBDA_SCALING,
+    AWS_POLLER_INVOCATIONS,
+    AWS_PROVISIONED_POLLERS,
+    AWS_SQS_ESM_SCALING,
+    AWS_SQS_QUOTAS,
+    AWS_SQS_TIMERS,
+    BENCH_COLDSTART,
+    BENCH_COST,
+    BENCH_DISPATCH,
+    BENCH_WORKER_CPU,
+    BOTOCORE_STANDARD_RETRIES,
+    ESM_LATENCY,
+    EVENTBRIDGE_RULE,
+)
 from punctual_functions.core.resources import (
     API_MEMORY_MB,
     API_TABLE_ATTEMPTS,
@@ -20,99 +45,9 @@ from punctual_functions.core.resources import (
     WORKER_MEMORY_MB,
 )
 
-AWS_SQS_ESM_SCALING = (
-    "AWS Lambda Developer Guide, 'Configuring scaling behavior for SQS event source mappings' "
-    "(https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html)"
-)
-AWS_PROVISIONED_POLLERS = (
-    "AWS News Blog, 'AWS Lambda SQS provisioned mode' (14 Nov 2025); Lambda API ProvisionedPollerConfig"
-)
-AWS_ESM_SCALING_MODES = (
-    "AWS Lambda Developer Guide, 'Configuring scaling behavior for SQS event source mappings': maximum"
-    " concurrency and provisioned mode 'are mutually exclusive options'; CloudFormation"
-    " AWS::Lambda::EventSourceMapping ScalingConfig: MaximumConcurrency 2 to 1,000;"
-    " ProvisionedPollerConfig: MaximumPollers 2 to 2,000, default 200"
-)
-AWS_POLLER_INVOCATIONS = (
-    "remktr.com, 'Crush SQS latency with Lambda provisioned pollers' (2025): 'each poller can push"
-    " about 1 MB/s and up to 10 concurrent invokes'; Lambda API ProvisionedPollerConfig: MinimumPollers"
-    " at most 200"
-)
-AWS_LAMBDA_QUOTAS = "AWS Lambda Developer Guide, 'Lambda quotas' (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html)"
-AWS_LAMBDA_SCALING = (
-    "AWS Lambda Developer Guide, 'Lambda scaling behavior': per function and Region, 1,000 execution"
-    " environments every 10 seconds, refilled continuously, unused rate not kept"
-    " (https://docs.aws.amazon.com/lambda/latest/dg/scaling-behavior.html)"
-)
-AWS_LAMBDA_LIFECYCLE = (
-    "AWS Lambda Developer Guide, 'Understanding the Lambda execution environment lifecycle': an idle"
-    " environment is kept for a time Lambda does not publish, and Lambda 'periodically terminates"
-    " execution environments', even of functions invoked continuously; both figures here are assumed"
-    " (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html)"
-)
-AWS_LAMBDA_MEMORY = (
-    "AWS Lambda Developer Guide, 'Configure Lambda function memory' "
-    "(https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html)"
-)
-AWS_SQS_QUOTAS = (
-    "Amazon SQS Developer Guide, 'Amazon SQS message quotas' "
-    "(https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html)"
-)
-AWS_SQS_TIMERS = (
-    "Amazon SQS Developer Guide, 'Amazon SQS message timers' "
-    "(https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-message-timers.html)"
-)
-AWS_DDB_PARTITIONS = (
-    "Amazon DynamoDB Developer Guide, 'Partitions and data distribution' and 'Burst and adaptive "
-    "capacity' (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.Partitions.html)"
-)
-AWS_DDB_THROTTLING = (
-    "Amazon DynamoDB Developer Guide, 'Key range throughput exceeded (hot partitions)': each partition"
-    " of a table or a global secondary index has its own read and write maximums, and 'partition-level"
-    " throttling operates independently for reads and writes'"
-    " (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/throttling-key-range-limit-exceeded-mitigation.html)"
-)
-AWS_DDB_WARM = (
-    "Amazon DynamoDB Developer Guide, 'Understanding DynamoDB warm throughput in different scenarios':"
-    " a new on-demand table starts with a warm throughput of 12,000 read and 4,000 write units a"
-    " second; a global secondary index has a warm throughput of its own"
-    " (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput-scenarios.html)"
-)
-AWS_DDB_ON_DEMAND = (
-    "Amazon DynamoDB Developer Guide, 'On-demand capacity mode' (initial throughput, 'up to double "
-    "the previous peak') and 'Service quotas' (40,000 read and write request units per table) "
-    "(https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode.html)"
-)
-AWS_DDB_LATENCY = (
-    "not published as a distribution: DynamoDB promises 'single-digit millisecond' requests "
-    "(https://aws.amazon.com/dynamodb/); a stated assumption"
-)
-BOTOCORE_STANDARD_RETRIES = (
-    "botocore, standard retry mode (botocore/retries/standard.py: at most max_attempts, delay "
-    "random() x min(20, 2^(attempt-1)) s); max_attempts as punctual_functions/core/resources.py sets it"
-)
-ESM_LATENCY = (
-    "bitesizedserverless.com, 'Serverless messaging latency compared' (2022): SQS standard queue to a "
-    "warm Lambda through the event source mapping, 1,024 messages, eu-west-1"
-)
-EVENTBRIDGE_RULE = (
-    "Amazon EventBridge User Guide, 'Creating a rule that runs on a schedule': rate(1 minute), "
-    "'the precision of a schedule is one minute'; its delay after the minute is not published"
-)
-BENCH_DISPATCH = (
-    "measured on this project: make bench, bench/results/dispatch.json (dispatcher CPU per dispatch)"
-)
-BENCH_COST = "measured on this project: make bench, bench/results/cost.json (requests and CPU per job)"
-BENCH_WORKER_CPU = "measured on this project: make bench, bench/results/worker_cpu.json (worker CPU per run)"
-BENCH_COLDSTART = "measured on this project: make bench, bench/results/coldstart.json (handler import time)"
-
-
-def _about(unit: str, source: str, what: str) -> dict[str, str]:
-    return {"unit": unit, "source": source, "what": what}
-
 
 @dataclass(frozen=True)
-class Parameters:
+class Parameters(Prices):
     """The model of AWS and of the engine's own costs. ``replace`` makes a variant (a scenario's)."""
 
     # ---------------------------------------------------------------------------------- DynamoDB
@@ -439,151 +374,6 @@ class Parameters:
         ),
     )
 
-    # ------------------------------------------------------------------------------------ prices
-    usd_per_million_wru: float = field(
-        default=0.625,
-        metadata=_about(
-            "$",
-            "DynamoDB pricing, on-demand, us-east-1",
-            "write request units",
-        ),
-    )
-    usd_per_million_rru: float = field(
-        default=0.125,
-        metadata=_about(
-            "$",
-            "DynamoDB pricing, on-demand, us-east-1",
-            "read request units",
-        ),
-    )
-    usd_per_wcu_hour: float = field(
-        default=0.00065,
-        metadata=_about(
-            "$",
-            "DynamoDB pricing, provisioned capacity, us-east-1",
-            "a write capacity unit provisioned for an hour",
-        ),
-    )
-    usd_per_rcu_hour: float = field(
-        default=0.00013,
-        metadata=_about(
-            "$",
-            "DynamoDB pricing, provisioned capacity, us-east-1",
-            "a read capacity unit provisioned for an hour",
-        ),
-    )
-    ddb_target_utilization: float = field(
-        default=0.70,
-        metadata=_about(
-            "share",
-            "Amazon DynamoDB Developer Guide, 'Managing throughput capacity automatically with DynamoDB"
-            " auto scaling': target utilization 20 to 90 percent, 70 by default",
-            "provisioned mode: consumed units over provisioned, as auto scaling keeps it at a steady load",
-        ),
-    )
-    usd_per_million_sqs: float = field(
-        default=0.40,
-        metadata=_about(
-            "$",
-            "SQS pricing, standard, us-east-1",
-            "requests (64 KB chunks)",
-        ),
-    )
-    usd_per_million_lambda_requests: float = field(
-        default=0.20,
-        metadata=_about(
-            "$",
-            "Lambda pricing, us-east-1",
-            "requests",
-        ),
-    )
-    usd_per_gb_second: float = field(
-        default=0.0000133334,
-        metadata=_about(
-            "$",
-            "Lambda pricing, arm64, us-east-1",
-            "duration",
-        ),
-    )
-    usd_per_million_api_requests: float = field(
-        default=1.00,
-        metadata=_about(
-            "$",
-            "API Gateway pricing, HTTP API, us-east-1",
-            "requests",
-        ),
-    )
-
-    usd_per_gb_logs: float = field(
-        default=0.50,
-        metadata=_about(
-            "$",
-            "CloudWatch pricing, logs, us-east-1",
-            "a GB of logs ingested",
-        ),
-    )
-    log_bytes_per_run: int = field(
-        default=650,
-        metadata=_about(
-            "bytes",
-            "measured: the worker's outcome line as its JSON logger writes it in Lambda, about 600"
-            " bytes, and X-Ray's trace id (tests/unit/test_costs.py keeps this within a quarter of it)",
-            "logs a run writes (one line at INFO)",
-        ),
-    )
-    log_bytes_per_invocation: int = field(
-        default=500,
-        metadata=_about(
-            "bytes",
-            "AWS Lambda Developer Guide, 'Lambda telemetry API' (platform.start, platform.runtimeDone,"
-            " platform.report an invocation); their size here is assumed",
-            "logs Lambda's platform writes an invocation",
-        ),
-    )
-    xray_sampled_share: float = field(
-        default=0.05,
-        metadata=_about(
-            "share",
-            "AWS X-Ray Developer Guide, 'Sampling': the default rule records the first request each"
-            " second and five percent of any additional requests",
-            "invocations traced (active tracing, at load)",
-        ),
-    )
-    usd_per_million_traces: float = field(
-        default=5.00,
-        metadata=_about(
-            "$",
-            "AWS X-Ray pricing, us-east-1",
-            "traces recorded",
-        ),
-    )
-    run_item_bytes: int = field(
-        default=600,
-        metadata=_about(
-            "bytes",
-            "measured: a succeeded run's item as the table stores it, its target's answer short (the"
-            " excerpt kept of an answer adds up to 4 KiB; tests/unit/test_costs.py keeps this within a"
-            " quarter of it)",
-            "the history a run leaves in the table, for its retention",
-        ),
-    )
-    usd_per_gb_month_ddb: float = field(
-        default=0.25,
-        metadata=_about(
-            "$",
-            "DynamoDB pricing, on-demand, us-east-1",
-            "a GB-month of table storage (Standard table class)",
-        ),
-    )
-    usd_per_gb_month_pitr: float = field(
-        default=0.20,
-        metadata=_about(
-            "$",
-            "DynamoDB pricing, on-demand, us-east-1",
-            "a GB-month of continuous backups (point-in-time recovery, which the stack turns on)",
-        ),
-    )
-
     def vcpu(self, function: str) -> float:
         """The share of a vCPU one execution environment of ``function`` has (one thread: at most 1)."""
         return min(1.0, self.memory_mb[function] / self.lambda_full_vcpu_mb)
@@ -593,6 +383,7 @@ class Parameters:
 
 
 DEFAULTS = Parameters()
+PRICE_FIELDS = frozenset(spec.name for spec in fields(Prices))
 
 
 def parameter_table(parameters: Parameters = DEFAULTS) -> list[dict[str, Any]]:
@@ -605,7 +396,8 @@ def parameter_table(parameters: Parameters = DEFAULTS) -> list[dict[str, Any]]:
             "what": spec.metadata["what"],
             "source": spec.metadata["source"],
         }
-        for spec in fields(parameters)
+        # The model's own first, the prices (inherited) last.
+        for spec in sorted(fields(parameters), key=lambda spec: spec.name in PRICE_FIELDS)
     ]
 
 
