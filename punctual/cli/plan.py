@@ -62,7 +62,7 @@ def plan_command(jobs_per_minute: int, crons: float, spike: bool, simulate: bool
             f"${sum(result.usd_per_million.values()):.2f} per million jobs,"
             f" ${result.usd_per_month:,.0f} a month ("
             + ", ".join(f"{name} ${usd:g}" for name, usd in result.usd_per_million.items())
-            + "; the simulated figure is higher: --simulate)",
+            + "; the simulator's figure: --simulate)",
         ),
     ]
     if simulated is not None:
@@ -87,7 +87,8 @@ def _event_source(d: Deployment) -> str:
     minimum = int(context["worker_minimum_pollers"])
     return (
         f"provisioned pollers, {minimum:,} to {context['worker_maximum_pollers']:,} (the minimum kept"
-        f" ready: {poller_hours_a_month(minimum):,} poller-hours a month at least, not in the cost below)"
+        f" ready: {poller_hours_a_month(minimum):,} poller-hours a month at least; the pollers the load"
+        " keeps are in the cost below)"
     )
 
 

@@ -1,8 +1,8 @@
 """What running Punctual costs beyond its requests and compute, in one place for the planner
 (``punctual/scale/plan.py``) and the simulator's report (``punctual/sim/report.py``): the logs a run
 and an invocation write, the traces X-Ray records, and the run history the table keeps for
-``run_retention_days`` (with point-in-time recovery). Provisioned pollers are counted in poller-hours,
-not priced: their price is not among the sources of ``params``."""
+``run_retention_days`` (with point-in-time recovery), and the event pollers provisioned mode keeps
+(billed by the poller-hour)."""
 
 from __future__ import annotations
 
@@ -22,18 +22,21 @@ class Usage:
     runs: float
     invocations: float
     run_bytes: float
+    poller_hours: float = 0.0  # provisioned mode's event pollers (0 in the default mode)
 
 
 def operating_usd(params: Parameters, usage: Usage, *, retention_days: int) -> dict[str, float]:
     """Dollars, by item, for ``usage``: logs (a line a run and Lambda's platform lines an
     invocation, ingested), traces (X-Ray's default sampling of every invocation), and the run
-    history stored for its retention (standard storage and continuous backups, by the GB-month)."""
+    history stored for its retention (standard storage and continuous backups, by the GB-month), and
+    provisioned mode's event pollers."""
     log_bytes = usage.runs * params.log_bytes_per_run + usage.invocations * params.log_bytes_per_invocation
     gb_months = usage.run_bytes / 1e9 * retention_days / DAYS_A_MONTH
     return {
         "logs": log_bytes / 1e9 * params.usd_per_gb_logs,
         "traces": usage.invocations * params.xray_sampled_share * params.usd_per_million_traces / 1e6,
         "run storage": gb_months * (params.usd_per_gb_month_ddb + params.usd_per_gb_month_pitr),
+        "pollers": usage.poller_hours * params.usd_per_poller_hour,
     }
 
 

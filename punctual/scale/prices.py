@@ -79,6 +79,16 @@ class Prices:
             "duration",
         ),
     )
+    usd_per_poller_hour: float = field(
+        default=0.00925,
+        metadata=_about(
+            "$",
+            "Lambda pricing, us-east-1, Provisioned Mode for SQS event source mappings (its pricing"
+            " example: $0.00925 per EPU-hour; its 10 minimum pollers use about 7,200 EPU-hours a month,"
+            " so an event poller is taken as one EPU)",
+            "an event poller of provisioned mode for an hour",
+        ),
+    )
     usd_per_million_api_requests: float = field(
         default=1.00,
         metadata=_about(

@@ -36,6 +36,7 @@ from punctual.testing.fakes.store import MemoryStore
 class TableStats:
     requests: dict[str, int] = field(default_factory=dict)  # "<function> <operation>" -> requests
     units: dict[str, list[float]] = field(default_factory=dict)  # the same -> [rcu, wcu] (once a request)
+    kb: dict[str, float] = field(default_factory=dict)  # the same -> KB its items carried (the SDK's work)
     rcu: float = 0.0
     wcu: float = 0.0
     throttled: dict[tuple[str, str], int] = field(default_factory=dict)  # (partition kind, operation)
@@ -229,6 +230,7 @@ class SimTables:
         units = stats.units.setdefault(key, [0.0, 0.0])
         units[0] += sum(unit.rcu for unit in request.units)
         units[1] += sum(unit.wcu for unit in request.units)
+        stats.kb[key] = stats.kb.get(key, 0.0) + request.bytes / 1024
         self._charge((params.cpu_per_request_ms + params.cpu_per_kb_ms * request.bytes / 1024) / 1000)
         attempts = params.ddb_max_attempts.get(self._function(), params.ddb_max_attempts["dispatcher"])
         for attempt in range(1, attempts + 1):

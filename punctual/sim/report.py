@@ -59,6 +59,10 @@ class Report:
     usd_per_million_jobs: float
     usd_breakdown: dict[str, float]
     cpu_ms: dict[str, float]
+    # By function, a job's share of what its requests carried: KB of items and messages (the SDK's
+    # serializing, CPU the planner counts) and requests (``punctual/scale/plan.py`` sizes by them).
+    kb_per_job: dict[str, float]
+    requests_per_job: dict[str, float]
     api: dict[str, int]
     api_seconds: dict[str, float]  # each API invocation's duration: p50, p99, max; span
     invocation_errors: dict[str, dict[str, int]]
@@ -148,6 +152,15 @@ def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs
     cpu = {
         name: round(stats.cpu_seconds * 1000 / max(1, jobs), 2) for name, stats in lambdas.functions.items()
     }
+    kb: dict[str, float] = {}
+    by_function: dict[str, int] = {}
+    for books, counts in ((tables.kb, tables.requests), (queue.kb, queue.requests)):
+        for books_key, value in books.items():  # "<function> <operation>"
+            function = books_key.split(" ", 1)[0]
+            kb[function] = kb.get(function, 0.0) + value
+        for counts_key, count in counts.items():
+            function = counts_key.split(" ", 1)[0]
+            by_function[function] = by_function.get(function, 0) + count
     return Report(
         scenario=scenario,
         groups=groups,
@@ -183,6 +196,10 @@ def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs
         usd_per_million_jobs=round(sum(per_million.values()), 2),
         usd_breakdown=per_million,
         cpu_ms=cpu,
+        kb_per_job={name: round(value / max(1, jobs), 2) for name, value in sorted(kb.items())},
+        requests_per_job={
+            name: round(count / max(1, jobs), 3) for name, count in sorted(by_function.items())
+        },
         api={name: count * groups for name, count in vars(simulation.api).items()},
         api_seconds={
             "p50": round(percentile(simulation.api_seconds, 0.5), 3),
@@ -240,4 +257,5 @@ def _usage(simulation: Simulation, invocations: int) -> Usage:
         runs=len(runs),
         invocations=invocations,
         run_bytes=sum(item_size(run_to_item(run, expires)) for run in runs),
+        poller_hours=simulation.esm.poller_seconds / 3600,
     )

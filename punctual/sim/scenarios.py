@@ -202,10 +202,11 @@ def run(scenario: Scenario, *, progress: Callable[[str], None] | None = None) ->
 MILLION = plan(1_000_000).deployment
 MILLION_SPIKE = plan(1_000_000, spike=True).deployment
 HUNDRED_THOUSAND = plan(100_000).deployment
+TEN_THOUSAND = plan(10_000).deployment
 
 SCENARIOS: dict[str, Scenario] = {
     "steady-1k": Scenario("steady 1,000 a minute", Load(1_000)),
-    "steady-10k": Scenario("steady 10,000 a minute", Load(10_000)),
+    "steady-10k": Scenario("steady 10,000 a minute", Load(10_000), TEN_THOUSAND),
     "steady-100k": Scenario("steady 100,000 a minute", Load(100_000), HUNDRED_THOUSAND),
     "steady-1m": Scenario("steady 1,000,000 a minute", Load(1_000_000), MILLION),
     "spike-1m": Scenario(

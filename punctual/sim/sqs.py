@@ -53,9 +53,11 @@ class QueueStats:
     peak_in_flight: int = 0
     peak_delayed: int = 0
     over_limit: int = 0
+    kb: dict[str, float] = field(default_factory=dict)  # "<function> <operation>" -> KB of messages
 
-    def count(self, operation: str, requests: int = 1) -> None:
+    def count(self, operation: str, requests: int = 1, kb: float = 0.0) -> None:
         self.requests[operation] = self.requests.get(operation, 0) + requests
+        self.kb[operation] = self.kb.get(operation, 0.0) + kb
 
 
 class SimQueue:
@@ -200,8 +202,8 @@ class SimQueue:
     # ------------------------------------------------------------------------------- inside
 
     def _request(self, operation: str, items: int) -> None:
-        self.stats.count(f"{self.function()} {operation}")
         # a work message is about half a KB
+        self.stats.count(f"{self.function()} {operation}", kb=items / 2)
         self.charge((self.params.cpu_per_request_ms + self.params.cpu_per_kb_ms * items / 2) / 1000)
         self.world.sleep(quantile(self.params.sqs_latency_ms, self.rng.random()) / 1000)
 
@@ -298,6 +300,11 @@ class EventSourceMapping:
         self.records = 0
         self.throttled = 0
         self.idle_polls = 0.0
+        self.provisioned = provisioned
+        # Provisioned mode's event pollers, by the second they were kept (each serves
+        # ``esm_invocations_per_poller`` concurrent invocations; a group's share of them): what the
+        # mode bills.
+        self.poller_seconds = 0.0
         self._grow()
         world.spawn(self._scaler, name="esm-scaler")
 
@@ -310,6 +317,8 @@ class EventSourceMapping:
         """Each second: while messages wait for a poller, add this second's share of the scaling."""
         while True:
             self.world.sleep(1.0)
+            if self.provisioned:
+                self.poller_seconds += self.concurrency / self.params.esm_invocations_per_poller
             if self.queue.visible_count() > 0 and self.busy >= self.pollers:
                 self.concurrency = min(self.ceiling, self.concurrency + self.step_per_second)
                 self._grow()

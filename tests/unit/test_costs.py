@@ -106,9 +106,10 @@ def test_a_runs_history_is_what_the_cost_counts() -> None:
 
 
 def test_logs_traces_and_history_grow_with_what_a_load_uses() -> None:
-    usage = Usage(runs=1e6, invocations=2e5, run_bytes=4e8)
+    usage = Usage(runs=1e6, invocations=2e5, run_bytes=4e8, poller_hours=10)
     base = operating_usd(DEFAULTS, usage, retention_days=30)
-    assert set(base) == {"logs", "traces", "run storage"} and all(usd > 0 for usd in base.values())
+    assert set(base) == {"logs", "traces", "run storage", "pollers"} and all(usd > 0 for usd in base.values())
+    assert base["pollers"] == 10 * 0.00925
     longer = operating_usd(DEFAULTS, usage, retention_days=90)
     assert longer["run storage"] == base["run storage"] * 3 and longer["logs"] == base["logs"]
     busier = operating_usd(DEFAULTS, Usage(runs=1e6, invocations=4e5, run_bytes=4e8), retention_days=30)
