@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import (
+    calibration,
     coldstart,
     common,
     cost,
@@ -44,6 +45,7 @@ ALL = (
     "precision",
     "precision_faults",
     "created_soon",
+    "calibration",
     "cost",
     "limits_burst",
     "worker_queue",
@@ -101,6 +103,12 @@ def _benchmarks(
         "created_soon": (
             lambda: created_soon.run(sizes=(50,) if quick else (200, 1000), repetitions=1 if quick else 3),
             created_soon.report,
+        ),
+        # One-offs due at their own millisecond over two minutes, at 60, 300 and 1,000 a minute, sent
+        # by the tick: every run's lateness and hold, for the simulator's calibration (~17 min).
+        "calibration": (
+            lambda: calibration.run(loads=(30,) if quick else calibration.LOADS),
+            calibration.report,
         ),
         # 1,000 one-offs due at once, half of them calling a webhook that answers after 6 s (~2 min a
         # run), and the heartbeat in simulated time (instant).

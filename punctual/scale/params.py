@@ -364,6 +364,16 @@ class Parameters(Prices):
         ),
     )
 
+    send_delay_ms: tuple[tuple[float, float], ...] = field(
+        default=((0.0, 0.1), (0.1, 0.26), (0.5, 0.33), (0.9, 0.42), (0.99, 1.7), (1.0, 5.6)),
+        metadata=_about(
+            "quantile, ms",
+            "a stated assumption: the local stack's, measured (bench/results/calibration.json, its"
+            " lightest load); on AWS a webhook in the same region adds its network's first hop",
+            "from a worker's wait ending at the second to the request's first bytes at the target",
+        ),
+    )
+
     # ------------------------------------------------------------------------------- EventBridge
     tick_delay_ms: tuple[tuple[float, float], ...] = field(
         default=((0.0, 100.0), (0.5, 500.0), (1.0, 2000.0)),

@@ -42,10 +42,13 @@ LOCAL_DEPLOYMENT = Deployment(
 )
 
 
-# A message visible to a local poller's handler: fitted to the hold the cost bench measures (a poll
-# waiting in moto wakes at any change to the queue, or after a second; a message whose delay ends
-# does not wake it; at the bench's load the queue changes every few milliseconds).
-LOCAL_POLL_MS = ((0.0, 2.0), (0.5, 5.0), (0.9, 15.0), (0.99, 50.0), (1.0, 300.0))
+# A message visible to a local poller's handler: the emulator's long poll wakes when the next message
+# becomes visible (punctual/local/emulator.py), so within a millisecond or so. Read off the
+# calibration bench's lightest load (its hold), checked at the two others (``distributions.py``).
+LOCAL_POLL_MS = ((0.0, 0.1), (0.5, 0.5), (0.9, 1.0), (0.99, 5.0), (1.0, 20.0))
+# From a worker's wait ending at the second to the request's first bytes at the receiver, as the
+# calibration bench's lightest load measured its lateness (p10 0.26, p50 0.33, p90 0.42, p99 1.7 ms).
+LOCAL_SEND_DELAY_MS = ((0.0, 0.1), (0.1, 0.26), (0.5, 0.33), (0.9, 0.42), (0.99, 1.7), (1.0, 5.6))
 
 
 # The emulator's figures, as bench/results/dispatch.json measures them single-threaded (a GetItem or
@@ -54,6 +57,7 @@ LOCAL = DEFAULTS.replace(
     ddb_latency_ms=((0.0, 3.0), (0.5, 6.0), (0.9, 10.0), (0.99, 25.0), (1.0, 60.0)),
     sqs_latency_ms=((0.0, 10.0), (0.5, 30.0), (0.9, 40.0), (0.99, 60.0), (1.0, 100.0)),
     esm_latency_ms=LOCAL_POLL_MS,
+    send_delay_ms=LOCAL_SEND_DELAY_MS,
     esm_initial_concurrency=LOCAL_WORKER_CONCURRENCY,
     esm_scale_per_minute=0,
     cold_start_ms={"dispatcher": 0.0, "worker": 0.0, "api": 0.0},
@@ -109,19 +113,9 @@ def _hold(statistic: str) -> Callable[[dict[str, Any]], float]:
     return lambda results: float(results["cost"]["scenarios"]["one_off_ahead"]["spread"][statistic]["median"])
 
 
+# The distributions of lateness and hold are compared apart (``distributions.py``); these compare the
+# cost bench's hold, a different measurement from the one the poll was read off.
 CHECKS = {
-    "lateness_p50_ms": Check(
-        "lateness at the call, p50",
-        lambda results: float(results["precision"]["recorded_lateness_ms"]["p50"]["median"]),
-        1.0,
-        "bench/results/precision.json, recorded_lateness_ms (the attempt's start minus its second)",
-    ),
-    "lateness_p99_ms": Check(
-        "lateness at the call, p99",
-        lambda results: float(results["precision"]["recorded_lateness_ms"]["p99"]["median"]),
-        5.0,
-        "the same, p99",
-    ),
     "hold_p50_ms": Check(
         "hold (due minus the message's arrival at a worker), p50",
         _hold("hold_ms_median"),
@@ -249,12 +243,19 @@ def compare(
 
 def calibrate() -> dict[str, Any]:
     """Every check, simulated and measured side by side (what bench/scale.py records)."""
+    from punctual.sim import distributions
+
     results = measured()
     simulated, requests = simulate(), simulate_requests()
     return {
         "runs": simulated["runs"],
         "jobs": requests["jobs"],
         "checks": compare(simulated, results) + compare(requests, results, REQUEST_CHECKS),
+        "distributions": {
+            "tolerance": distributions.KS_TOLERANCE,
+            "seeds": list(distributions.SEEDS),
+            "rows": distributions.compare(distributions.measured()),
+        },
     }
 
 

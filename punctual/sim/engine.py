@@ -78,11 +78,19 @@ class SimTargets:
     """Implements ``punctual_functions.core.ports.Targets``: every call recorded at its virtual moment; the
     receiver answers after ``latency_seconds``."""
 
-    def __init__(self, world: World, lambdas: Lambdas, params: Parameters, latency_seconds: float) -> None:
+    def __init__(
+        self,
+        world: World,
+        lambdas: Lambdas,
+        params: Parameters,
+        latency_seconds: float,
+        rng: random.Random | None = None,
+    ) -> None:
         self.world = world
         self.lambdas = lambdas
         self.params = params
         self.latency_seconds = latency_seconds
+        self.rng = rng or random.Random(0)
         self.calls: list[Call] = []
         self.arrivals: dict[str, float] = {}  # run id -> when its message first reached a worker
 
@@ -101,6 +109,8 @@ class SimTargets:
         self.lambdas.charge(self.params.cpu_per_request_ms / 1000)  # composing the request
         if wait is not None:
             wait()
+        # The thread's wake-up and the held bytes' way to the target: what the receiver stamps.
+        self.world.sleep(quantile(self.params.send_delay_ms, self.rng.random()) / 1000)
         self.calls.append(
             Call(
                 delivery.job_id,
@@ -194,7 +204,9 @@ class Simulation:
             charge=self.lambdas.charge,
             function=self.lambdas.function,
         )
-        self.targets = SimTargets(self.world, self.lambdas, self.params, target_latency_seconds)
+        self.targets = SimTargets(
+            self.world, self.lambdas, self.params, target_latency_seconds, random.Random(f"targets {seed}")
+        )
         tables: Any = self.tables
         never = self._no_crash
         self.sweeper = self._dispatcher()

@@ -209,6 +209,9 @@ SCENARIOS: dict[str, Scenario] = {
     "steady-10k": Scenario("steady 10,000 a minute", Load(10_000), TEN_THOUSAND),
     "steady-100k": Scenario("steady 100,000 a minute", Load(100_000), HUNDRED_THOUSAND),
     "steady-1m": Scenario("steady 1,000,000 a minute", Load(1_000_000), MILLION),
+    "steady-1m-30min": Scenario(
+        "steady 1,000,000 a minute for 30 minutes", Load(1_000_000, minutes=30), MILLION
+    ),
     "spike-1m": Scenario(
         "1,000,000 due in one minute after an idle hour",
         Load(1_000_000, minutes=1, cron_fraction=0.0, warmup_minutes=0, lead_seconds=(130.0, 3500.0)),

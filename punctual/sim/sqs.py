@@ -100,7 +100,10 @@ class SimQueue:
     # ------------------------------------------------------------------------- the Queue port
 
     def send(self, messages: list[tuple[WorkMessage, int]]) -> None:
-        self._request("SendMessageBatch", len(messages))
+        # SQS takes the messages, and starts counting their delays, before its answer is back: half
+        # the request's latency on the way there, half on the way back.
+        latency = self._request("SendMessageBatch", len(messages), wait=False)
+        self.world.sleep(latency / 2)
         now = self.world.now
         for message, delay in messages:
             if not 0 <= delay <= self.params.sqs_max_delay_seconds or delay != int(delay):
@@ -109,6 +112,7 @@ class SimQueue:
             self.messages[stored.number] = stored
             self.stats.sent += 1
             self._hide(stored)
+        self.world.sleep(latency / 2)
 
     def change_visibility(self, receipt_handle: str, seconds: int) -> None:
         self._request("ChangeMessageVisibility", 1)
@@ -201,11 +205,15 @@ class SimQueue:
 
     # ------------------------------------------------------------------------------- inside
 
-    def _request(self, operation: str, items: int) -> None:
+    def _request(self, operation: str, items: int, *, wait: bool = True) -> float:
+        """Count and charge a request; its round trip (seconds), waited unless ``wait`` is false."""
         # a work message is about half a KB
         self.stats.count(f"{self.function()} {operation}", kb=items / 2)
         self.charge((self.params.cpu_per_request_ms + self.params.cpu_per_kb_ms * items / 2) / 1000)
-        self.world.sleep(quantile(self.params.sqs_latency_ms, self.rng.random()) / 1000)
+        latency = quantile(self.params.sqs_latency_ms, self.rng.random()) / 1000
+        if wait:
+            self.world.sleep(latency)
+        return latency
 
     def _delete(self, handle: str) -> None:
         message = self._by_receipt.pop(handle, None)
@@ -314,12 +322,17 @@ class EventSourceMapping:
             self.world.spawn(self._poll, name=f"esm-poller-{self.pollers}")
 
     def _scaler(self) -> None:
-        """Each second: while messages wait for a poller, add this second's share of the scaling."""
+        """Each second: while more messages wait than the free pollers take in a receive each, add
+        this second's share of the scaling. (It asked that every poller be busy at that instant: with
+        tens of pollers, one of them was nearly always between two batches, and a whole deployment's
+        event source stalled at 40 invocations with 20,000 messages waiting, where a group's few
+        pollers, nearly always all busy, scaled.)"""
         while True:
             self.world.sleep(1.0)
             if self.provisioned:
                 self.poller_seconds += self.concurrency / self.params.esm_invocations_per_poller
-            if self.queue.visible_count() > 0 and self.busy >= self.pollers:
+            free = max(0, self.pollers - self.busy)
+            if self.queue.visible_count() > free * self.batch_size:
                 self.concurrency = min(self.ceiling, self.concurrency + self.step_per_second)
                 self._grow()
 

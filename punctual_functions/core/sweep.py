@@ -36,8 +36,8 @@ SHARD_HOLD = timedelta(seconds=20)
 # A fanned-out tick starts its sweeps spread over this much of the minute, group by group, instead of
 # all at once: each sweep reads its buckets within its first seconds, and at a million a minute the
 # 96 sweeps' reads at the same moment held the table at its read maximum while the workers' reads
-# were refused with them (docs/scale.md). The look-ahead leaves the time: the sweeps' work is timed
-# to end within 45 s of their start (punctual/scale/plan.py).
+# were refused with them (docs/scale.md). The look-ahead leaves the time: the planner sizes the sweeps'
+# work to end within the tick after their staggered start (punctual/scale/plan.py, ``sweep_seconds``).
 FANOUT_SPREAD = timedelta(seconds=10)
 
 

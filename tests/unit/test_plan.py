@@ -131,3 +131,14 @@ def test_a_provisioned_table_is_simulated_up_to_its_maxima_and_priced_by_the_uni
     provisioned = dynamodb_usd(DEFAULTS, 5e6, 1e6, provisioned=True)
     assert on_demand == 5 * 0.625 + 0.125
     assert provisioned == (5e6 * 0.00065 + 1e6 * 0.00013) / 0.7 / 3600
+
+
+def test_the_cli_page_shows_what_the_command_prints() -> None:
+    """docs/cli.md's example of ``punctual plan`` is the command's output, line for line."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    command = "$ punctual plan --jobs-per-minute 1000000\n"
+    shown = page[page.index(command) + len(command) :].split("```", 1)[0]
+    out = CliRunner().invoke(main, ["plan", "--jobs-per-minute", "1000000"])
+    assert out.exit_code == 0 and out.output == shown
