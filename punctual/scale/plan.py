@@ -120,13 +120,10 @@ def plan(
     per_second = jobs_per_minute / 60
     dispatch_cpu_ms = dispatch_cpu(params, crons)
     dispatcher_vcpu = min(1.0, DISPATCHER_MEMORY_MB / params.lambda_full_vcpu_mb)
-    sweeps = max(
-        1, math.ceil(jobs_per_minute * dispatch_cpu_ms / 1000 / (sweep_seconds(1) * dispatcher_vcpu))
-    )
+    cpu_seconds = jobs_per_minute * dispatch_cpu_ms / 1000 / dispatcher_vcpu  # a minute's dispatches
+    sweeps = max(1, math.ceil(cpu_seconds / sweep_seconds(1)))
     if sweeps > 1:  # fanned out: each sweep starts up to FANOUT_SPREAD late
-        sweeps = max(
-            1, math.ceil(jobs_per_minute * dispatch_cpu_ms / 1000 / (sweep_seconds(2) * dispatcher_vcpu))
-        )
+        sweeps = math.ceil(cpu_seconds / sweep_seconds(sweeps))
     shards = max(DEFAULT_SHARDS, 2 * sweeps)
     shards = math.ceil(shards / sweeps) * sweeps  # each sweep its own whole shards
     # The pollers a target answering in SLOW_TARGET_SECONDS keeps busy POLLER_UTILIZATION of the
