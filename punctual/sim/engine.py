@@ -75,8 +75,9 @@ class Call:
 
 
 class SimTargets:
-    """Implements ``punctual_functions.core.ports.Targets``: every call recorded at its virtual moment; the
-    receiver answers after ``latency_seconds``."""
+    """Implements ``punctual_functions.core.ports.Targets``: every call recorded at the virtual moment its
+    first bytes reach the target (``send_delay_ms`` after the worker's wait ends); the receiver answers
+    after ``latency_seconds``."""
 
     def __init__(
         self,
