@@ -158,19 +158,26 @@ def test_the_event_source_invokes_the_worker_with_batches_and_deletes_what_succe
     assert lambdas.stats("worker").cold_starts == 1
 
 
-def test_the_event_source_scales_by_its_published_step_while_messages_wait() -> None:
+def backlogged(batch_seconds: float, messages: int) -> EventSourceMapping:
+    """An event source whose every batch takes ``batch_seconds``, ``messages`` visible at once,
+    after two minutes."""
     world = World(EPOCH)
     queue = queue_in(world, in_flight_limit=1_000_000)
     lambdas = Lambdas(world, DEFAULTS, 10_000)
 
-    def slow(batch: list[Message]) -> list[str]:
-        world.sleep(30)
+    def handle(batch: list[Message]) -> list[str]:
+        world.sleep(batch_seconds)
         return [message.receipt or "" for message in batch]
 
-    mapping = mapping_of(queue, lambdas, slow, maximum_concurrency=10_000)
+    mapping = mapping_of(queue, lambdas, handle, maximum_concurrency=10_000)
     assert mapping.pollers == DEFAULTS.esm_initial_concurrency
-    world.spawn(lambda: queue.send([(WorkMessage("j", str(n)), 0) for n in range(100_000)]))
+    world.spawn(lambda: queue.send([(WorkMessage("j", str(n)), 0) for n in range(messages)]))
     world.run(until=120)
+    return mapping
+
+
+def test_the_event_source_scales_by_its_published_step_while_messages_wait() -> None:
+    mapping = backlogged(30, 100_000)
     # 300 a minute: two minutes of backlog add about 600 to the 5 it started with
     assert 580 <= mapping.pollers <= 610
     assert mapping.peak_busy >= mapping.pollers - 10  # the newest are on their way to a batch
@@ -181,17 +188,7 @@ def test_the_event_source_scales_while_messages_wait_though_its_pollers_turn_ove
     asked that every poller be busy at its check, so a whole deployment's event source (tens of
     pollers) stalled with a backlog where a group's few pollers scaled (the unsplit 100,000 a minute
     ran 15 s late at p50); it scales while more messages wait than its free pollers take."""
-    world = World(EPOCH)
-    queue = queue_in(world, in_flight_limit=1_000_000)
-    lambdas = Lambdas(world, DEFAULTS, 10_000)
-
-    def quick(batch: list[Message]) -> list[str]:
-        world.sleep(0.3)
-        return [message.receipt or "" for message in batch]
-
-    mapping = mapping_of(queue, lambdas, quick, maximum_concurrency=10_000)
-    world.spawn(lambda: queue.send([(WorkMessage("j", str(n)), 0) for n in range(1_000_000)]))
-    world.run(until=120)
+    mapping = backlogged(0.3, 1_000_000)
     assert mapping.pollers >= 580, mapping.pollers
 
 
