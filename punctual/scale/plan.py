@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from punctual.scale.costs import Usage, dynamodb_usd, operating_usd
+from punctual.scale.costs import MINUTES_A_MONTH, Usage, dynamodb_usd, operating_usd
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS, Parameters
 from punctual_functions.core.resources import DISPATCHER_MEMORY_MB, WORKER_MEMORY_MB
@@ -108,7 +108,7 @@ class Plan:
 
     @property
     def usd_per_month(self) -> float:
-        return sum(self.usd_per_million.values()) * self.jobs_per_minute * 60 * 24 * 30 / 1e6
+        return sum(self.usd_per_million.values()) * self.jobs_per_minute * MINUTES_A_MONTH / 1e6
 
 
 def plan(
@@ -210,7 +210,10 @@ def plan(
     # Provisioned mode bills its event pollers by the hour: those the load's concurrency keeps.
     pollers = workers / params.esm_invocations_per_poller if provisioned else 0.0
     poller_hours = pollers * 1e6 / (per_second * 3600)  # a million jobs' share
-    costed = (params, crons, dispatch_cpu_ms, worker_seconds, batch, poller_hours)
+    # Lambda's logs are priced by the month's volume: a steady load's month of them (a spike's at the
+    # first tier's price).
+    runs_a_month = 0.0 if spike else jobs_per_minute * MINUTES_A_MONTH
+    costed = (params, crons, dispatch_cpu_ms, worker_seconds, batch, poller_hours, runs_a_month)
     return Plan(
         jobs_per_minute=jobs_per_minute,
         crons=crons,
@@ -279,6 +282,7 @@ def _cost(
     worker_seconds: float,
     batch: float,
     poller_hours: float,
+    runs_a_month: float,
     *,
     provisioned_table: bool = False,
 ) -> dict[str, float]:
@@ -298,6 +302,7 @@ def _cost(
             poller_hours=poller_hours,
         ),
         retention_days=RUN_RETENTION_DAYS,
+        runs_a_month=runs_a_month,
     )
     dynamodb = dynamodb_usd(
         params, WRITE_UNITS_PER_JOB * 1e6, READ_UNITS_PER_JOB * 1e6, provisioned=provisioned_table

@@ -3,6 +3,7 @@ run or an invocation leaves behind to be charged for. ``Parameters`` (``params.p
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -98,12 +99,16 @@ class Prices:
         ),
     )
 
-    usd_per_gb_logs: float = field(
-        default=0.50,
+    lambda_log_tiers: tuple[tuple[float, float], ...] = field(
+        default=((10.0, 0.50), (30.0, 0.25), (50.0, 0.10), (math.inf, 0.05)),
         metadata=_about(
-            "$",
-            "CloudWatch pricing, logs, us-east-1",
-            "a GB of logs ingested",
+            "TB a month: $ a GB",
+            "AWS What's New, 1 May 2025, 'AWS Lambda introduces tiered pricing for Amazon CloudWatch"
+            " logs'; CloudWatch pricing, vended logs, Lambda, Standard class, us-east-1: the first 10 TB"
+            " a month $0.50 a GB, the next 20 TB $0.25, the next 20 TB $0.10, beyond 50 TB $0.05 (60 TB"
+            " a month: $12,500 instead of $30,000)",
+            "Lambda's logs ingested, priced by the month's volume of the account's Lambda logs: the"
+            " tiers' upper bounds and their price",
         ),
     )
     log_bytes_per_run: int = field(

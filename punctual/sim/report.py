@@ -95,9 +95,13 @@ def _not_run_by_policy(simulation: Simulation, occurrence: Expected) -> bool:
     return False
 
 
-def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs: int) -> Report:
+def report(
+    simulation: Simulation, scenario: str, expected: list[Expected], jobs: int, *, runs_a_month: float = 0.0
+) -> Report:
     """Read a finished simulation. ``expected``: the occurrences that must have started;
-    ``jobs``: how many executions the cost is shared by (the group's)."""
+    ``jobs``: how many executions the cost is shared by (the group's); ``runs_a_month``: the whole
+    load's in a month if it went on (Lambda's logs are priced by the month's volume; 0: the first
+    tier's price)."""
     groups = simulation.groups  # 1 when the whole deployment was simulated (unsplit)
     calls: dict[tuple[str, str, int], list[float]] = {}
     for call in simulation.targets.calls:
@@ -141,6 +145,7 @@ def report(simulation: Simulation, scenario: str, expected: list[Expected], jobs
             params,
             _usage(simulation, lambda_requests),
             retention_days=simulation.deployment.settings().run_retention_days,
+            runs_a_month=runs_a_month,
         ),
     }
     per_million = {name: round(value / max(1, jobs) * 1e6, 3) for name, value in usd.items()}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from punctual.scale.costs import MINUTES_A_MONTH
 from punctual.scale.deployment import Deployment
 from punctual.scale.params import DEFAULTS, Parameters
 from punctual.scale.plan import plan
@@ -188,7 +189,10 @@ def run(scenario: Scenario, *, progress: Callable[[str], None] | None = None) ->
         simulation.run(simulation.world.now + 600)  # until the bulk action's client is done
     expected = expected_in(simulation, start, end)
     executions = len(simulation.targets.calls)
-    result = report(simulation, scenario.name, expected, executions)
+    # A steady load's month of logs is priced at its tiers; a load out of the blue at the first's.
+    steady = scenario.load.warmup_minutes > 0
+    runs_a_month = scenario.load.jobs_per_minute * MINUTES_A_MONTH if steady else 0.0
+    result = report(simulation, scenario.name, expected, executions, runs_a_month=runs_a_month)
     result.wall_seconds = round(time.perf_counter() - began, 1)
     result.bulk = bulk_summary(simulation)
     if simulation.api.failed:

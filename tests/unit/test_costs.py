@@ -9,7 +9,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
-from punctual.scale.costs import Usage, operating_usd, poller_hours_a_month
+from punctual.scale.costs import MINUTES_A_MONTH, Usage, operating_usd, poller_hours_a_month, usd_per_log_gb
 from punctual.scale.params import DEFAULTS
 from punctual.scale.plan import plan
 from punctual.scale.sizes import item_size
@@ -120,3 +120,21 @@ def test_logs_traces_and_history_grow_with_what_a_load_uses() -> None:
 def test_the_plan_prices_logs_traces_and_run_history() -> None:
     usd = plan(1_000_000).usd_per_million
     assert usd["logs"] > 0 and usd["traces"] > 0 and usd["run storage"] > 0
+
+
+def test_lambdas_logs_are_priced_by_the_months_volume() -> None:
+    """CloudWatch's tiers for Lambda's logs: 60 TB a month cost $12,500, not 60,000 GB at $0.50."""
+    assert usd_per_log_gb(DEFAULTS, 0) == usd_per_log_gb(DEFAULTS, 5_000) == 0.50
+    assert round(usd_per_log_gb(DEFAULTS, 60_000) * 60_000) == 12_500
+    assert round(usd_per_log_gb(DEFAULTS, 30_000) * 30_000) == 10_000
+    usage = Usage(runs=1e6, invocations=2e5, run_bytes=4e8)
+    light = operating_usd(DEFAULTS, usage, retention_days=30, runs_a_month=1e8)
+    dense = operating_usd(DEFAULTS, usage, retention_days=30, runs_a_month=1e6 * MINUTES_A_MONTH)
+    assert light["logs"] == operating_usd(DEFAULTS, usage, retention_days=30)["logs"]
+    assert dense["logs"] < 0.7 * light["logs"] and dense["traces"] == light["traces"]
+
+
+def test_a_steady_million_pays_the_lower_tiers_and_a_spike_the_first() -> None:
+    steady, spike = plan(1_000_000).usd_per_million, plan(1_000_000, spike=True).usd_per_million
+    assert steady["logs"] < 0.7 * spike["logs"]
+    assert plan(1_000).usd_per_million["logs"] >= 0.5 * 1e6 * DEFAULTS.log_bytes_per_run / 1e9
