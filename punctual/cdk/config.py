@@ -16,6 +16,7 @@ from typing import Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from punctual_functions.core.rights import DeliveryRights, RightsError
 from punctual_functions.core.settings import Settings
 
 # The worker's event source: at most this many invocations at once (its MaximumConcurrency). The local
@@ -69,6 +70,14 @@ class SchedulerProps(BaseModel):
     run_trace_percent: int = 5
     http_allow_list: tuple[str, ...] = ()
     allowed_target_arns: tuple[str, ...] = ()
+    # Inside that fence, who may deliver where (docs/security.md): "owner", a job only where its
+    # owner has a delivery right (the rights below, and those allow_target gives); "deployment", any
+    # owner anywhere on the allow-list (a deployment that serves one team).
+    delivery_rights_mode: Literal["owner", "deployment"] = "owner"
+    # Rights as core/rights.py reads them: [{"owners": [...], "targets": [...], "hosts": [...]}].
+    delivery_rights: tuple[dict[str, Any], ...] = ()
+    # Webhooks need a right naming their host too (otherwise any host the SSRF guard lets through).
+    webhook_hosts_per_owner: bool = False
     # Customer-managed KMS keys of encrypted targets (SNS topics, SQS queues): publishing to them
     # encrypts with the key as the worker, which may use only the keys named here.
     target_kms_key_arns: tuple[str, ...] = ()
@@ -178,6 +187,21 @@ class SchedulerProps(BaseModel):
             if "[" in pattern or "]" in pattern:
                 raise ValueError(f"allowed_target_arns: {pattern!r}: IAM patterns know only '*' and '?'")
         return patterns
+
+    @field_validator("delivery_rights", mode="before")
+    @classmethod
+    def _read_rights(cls, value: Any) -> Any:
+        # From the command line a JSON list; each right as the functions read it, or the reason.
+        if isinstance(value, str):
+            try:
+                value = json.loads(value) if value.strip() else []
+            except json.JSONDecodeError as error:
+                raise ValueError(f"delivery_rights: not a JSON list: {error.msg}") from error
+        try:
+            DeliveryRights.from_value(list(value) if isinstance(value, tuple) else value)
+        except RightsError as error:
+            raise ValueError(f"{error.field}: {error.reason}") from error
+        return tuple(value)
 
     @field_validator("target_kms_key_arns")
     @classmethod
@@ -309,6 +333,7 @@ class SchedulerProps(BaseModel):
             sweep_invocations=self.sweep_invocations,
             dispatch_concurrency=self.dispatch_concurrency,
             head_start_ms=self.head_start_ms,
+            delivery_rights_mode=self.delivery_rights_mode,
         )
 
 

@@ -4,8 +4,10 @@ dashboard) as one construct, composed of one construct per capability, and what 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from aws_cdk import Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
@@ -20,6 +22,7 @@ from punctual.cdk.functions import ARCHITECTURE, RUNTIME, RUNTIME_REASON, Functi
 from punctual.cdk.job_provider import JobProvider
 from punctual.cdk.monitoring import Monitoring
 from punctual.cdk.queues import WorkQueues, work_queue_visibility
+from punctual.cdk.rights import DeliveryRightsItem
 from punctual.cdk.scheduling import Scheduling
 from punctual.cdk.storage import Storage
 
@@ -63,6 +66,8 @@ class Scheduler(Construct):
             queues=self.queues,
             assets=assets,
         )
+        # Who may deliver where: the setting's rights and those allow_target gives.
+        self.delivery_rights = DeliveryRightsItem(self, "DeliveryRights", config=config, table=storage.table)
         Scheduling(
             self,
             "Scheduling",
@@ -163,15 +168,41 @@ class Scheduler(Construct):
             )
         return grant
 
-    def allow_target(self, target: Any) -> None:
+    def allow_target(self, target: Any, *, owners: Sequence[str | iam.IRole] | None = None) -> None:
         """Let jobs deliver to ``target``, a Lambda function, an SQS queue, an SNS topic or an
         EventBridge bus of this app: it joins the allow-list the API checks a job's target against,
-        and the worker may do exactly what delivery needs (invoke, send, publish, put events) on it,
-        and use its KMS key if it has one (encrypt a message for a queue or a topic)."""
+        the worker may do exactly what delivery needs (invoke, send, publish, put events) on it, and
+        use its KMS key if it has one (encrypt a message for a queue or a topic).
+
+        ``owners`` may deliver to it (docs/security.md): owners as the API names them (a role's ARN,
+        an API key's id, ``*`` for every owner) or roles (every session of the role, or each of them
+        with owner_mode=session). By default the owner of this app's ``Job``s (``jobs_owner``), if it
+        has any; nobody else."""
         service, arn, key = _target_of(target)
         self.functions.allow_target(service, arn)
         if key is not None:
             self.functions.allow_worker_target_keys(key.key_arn)
+        if owners is None:
+            self.delivery_rights.give(self._own_jobs_owner, arn)
+        else:
+            named = [self._owner_name(owner) for owner in owners]
+            self.delivery_rights.give(lambda: named, arn)
+
+    def _own_jobs_owner(self) -> list[str]:
+        """The owner the API sees for this app's Jobs (none before the first Job)."""
+        if self._job_provider is None:
+            return []
+        return [self._owner_name(self._job_provider.jobs_owner)]
+
+    def _owner_name(self, owner: str | iam.IRole) -> str:
+        """An owner as the API names it: a string as it is; a role's ARN without its path (what
+        ``owner_of_arn`` makes of its sessions), or each of its sessions with owner_mode=session."""
+        if isinstance(owner, str):
+            return owner
+        stack = Stack.of(self)
+        if self.props.owner_mode == "session":
+            return f"arn:{stack.partition}:sts::{stack.account}:assumed-role/{owner.role_name}/*"
+        return f"arn:{stack.partition}:iam::{stack.account}:role/{owner.role_name}"
 
 
 def _target_of(target: Any) -> tuple[str, str, Any]:

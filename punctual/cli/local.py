@@ -26,15 +26,25 @@ def _require_free_port(port: int) -> None:
             sys.exit(EXIT_USAGE)
 
 
-def _provision_or_exit(provision: Callable[[Any], Any], settings: Any) -> Any:
+def _provision_or_exit(provision: Callable[..., Any], settings: Any) -> Any:
     """Create the table and queues in the emulator, or say in one line why it cannot be reached."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        return provision(settings)
+        return provision(settings, rights=_rights())
     except (BotoCoreError, ClientError) as error:
         click.echo(f"error: cannot use the AWS endpoint {settings.aws_endpoint_url}: {error}", err=True)
         sys.exit(EXIT_UNAVAILABLE)
+
+
+def _rights() -> Any:
+    """The delivery rights ``PUNCTUAL_DELIVERY_RIGHTS`` gives, or a usage error naming what is wrong."""
+    from punctual.local.env import parse_rights
+
+    try:
+        return parse_rights(os.environ.get("PUNCTUAL_DELIVERY_RIGHTS"))
+    except ValueError as error:
+        raise click.UsageError(str(error)) from error
 
 
 def _interrupt(_signum: int, _frame: object) -> None:
@@ -117,6 +127,7 @@ def local(
         tokens = parse_tokens(os.environ.get("PUNCTUAL_TOKENS"))
     except ValueError as error:
         raise click.UsageError(str(error)) from error
+    rights = _rights()
     _require_free_port(port)
     if aws_endpoint is not None:
         from punctual.local.env import local_settings
@@ -132,6 +143,7 @@ def local(
         aws_endpoint=aws_endpoint,
         tick_seconds=tick_seconds,
         settings_overrides=overrides,
+        rights=rights,
     )
     try:
         settings = stack.start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from punctual_functions.core.rights import DeliveryRights, RightsError
 from punctual_functions.core.settings import Settings
 
 DEFAULT_TOKEN = "local-dev-token"
@@ -29,6 +30,18 @@ def parse_tokens(raw: str | None) -> dict[str, str]:
             raise ValueError(f"PUNCTUAL_TOKENS entry {pair!r} is not token=owner")
         tokens[token] = owner
     return tokens
+
+
+def parse_rights(raw: str | None) -> DeliveryRights:
+    """``PUNCTUAL_DELIVERY_RIGHTS``: the local stack's delivery rights as JSON (docs/security.md),
+    ``[{"owners": ["alice"], "targets": ["arn:aws:sqs:*:*:alice-*"]}]``; unset: every owner may
+    deliver to every target (one developer's tokens)."""
+    if not raw:
+        return DeliveryRights.for_every_owner()
+    try:
+        return DeliveryRights.from_json(raw, "PUNCTUAL_DELIVERY_RIGHTS")
+    except RightsError as error:
+        raise ValueError(str(error)) from error
 
 
 def local_settings(

@@ -1,5 +1,6 @@
 """Creates the table and queues in an emulator from the same definitions the CDK stack uses, and
-writes the deployment's allow-list of targets into the table, as the CDK stack's custom resource does."""
+writes the deployment's allow-list of targets and its delivery rights into the table, as the CDK
+stack's custom resources do."""
 
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ from punctual_functions.core.resources import (
     table_definition,
     work_queue_attributes,
 )
+from punctual_functions.core.rights import DeliveryRights
 from punctual_functions.core.settings import Settings
 
 
-def provision(settings: Settings, prefix: str = "punctual") -> Settings:
-    """Idempotent: existing resources are kept (and their state with them)."""
+def provision(settings: Settings, prefix: str = "punctual", rights: DeliveryRights | None = None) -> Settings:
+    """Idempotent: existing resources are kept (and their state with them). ``rights``: who may
+    deliver where (by default every owner to every target the allow-list lets through: the local
+    stack's callers are one developer's tokens)."""
     dynamodb: Any = aws.client("dynamodb", settings)
     sqs: Any = aws.client("sqs", settings)
     existing = dynamodb.list_tables().get("TableNames", [])
@@ -35,5 +39,7 @@ def provision(settings: Settings, prefix: str = "punctual") -> Settings:
         "QueueArn"
     ]
     work_url = sqs.create_queue(QueueName=work_name, Attributes=work_queue_attributes(dlq_arn))["QueueUrl"]
-    build_store(settings).put_allowed_targets(settings.allowed_target_arns)
+    store = build_store(settings)
+    store.put_allowed_targets(settings.allowed_target_arns)
+    store.put_delivery_rights(rights if rights is not None else DeliveryRights.for_every_owner())
     return settings.replace(queue_url=work_url, dlq_url=dlq_url)

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from punctual.cdk.config import WORKER_MAX_CONCURRENCY
-from punctual.local.env import LOCAL_CREDENTIALS, local_settings
+from punctual.local.env import LOCAL_CREDENTIALS, local_settings, parse_rights
 from punctual.local.provision import provision
 from punctual.local.role import WORKER_POLLERS
+from punctual_functions.core.rights import DeliveryRights
 from punctual_functions.core.settings import Settings
 
 # Below the workers, above the dispatcher role (punctual/local/role.py, DISPATCHER_NICENESS).
@@ -74,6 +75,7 @@ class LocalStack:
     state_dir: str = ".punctual"
     roles: list[Role] = field(default_factory=list)
     settings: Settings | None = None
+    rights: DeliveryRights | None = None
     _stopping: bool = False
 
     def environment(self) -> dict[str, str]:
@@ -113,7 +115,11 @@ class LocalStack:
             endpoint = self.aws_endpoint
         for key, value in LOCAL_CREDENTIALS.items():
             os.environ.setdefault(key, value)
-        self.settings = provision(local_settings(endpoint, overrides=self.settings_overrides))
+        if self.rights is None:
+            self.rights = parse_rights(os.environ.get("PUNCTUAL_DELIVERY_RIGHTS"))
+        self.settings = provision(
+            local_settings(endpoint, overrides=self.settings_overrides), rights=self.rights
+        )
         role = [python, "-m", "punctual.local.role"]
         self.roles.append(Role("api", [*role, "api", "--port", str(self.port)]))
         self.roles.append(Role("dispatcher", [*role, "dispatcher", "--tick-seconds", str(self.tick_seconds)]))
@@ -197,7 +203,7 @@ class LocalStack:
                     port = int(role.argv[-1])
                     wait_for_port(port)
                     assert self.settings is not None
-                    provision(self.settings)
+                    provision(self.settings, rights=self.rights)
 
     def supervise(self) -> None:
         while not self._stopping:

@@ -43,7 +43,7 @@ def patch_job(deps: Deps, owner: str, job_id: str, request: PatchJobIn) -> JobVi
     if "target" in given:
         if request.target is None:
             raise InvalidInput("a job needs a target", "target")
-        changes["target"] = checked_target(deps, request.target.spec())
+        changes["target"] = checked_target(deps, request.target.spec(), job.owner)
     if "payload" in given:
         changes["payload"] = request.payload
     if "retry" in given and request.retry is not None:
@@ -81,9 +81,9 @@ def patch_job(deps: Deps, owner: str, job_id: str, request: PatchJobIn) -> JobVi
     if "max_runs" in given:
         changes["max_runs"] = request.max_runs
     if "alerts" in given:
-        changes["alerts"] = checked_alerts(deps, request.alerts)
+        changes["alerts"] = checked_alerts(deps, request.alerts, job.owner)
     if "dead_letter" in given:
-        changes["dead_letter"] = checked_dead_letter(deps, request.dead_letter)
+        changes["dead_letter"] = checked_dead_letter(deps, request.dead_letter, job.owner)
     if "on_complete" in given and request.on_complete is not None:
         changes["on_complete"] = request.on_complete
     if "delete_after_days" in given and request.delete_after_days is not None:

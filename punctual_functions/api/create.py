@@ -114,11 +114,11 @@ def _create(
         elif earlier is not None:
             return earlier, None
     schedule = schedule_of(request.schedule, now, deps.settings)
-    target = checked_target(deps, request.target.spec())
+    target = checked_target(deps, request.target.spec(), owner)
     checked_templates(target, request.payload)
     check_jitter(schedule, request.jitter_seconds)
     check_max_runs(schedule, request.max_runs)
-    alerts = checked_alerts(deps, request.alerts)
+    alerts = checked_alerts(deps, request.alerts, owner)
     calendar = calendar_of(deps, owner, request.schedule, schedule)
     first = first_fire_time(timing_of(schedule, calendar, request.schedule.on_excluded), now)
     if job_id is None:
@@ -142,7 +142,7 @@ def _create(
         max_runs=request.max_runs,
         max_concurrent=request.max_concurrent,
         alerts=alerts,
-        dead_letter=checked_dead_letter(deps, request.dead_letter),
+        dead_letter=checked_dead_letter(deps, request.dead_letter, owner),
         on_complete=request.on_complete,
         delete_after_days=request.delete_after_days,
         tags=request.tags,

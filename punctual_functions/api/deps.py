@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from punctual_functions.core.allow_list import AllowedTargets
 from punctual_functions.core.clock import SYSTEM_CLOCK, Clock
+from punctual_functions.core.rights import RightsReader
 
 if TYPE_CHECKING:
     from punctual_functions.core.dispatching import Dispatcher
@@ -37,3 +38,8 @@ class Deps:
     def allowed_targets(self) -> AllowedTargets:
         """The AWS resources jobs may target: the settings' patterns and the deployment's item."""
         return AllowedTargets(self.settings.allowed_target_arns, self.store.allowed_targets, self.clock)
+
+    @cached_property
+    def rights(self) -> RightsReader:
+        """Which owners may deliver where: the deployment's rights item, as last read."""
+        return RightsReader(self.store.delivery_rights, self.clock)

@@ -44,6 +44,12 @@ class Unauthorized(ApiError):
     code = "unauthorized"
 
 
+class Forbidden(ApiError):
+    """The caller may not do this (its owner has no right to it); nothing was written."""
+
+    code = "forbidden"
+
+
 class NotFound(ApiError):
     code = "not_found"
 
@@ -78,6 +84,7 @@ class Throttled(ApiError):
 HTTP_STATUS: dict[type[ApiError], int] = {
     BadRequest: 400,
     Unauthorized: 401,
+    Forbidden: 403,
     NotFound: 404,
     Conflict: 409,
     PayloadTooLarge: 413,

@@ -99,6 +99,7 @@ def server_url(request: Request) -> str:
 ERRORS: Final = {
     400: "Malformed request",
     401: "Missing or bad credentials",
+    403: "Not yours to do: the owner has no delivery right to the target the body names",
     404: "No such job, run or calendar (or not yours)",
     409: "Conflicts with the state of the job, run or calendar",
     413: "Body larger than 64 KiB",

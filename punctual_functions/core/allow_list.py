@@ -14,12 +14,61 @@ from __future__ import annotations
 import fnmatch
 import threading
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Final, Generic, TypeVar
 
-from punctual_functions.core.clock import Clock
+from punctual_functions.core.clock import Clock, Monotonic
 
 MAX_AGE_SECONDS: Final = 60.0
 REFRESH_ON_MISS_SECONDS: Final = 1.0
+
+T = TypeVar("T")
+
+
+class RefreshedItem(Generic[T]):
+    """A deployment item as last read (``load``): read at the first check, again once
+    ``max_age_seconds`` old, and at once (at most every ``refresh_on_miss_seconds``) when a check
+    fails on the copy, before the failure counts."""
+
+    def __init__(
+        self,
+        load: Callable[[], T],
+        clock: Monotonic,
+        *,
+        max_age_seconds: float = MAX_AGE_SECONDS,
+        refresh_on_miss_seconds: float = REFRESH_ON_MISS_SECONDS,
+    ) -> None:
+        self._load = load
+        self._clock = clock
+        self._max_age = max_age_seconds
+        self._refresh_on_miss = refresh_on_miss_seconds
+        self._lock = threading.Lock()
+        self._value: T | None = None
+        self._read_at: float | None = None
+
+    def check(self, predicate: Callable[[T], bool]) -> bool:
+        with self._lock:
+            age = None if self._read_at is None else self._clock.monotonic() - self._read_at
+            if (
+                age is None
+                or age >= self._max_age
+                or (not predicate(self._held()) and age >= self._refresh_on_miss)
+            ):
+                self._read()
+            return predicate(self._held())
+
+    def current(self) -> T:
+        with self._lock:
+            if self._read_at is None or self._clock.monotonic() - self._read_at >= self._max_age:
+                self._read()
+            return self._held()
+
+    def _held(self) -> T:
+        assert self._value is not None
+        return self._value
+
+    def _read(self) -> None:
+        self._value = self._load()
+        self._read_at = self._clock.monotonic()
 
 
 class AllowedTargets:
@@ -33,36 +82,20 @@ class AllowedTargets:
         refresh_on_miss_seconds: float = REFRESH_ON_MISS_SECONDS,
     ) -> None:
         self._configured = tuple(configured)
-        self._load = load
-        self._clock = clock
-        self._max_age = max_age_seconds
-        self._refresh_on_miss = refresh_on_miss_seconds
-        self._lock = threading.Lock()
-        self._stored: tuple[str, ...] = ()
-        self._read_at: float | None = None
+        self._stored = RefreshedItem(
+            load, clock, max_age_seconds=max_age_seconds, refresh_on_miss_seconds=refresh_on_miss_seconds
+        )
 
     def allows(self, identifiers: Iterable[str]) -> bool:
         """Whether any of the names of one resource (``identifiers``) matches a pattern of the list."""
         names = tuple(identifiers)
         if _matches(names, self._configured):
             return True
-        with self._lock:
-            age = None if self._read_at is None else self._clock.monotonic() - self._read_at
-            if (
-                age is None
-                or age >= self._max_age
-                or (not _matches(names, self._stored) and age >= self._refresh_on_miss)
-            ):
-                self._read()
-            return _matches(names, self._stored)
+        return self._stored.check(lambda stored: _matches(names, stored))
 
     def patterns(self) -> tuple[str, ...]:
         """Every pattern of the list, the item's as last read."""
-        return (*self._configured, *self._stored)
-
-    def _read(self) -> None:
-        self._stored = self._load()
-        self._read_at = self._clock.monotonic()
+        return (*self._configured, *self._stored.current())
 
 
 def _matches(names: tuple[str, ...], patterns: tuple[str, ...]) -> bool:

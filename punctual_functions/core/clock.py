@@ -28,6 +28,11 @@ class Joinable(Protocol):
         """Wait for the background work to end, at most ``timeout`` seconds."""
 
 
+class Monotonic(Protocol):
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes back, for intervals (``time.monotonic``)."""
+
+
 class Clock(Protocol):
     def __call__(self) -> datetime:
         """Now, timezone-aware UTC."""

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from punctual_functions.core.calendars import Calendar
     from punctual_functions.core.limits import Limit, LimitUse, Waiter
     from punctual_functions.core.queue import WorkMessage
+    from punctual_functions.core.rights import DeliveryRights
     from punctual_functions.core.targets.outcome import Delivery, TargetOutcome
 
 
@@ -373,13 +374,20 @@ class LimitStore(Protocol):
 
 
 class DeploymentStore(Protocol):
-    """What the deployment writes for the API to read: the allow-list of AWS targets."""
+    """What the deployment writes for the API and the worker to read: the allow-list of AWS targets
+    and the delivery rights."""
 
     def allowed_targets(self) -> tuple[str, ...]:
         """The ARN patterns jobs may target, as last written (none if never written)."""
 
     def put_allowed_targets(self, patterns: Sequence[str]) -> None:
         """Replace the allow-list (the deployment's, at deploy time)."""
+
+    def delivery_rights(self) -> DeliveryRights:
+        """Which owners may deliver where, as last written (no rights if never written)."""
+
+    def put_delivery_rights(self, rights: DeliveryRights) -> None:
+        """Replace the delivery rights (the deployment's, at deploy time)."""
 
 
 class Tables(JobStore, TriggerStore, RunStore, CalendarStore, LimitStore, DeploymentStore, Protocol):

@@ -91,6 +91,10 @@ class Settings:
     # AWS resources jobs may target (Lambda functions, SQS queues, SNS topics, EventBridge buses), as
     # ARN patterns with `*` wildcards. The deployment grants the worker exactly these; "*" allows all.
     allowed_target_arns: tuple[str, ...] = ()
+    # Inside that fence, who may deliver where: "owner", a job only where its owner has a delivery
+    # right (the deployment's rights item, core/rights.py); "deployment", any owner anywhere on the
+    # allow-list (a deployment that serves one team).
+    delivery_rights_mode: str = _one_of("owner", "deployment")
 
     def __post_init__(self) -> None:
         hints = _hints()

@@ -15,7 +15,9 @@ from punctual_functions.core.clock import Joinable
 from punctual_functions.core.model import AlertKind, Job, Run, RunStatus, lateness_of
 from punctual_functions.core.observability import logger
 from punctual_functions.core.ports import RunNotOurs
+from punctual_functions.core.rights import DeliveryRights, RightsReader
 from punctual_functions.core.targets.outcome import Delivery, TargetOutcome
+from punctual_functions.core.targets.rights import delivery_refusal
 from punctual_functions.worker import lease
 from punctual_functions.worker.arrival import Arrival
 from punctual_functions.worker.calls import CallsDue
@@ -34,6 +36,11 @@ class Attempts:
         self.outcomes = outcomes
         # This executor's calls by due time: an outcome is written once its second's calls are out.
         self.calls = CallsDue()
+        # The deployment's delivery rights, as last read (a right withdrawn stops runs within 60 s).
+        self.rights = RightsReader(self._delivery_rights, _ContextClock(context))
+
+    def _delivery_rights(self) -> DeliveryRights:
+        return self.context.store.delivery_rights()  # the context's store as it is at each read
 
     def run(
         self, job: Job, run: Run, receipt_handle: str | None, *, create: bool, arrived_at: datetime
@@ -163,7 +170,22 @@ class Attempts:
     def _deliver(self, job: Job, run: Run, cancel: threading.Event, due: datetime) -> TargetOutcome:
         """Call the target at ``due``: everything before the request (its composition, its thread)
         is done first, and only the request itself waits for the second. Ten runs due at one second
-        composing their requests at the second reached their call 3 to 10 ms late on a quiet core."""
+        composing their requests at the second reached their call 3 to 10 ms late on a quiet core.
+
+        A target its owner has no delivery right to (any more) is not called: the attempt fails, not
+        to be retried (another attempt would be refused the same way)."""
+        refusal = delivery_refusal(self.rights, job.owner, job.target, self.context.settings)
+        if refusal is not None:
+            logger.warning("delivery refused", extra={"job_id": job.job_id, "run_id": run.run_id})
+            self.arrival.sleep_until(due)  # the attempt was recorded as started at its second
+            return TargetOutcome(
+                succeeded=False,
+                retriable=False,
+                status_code=None,
+                error=f"delivery refused: {refusal}",
+                response_excerpt="",
+                duration_ms=0,
+            )
         delivery = Delivery(
             job_id=job.job_id,
             run_id=run.run_id,
@@ -191,3 +213,13 @@ class Attempts:
                 response_excerpt=str(error)[:4096],
                 duration_ms=0,
             )
+
+
+class _ContextClock:
+    """The context's clock as it is at each use (a test may put another in its place)."""
+
+    def __init__(self, context: WorkerContext) -> None:
+        self.context = context
+
+    def monotonic(self) -> float:
+        return self.context.clock.monotonic()

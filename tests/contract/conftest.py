@@ -28,6 +28,7 @@ from punctual_functions.core.model import (
     run_id_for,
 )
 from punctual_functions.core.ports import Tables
+from punctual_functions.core.rights import DeliveryRights
 from punctual_functions.core.schedule import parse_schedule
 from punctual_functions.core.settings import Settings
 from punctual_functions.core.store import DynamoStore
@@ -43,7 +44,9 @@ def tables(request: pytest.FixtureRequest) -> Iterator[Tables]:
         return
     prefix = f"c{uuid.uuid4().hex[:12]}"
     endpoint = request.getfixturevalue("moto_endpoint")
-    settings = provision(Settings(aws_endpoint_url=endpoint, table_name=prefix), prefix=prefix)
+    # No delivery rights (nor allow-list): the contract tests write their own.
+    settings = Settings(aws_endpoint_url=endpoint, table_name=prefix)
+    settings = provision(settings, prefix=prefix, rights=DeliveryRights())
     yield DynamoStore(aws.client("dynamodb", settings), settings.table_name, timedelta(days=30))
 
 

@@ -118,28 +118,57 @@ def target_grants(template: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     }
 
 
+def deployment_item(template: dict[str, Any], sk: str) -> tuple[dict[str, Any], list[Any]]:
+    """The item of the ``DEPLOYMENT`` partition the deploy writes under ``sk`` (a custom resource's
+    PutItem), its tokens (what the template knows only at deploy time) as ``@<n>@`` in its strings,
+    and the tokens."""
+    for writer in resources_of(template, "Custom::AWS").values():
+        create = writer["Properties"]["Create"]
+        parts = create["Fn::Join"][1] if isinstance(create, dict) else [create]
+        tokens: list[Any] = []
+        text = ""
+        for part in parts:
+            if isinstance(part, str):
+                text += part
+            else:
+                text += f"@{len(tokens)}@"
+                tokens.append(part)
+        call = json.loads(text)
+        item = call["parameters"]["Item"]
+        if item["sk"] == {"S": sk}:
+            assert call["action"] == "putItem" and call["service"] == "DynamoDB"
+            assert item["pk"] == {"S": "DEPLOYMENT"}
+            return item, tokens
+    raise AssertionError(f"no custom resource writes the {sk} item")
+
+
+def _detokenized(text: str, tokens: list[Any]) -> Any:
+    return tokens[int(text[1:-1])] if re.fullmatch(r"@\d+@", text) else text
+
+
 def allowed_target_patterns(template: dict[str, Any]) -> list[Any]:
     """The allow-list the deploy writes into the table (the custom resource's PutItem): each pattern
     a string, or the template's expression of an ARN known at deploy time."""
-    (writer,) = resources_of(template, "Custom::AWS").values()
-    create = writer["Properties"]["Create"]
-    parts = create["Fn::Join"][1] if isinstance(create, dict) else [create]
-    tokens: list[Any] = []
-    text = ""
-    for part in parts:
-        if isinstance(part, str):
-            text += part
-        else:
-            text += f"@{len(tokens)}@"
-            tokens.append(part)
-    call = json.loads(text)
-    assert call["action"] == "putItem" and call["service"] == "DynamoDB"
-    assert call["parameters"]["Item"]["pk"] == {"S": "DEPLOYMENT"}
-    joined = call["parameters"]["Item"]["patterns"]["S"]
-    return [
-        tokens[int(part[1:-1])] if re.fullmatch(r"@\d+@", part) else part
-        for part in (joined.split(",") if joined else [])
-    ]
+    item, tokens = deployment_item(template, "ALLOWED_TARGETS")
+    joined = item["patterns"]["S"]
+    return [_detokenized(part, tokens) for part in (joined.split(",") if joined else [])]
+
+
+def delivery_rights_written(template: dict[str, Any]) -> dict[str, Any]:
+    """The delivery rights the deploy writes into the table, each owner and target a string or the
+    template's expression of what is known at deploy time (a role's name, a function's ARN)."""
+    item, tokens = deployment_item(template, "DELIVERY_RIGHTS")
+    value = json.loads(item["rights"]["S"])
+
+    def resolved(text: str) -> Any:
+        pieces = [piece for piece in re.split(r"(@\d+@)", text) if piece]
+        named = [_detokenized(piece, tokens) for piece in pieces]
+        return named[0] if len(named) == 1 else named
+
+    for right in value["rights"]:
+        for key in ("owners", "targets", "hosts"):
+            right[key] = [resolved(text) for text in right.get(key, [])]
+    return dict(value)
 
 
 def cdk_json_context() -> dict[str, Any]:

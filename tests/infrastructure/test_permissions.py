@@ -12,7 +12,13 @@ from pydantic import ValidationError
 
 from punctual.cdk.config import DeploymentConfig
 from punctual.cdk.permissions import SCOPED_ITEM_ACTIONS, TABLE_ITEM_ACTIONS, target_statements
-from tests.infrastructure.conftest import PRODUCTION_TARGET_KEYS, PRODUCTION_TARGETS, REPO_ROOT, Synthesized
+from tests.infrastructure.conftest import (
+    PRODUCTION_TARGET_KEYS,
+    PRODUCTION_TARGETS,
+    REPO_ROOT,
+    Synthesized,
+    delivery_rights_written,
+)
 
 pytestmark = pytest.mark.xdist_group("infrastructure")
 
@@ -468,3 +474,45 @@ def test_given_calendar_items_when_synthesized_then_the_roles_that_use_them_may_
     ]
     granted = {a for s in on_items if "Condition" not in s for a in _as_list(s["Action"])}
     assert calendar_actions <= granted
+
+
+def test_given_delivery_rights_in_the_context_when_synthesized_then_the_deploy_writes_them() -> None:
+    from tests.infrastructure.conftest import synthesize
+
+    rights = [
+        {
+            "owners": ["arn:aws:iam::123456789012:role/reports"],
+            "targets": ["arn:aws:sqs:*:123456789012:reports-*"],
+        },
+        {"owners": ["*"], "hosts": ["hooks.example.com"]},
+    ]
+    synthesized = synthesize(
+        {
+            "delivery_rights": json.dumps(rights),
+            "webhook_hosts_per_owner": True,
+            "delivery_rights_mode": "owner",
+        }
+    )
+    written = delivery_rights_written(synthesized.raw)
+    assert written == {
+        "rights": [{**rights[0], "hosts": []}, {**rights[1], "targets": []}],
+        "hosts_per_owner": True,
+    }
+    for role in ("api", "worker"):
+        variables = synthesized.function(role)["Properties"]["Environment"]["Variables"]
+        assert variables.get("PUNCTUAL_DELIVERY_RIGHTS_MODE", "owner") == "owner"
+
+
+@pytest.mark.parametrize(
+    ("rights", "field"),
+    [
+        ('[{"targets": ["*"]}]', "delivery_rights.rights[0].owners"),
+        ('[{"owners": ["a"], "hosts": ["https://x/"]}]', "delivery_rights.rights[0].hosts"),
+        ("[{", "delivery_rights: not a JSON list"),
+    ],
+)
+def test_given_delivery_rights_that_cannot_be_read_when_configured_then_the_synth_names_the_field(
+    rights: str, field: str
+) -> None:
+    with pytest.raises(ValidationError, match=re.escape(field)):
+        DeploymentConfig.from_mapping({"delivery_rights": rights})

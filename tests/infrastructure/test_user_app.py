@@ -34,6 +34,7 @@ from punctual.cdk.assets import BUILD_DIR_ENV, LambdaAssets
 from tests.infrastructure.conftest import (
     REPO_ROOT,
     allowed_target_patterns,
+    delivery_rights_written,
     logical_id_of,
     policy_statements,
     resources_of,
@@ -239,6 +240,30 @@ def test_given_two_jobs_when_synthesized_then_the_api_allows_exactly_their_targe
         {"Fn::GetAtt": [report, "Arn"]},
         {"Fn::GetAtt": [inbox, "Arn"]},
     ]
+
+
+def test_given_two_jobs_when_synthesized_then_only_their_owner_may_deliver_to_their_targets(user_app):
+    """allow_target (which each Job calls) gives the app's jobs owner, as the API names it (the role's
+    ARN without a path), a right to the target, and nobody else."""
+    template = user_app["template"]
+    report = logical_id_of(template, "AWS::Lambda::Function", "Report")
+    inbox = logical_id_of(template, "AWS::SQS::Queue", "Inbox")
+    owner_role = logical_id_of(template, "AWS::IAM::Role", "PunctualJobsOwner")
+    owner = [
+        "arn:",
+        {"Ref": "AWS::Partition"},
+        ":iam::",
+        {"Ref": "AWS::AccountId"},
+        ":role/",
+        {"Ref": owner_role},
+    ]
+    assert delivery_rights_written(template) == {
+        "rights": [
+            {"owners": [owner], "targets": [{"Fn::GetAtt": [report, "Arn"]}], "hosts": []},
+            {"owners": [owner], "targets": [{"Fn::GetAtt": [inbox, "Arn"]}], "hosts": []},
+        ],
+        "hosts_per_owner": False,
+    }
 
 
 def test_given_two_jobs_when_synthesized_then_each_is_a_custom_resource_with_its_body(user_app):

@@ -22,6 +22,7 @@ from punctual_functions.core import aws
 from punctual_functions.core.factories import build_network_policy, build_store, build_target_executor
 from punctual_functions.core.ports import Tables, Targets
 from punctual_functions.core.queue import WorkMessage, WorkQueue
+from punctual_functions.core.rights import DeliveryRights
 from punctual_functions.core.settings import Settings
 from tests.conftest import Clock
 from tests.fakes.queue import MemoryQueue
@@ -84,6 +85,7 @@ def harness(request: pytest.FixtureRequest, clock: Clock) -> Iterator[Harness]:
     if request.param == "memory":
         settings = base
         store = MemoryStore()
+        store.put_delivery_rights(DeliveryRights.for_every_owner())  # as provision() writes them
         queue = MemoryQueue(delays=False)
     else:
         # Each test gets its own table and queues on the shared server.

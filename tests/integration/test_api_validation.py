@@ -20,7 +20,13 @@ from punctual_functions.core.ssrf_guard import NetworkPolicy
 from tests.integration.conftest import GOOD_JOB as GOOD
 from tests.integration.conftest import Call, Harness, make_call
 
-ERROR_CODES = {400: "bad_request", 409: "conflict", 413: "payload_too_large", 422: "invalid_input"}
+ERROR_CODES = {
+    400: "bad_request",
+    403: "forbidden",
+    409: "conflict",
+    413: "payload_too_large",
+    422: "invalid_input",
+}
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,7 @@ from punctual_functions.api.requests import PatchJobIn
 from punctual_functions.core.model import RunStatus
 from punctual_functions.core.queue import WorkMessage
 from punctual_functions.core.resources import WORK_QUEUE_MAX_RECEIVE_COUNT
+from punctual_functions.core.rights import DeliveryRights
 from punctual_functions.core.targets.outcome import Delivery, TargetOutcome
 from punctual_functions.worker.dead_letter import DEAD_LETTER, DeadLetterUndelivered
 from tests.conftest import Clock
@@ -27,7 +28,9 @@ DEAD_LETTER_QUEUE = {"type": "sqs", "queue_url": QUEUE_URL}
 @pytest.fixture
 def engine(clock: Clock) -> Engine:
     allowed = ("arn:aws:sqs:us-east-1:123456789012:report-*",)
-    return engine_with(SETTINGS.replace(allowed_target_arns=allowed, account_id="123456789012"), clock)
+    engine = engine_with(SETTINGS.replace(allowed_target_arns=allowed, account_id="123456789012"), clock)
+    engine.store.put_delivery_rights(DeliveryRights.for_every_owner(allowed))
+    return engine
 
 
 def failing_one_off(engine: Engine, **body: object) -> tuple[str, WorkMessage]:

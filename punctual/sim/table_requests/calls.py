@@ -38,7 +38,7 @@ from punctual_functions.core.model import Job, JobStatus, Run, RunStatus, Trigge
 from punctual_functions.core.ports import ConflictError, Tables
 from punctual_functions.core.resources import GSI1_SK, PK, SK
 from punctual_functions.core.store.calendars import calendar_to_item
-from punctual_functions.core.store.deployment import allowed_targets_item
+from punctual_functions.core.store.deployment import allowed_targets_item, delivery_rights_item
 from punctual_functions.core.store.items import embeds, job_to_item, trigger_to_item
 from punctual_functions.core.store.jobs import IDEMPOTENCY_TTL
 from punctual_functions.core.store.keys import (
@@ -414,6 +414,13 @@ class _Call:
 
     def put_allowed_targets(self) -> None:
         size = item_size(allowed_targets_item(",".join(self.p["patterns"])))
+        self.write("PutItem", _DEPLOYMENT, size, size)
+
+    def delivery_rights(self) -> None:
+        self.get(_DEPLOYMENT, item_size(delivery_rights_item(self.result.to_json())))
+
+    def put_delivery_rights(self) -> None:
+        size = item_size(delivery_rights_item(self.p["rights"].to_json()))
         self.write("PutItem", _DEPLOYMENT, size, size)
 
 

@@ -45,6 +45,7 @@ from punctual_functions.core.ports import (
     VersionChanged,
 )
 from punctual_functions.core.resources import GSI1_SK
+from punctual_functions.core.rights import DeliveryRights
 from punctual_functions.core.store.items import (
     as_stored_job,
     embeds,
@@ -72,6 +73,7 @@ class MemoryStore(MemoryRuns, MemoryCalendars, MemoryLimits, MemoryDeployment):
         self.runs: dict[str, dict[str, Run]] = {}
         self.calendars: dict[tuple[str, str], Calendar] = {}
         self.allowed_patterns: tuple[str, ...] = ()
+        self.rights = DeliveryRights()
         # Called before each write of ``create_job`` with what it writes (a test's crash point).
         self.before_write: Callable[[str], None] = lambda _what: None
 

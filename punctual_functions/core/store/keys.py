@@ -93,3 +93,9 @@ def in_run_listing(job_id: str) -> Callable[[Mapping[str, Any]], bool]:
 def allowed_targets_key() -> dict[str, Any]:
     """The deployment's allow-list of AWS targets: one item, written at deploy time."""
     return {PK: {"S": "DEPLOYMENT"}, SK: {"S": "ALLOWED_TARGETS"}}
+
+
+def delivery_rights_key() -> dict[str, Any]:
+    """The deployment's delivery rights (which owners may deliver where): one item, written at deploy
+    time."""
+    return {PK: {"S": "DEPLOYMENT"}, SK: {"S": "DELIVERY_RIGHTS"}}
