@@ -33,6 +33,8 @@ from punctual_functions.core.sigv4 import sign_sigv4
 
 if TYPE_CHECKING:  # exported as they are at run time (__getattr__, at the end)
     from punctual.typed_client import BulkResult as BulkResult  # noqa: PLC0414
+    from punctual.typed_client import Change as Change  # noqa: PLC0414
+    from punctual.typed_client import Compared as Compared  # noqa: PLC0414
     from punctual.typed_client import CreatedJobs as CreatedJobs  # noqa: PLC0414
     from punctual.typed_client import Health as Health  # noqa: PLC0414
     from punctual.typed_client import Job as Job  # noqa: PLC0414
@@ -352,6 +354,29 @@ class Client:
             f"/v1/jobs/{quote(job_id, safe='')}/runs",
             query={"limit": limit, "cursor": cursor, "status": status, "reason": reason},
         )
+
+    def list_changes(self, job_id: str, *, limit: int = 20, cursor: str | None = None) -> Any:
+        """GET /v1/jobs/{job_id}/changes: the job's audit trail, newest first."""
+        return self.request(
+            "GET", f"/v1/jobs/{quote(job_id, safe='')}/changes", query={"limit": limit, "cursor": cursor}
+        )
+
+    def get_version(self, job_id: str, revision: int) -> Any:
+        """GET /v1/jobs/{job_id}/versions/{revision}: the job's definition at that revision."""
+        return self.request("GET", f"/v1/jobs/{quote(job_id, safe='')}/versions/{int(revision)}")
+
+    def compare_versions(self, job_id: str, first: int, second: int) -> Any:
+        """GET /v1/jobs/{job_id}/compare: what differs between two revisions."""
+        return self.request(
+            "GET", f"/v1/jobs/{quote(job_id, safe='')}/compare", query={"from": first, "to": second}
+        )
+
+    def restore_job(self, job_id: str, revision: int, note: str | None = None) -> Any:
+        """POST /v1/jobs/{job_id}/restore: an earlier revision's definition, as a new revision."""
+        body: dict[str, Any] = {"revision": revision}
+        if note is not None:
+            body["note"] = note
+        return self.request("POST", f"/v1/jobs/{quote(job_id, safe='')}/restore", body)
 
     def get_run(self, job_id: str, run_id: str) -> Any:
         return self.request("GET", f"/v1/jobs/{quote(job_id, safe='')}/runs/{quote(run_id, safe='')}")

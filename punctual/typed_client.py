@@ -24,12 +24,22 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, PrivateAttr, ValidationError, ValidatorFunctionWrapHandler, model_validator
 
 from punctual.client import DEFAULT_ENDPOINT, Client, Config, ConfigError, PunctualError, is_local
-from punctual_functions.api.responses import BulkItemOut, BulkOut, CreatedJobsOut, JobOut, RunOut
+from punctual_functions.api.responses import (
+    BulkItemOut,
+    BulkOut,
+    ChangeOut,
+    CreatedJobsOut,
+    JobOut,
+    RunOut,
+    VersionsCompared,
+)
 from punctual_functions.core.model import JobStatus, Reason, RunKind, RunStatus
 
 # The answers' enums too (the domain's, punctual_functions.core.model), so that a user imports from one place.
 __all__ = [
     "BulkResult",
+    "Change",
+    "Compared",
     "CreatedJobs",
     "Health",
     "Job",
@@ -94,6 +104,15 @@ class Run(RunOut, Raw):
     """A run: the API's ``RunOut`` (docs/api.md, "The run object"), with ``raw``."""
 
 
+class Change(ChangeOut, Raw):
+    """One change of a job in its audit trail: the API's ``ChangeOut`` (docs/api.md, "The audit
+    trail"), with ``raw``."""
+
+
+class Compared(VersionsCompared, Raw):
+    """``GET /v1/jobs/{job_id}/compare``'s answer: each field that differs between two revisions."""
+
+
 class CreatedJobs(CreatedJobsOut, Raw):
     """``POST /v1/jobs/batch``'s answer: per job of the request, in order, its ``index`` and ``status``
     (201, or what ``POST /v1/jobs`` would have answered) and the ``job`` or the ``error``."""
@@ -110,7 +129,7 @@ class Health(Raw):
     status: str
 
 
-ItemT = TypeVar("ItemT", Job, Run)
+ItemT = TypeVar("ItemT", Job, Run, Change)
 
 
 class Page(Raw, Generic[ItemT]):
@@ -319,10 +338,10 @@ class Punctual:
         body = _jsonable(_given(note=note, until=until))
         return _read(Job, self.client.job_action(job_id, "pause", body or None))
 
-    def resume_job(self, job_id: str) -> Job:
+    def resume_job(self, job_id: str, *, note: str | None = None) -> Job:
         """``POST /v1/jobs/{job_id}/resume``: on with its first occurrence from now (what fell due while
-        paused does not run)."""
-        return _read(Job, self.client.job_action(job_id, "resume"))
+        paused does not run); ``note`` says why, in the audit trail."""
+        return _read(Job, self.client.job_action(job_id, "resume", _given(note=note) or None))
 
     def cancel_job(self, job_id: str) -> Job:
         """``DELETE /v1/jobs/{job_id}``: no further runs; the job and its history stay readable."""
@@ -368,6 +387,26 @@ class Punctual:
             if not answer.next_cursor:
                 return items
             cursor = answer.next_cursor
+
+    # ------------------------------------------------------------------------------- audit trail
+
+    def list_changes(self, job_id: str, *, limit: int = 20, cursor: str | None = None) -> Page[Change]:
+        """``GET /v1/jobs/{job_id}/changes``: one page of its audit trail, newest first."""
+        return _read(Page[Change], self.client.list_changes(job_id, limit=limit, cursor=cursor))
+
+    def get_version(self, job_id: str, revision: int) -> Change:
+        """``GET /v1/jobs/{job_id}/versions/{revision}``: the change that made ``revision``, with the
+        job's ``definition`` then."""
+        return _read(Change, self.client.get_version(job_id, revision))
+
+    def compare_versions(self, job_id: str, first: int, second: int) -> Compared:
+        """``GET /v1/jobs/{job_id}/compare``: what differs between two revisions."""
+        return _read(Compared, self.client.compare_versions(job_id, first, second))
+
+    def restore_job(self, job_id: str, revision: int, *, note: str | None = None) -> Job:
+        """``POST /v1/jobs/{job_id}/restore``: ``revision``'s definition made the job's again, as a new
+        revision (checked as a PATCH: a calendar or a right gone since refuses it)."""
+        return _read(Job, self.client.restore_job(job_id, revision, note))
 
     # ---------------------------------------------------------------------------------------- runs
 

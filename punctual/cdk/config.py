@@ -66,6 +66,8 @@ class SchedulerProps(BaseModel):
     lookahead_seconds: int = 120
     min_interval_seconds: int = 10
     run_retention_days: int = 30
+    # How long a change stays in its job's audit trail.
+    audit_retention_days: int = Field(default=365, ge=1, le=3650)
     # The share of runs whose X-Ray trace (a segment per attempt) is recorded, in percent.
     run_trace_percent: int = 5
     http_allow_list: tuple[str, ...] = ()
@@ -328,6 +330,7 @@ class SchedulerProps(BaseModel):
             lookahead_seconds=self.lookahead_seconds,
             min_interval_seconds=self.min_interval_seconds,
             run_retention_days=self.run_retention_days,
+            audit_retention_days=self.audit_retention_days,
             run_trace_percent=self.run_trace_percent,
             http_allow_list=self.http_allow_list,
             sweep_invocations=self.sweep_invocations,

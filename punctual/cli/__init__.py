@@ -2,7 +2,8 @@
 
 One module per command group: ``common`` (the root group ``main``, ``Context``, ``api_command``,
 option helpers), ``calendars`` (business calendars), ``jobs`` (with ``jobs_bulk``, its commands
-over many jobs, and ``jobs_runs``, a job's history and its watch), ``limits`` (target limits),
+over many jobs, ``jobs_runs``, a job's history and its watch, and ``jobs_trail``, its audit trail),
+``limits`` (target limits),
 ``runs``, ``schedule``, ``stats``,
 ``config``, ``console``, ``local`` and ``dlq`` (which talks to SQS and DynamoDB directly), ``plan``
 (the capacity planner); ``stack`` reads a deployed stack's outputs.
@@ -20,6 +21,7 @@ from punctual.cli import (
     jobs,
     jobs_bulk,
     jobs_runs,
+    jobs_trail,
     limits,
     local,
     plan,
@@ -54,6 +56,7 @@ __all__ = [
     "jobs",
     "jobs_bulk",
     "jobs_runs",
+    "jobs_trail",
     "limits",
     "local",
     "main",

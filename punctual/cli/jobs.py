@@ -211,7 +211,7 @@ def jobs_create(ctx: Context, **options: Any) -> None:
     if options["signing_secret"]:
         body["signing_secret"] = options["signing_secret"]
     job = ctx.client.create_job(body, options["idempotency_key"])
-    _show_job(ctx, job)
+    show_job(ctx, job)
 
 
 def _alerts_of(options: dict[str, Any]) -> dict[str, Any] | None:
@@ -333,7 +333,7 @@ def _create_from_file(ctx: Context, lines: Any, idempotency_key: str | None) -> 
         sys.exit(EXIT_REFUSED)  # some were refused: each line says why
 
 
-def _show_job(ctx: Context, job: dict[str, Any]) -> None:
+def show_job(ctx: Context, job: dict[str, Any]) -> None:
     if ctx.as_json:
         emit_json(job)
         return
@@ -398,7 +398,7 @@ def _alerts_text(alerts: dict[str, Any]) -> str:
 @api_command
 def jobs_get(ctx: Context, job_id: str) -> None:
     """One job: status, schedule, next five fire times, last run."""
-    _show_job(ctx, ctx.client.get_job(job_id))
+    show_job(ctx, ctx.client.get_job(job_id))
 
 
 def _pause_lines(pause: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -423,7 +423,7 @@ def _job_action(action: str, help_text: str) -> None:
         if action == "run":
             show_run(ctx, result)
         else:
-            _show_job(ctx, result)
+            show_job(ctx, result)
 
 
 @jobs.command("pause")
@@ -440,7 +440,7 @@ def jobs_pause(ctx: Context, job_id: str, note: str | None, until: str | None) -
         body["note"] = note
     if until is not None:
         body["until"] = parse_when(until)
-    _show_job(ctx, ctx.client.job_action(job_id, "pause", body or None))
+    show_job(ctx, ctx.client.job_action(job_id, "pause", body or None))
 
 
 _job_action("resume", "Fire again; the misfire policy decides about what was missed.")

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from punctual_functions.api.errors import Unauthorized
+from punctual_functions.core.trail import Caller
 
 _ASSUMED_ROLE = re.compile(
     r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d+):assumed-role/(?P<role>[^/]+)/[^/]+$"
@@ -31,6 +32,23 @@ def owner_of(event: dict[str, Any], owner_mode: str) -> str:
     if not owner:
         raise Unauthorized("missing or invalid credentials")
     return str(owner)
+
+
+def caller_of(event: dict[str, Any], owner: str) -> Caller:
+    """Who is calling, for the audit trail: the principal as API Gateway saw it (an assumed role with
+    its session, an IAM user, a Lambda or local authorizer's principal, an API key's id) and the
+    request's id."""
+    context = event.get("requestContext") or {}
+    authorizer = context.get("authorizer") or {}
+    identity = context.get("identity") or {}
+    principal = (
+        (authorizer.get("iam") or {}).get("userArn")
+        or authorizer.get("principalId")
+        or identity.get("userArn")
+        or identity.get("apiKeyId")
+        or owner
+    )
+    return Caller(owner=owner, principal=str(principal), request_id=str(context.get("requestId") or ""))
 
 
 def owner_of_arn(arn: str | None, mode: str = "role") -> str | None:

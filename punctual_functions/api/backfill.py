@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Final
 from punctual_functions.api.errors import Conflict, InvalidInput
 from punctual_functions.api.jobs import owned_job
 from punctual_functions.api.schedules import instant_of, job_timing
+from punctual_functions.api.trail import action_of
 from punctual_functions.api.views import BackfillView
 from punctual_functions.core.model import JobStatus, OverlapPolicy, RunKind, Trigger, iso, make_trigger
+from punctual_functions.core.trail import ChangeAction
 
 if TYPE_CHECKING:
     from punctual_functions.api.deps import Deps
@@ -73,6 +75,13 @@ def backfill(deps: Deps, owner: str, job_id: str, request: BackfillIn) -> Backfi
     for trigger in triggers:
         deps.store.put_trigger(trigger)
     deps.dispatcher.dispatch(triggers, now)
+    details = {
+        "from": iso(start),
+        "to": iso(end),
+        "count": len(occurrences),
+        "overlap": request.overlap.value,
+    }
+    deps.store.put_change(action_of(ChangeAction.BACKFILLED, job, now, details))
     return {
         "job_id": job.job_id,
         "from": iso(start),

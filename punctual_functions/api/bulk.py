@@ -70,8 +70,8 @@ def bulk_action(deps: Deps, owner: str, request: BulkIn) -> BulkView:
         raise InvalidInput(str(error), "cursor") from error
     act: Callable[[Job], JobView] = {
         "pause": lambda job: pause_job(deps, owner, job.job_id, request.note, request.until),
-        "resume": lambda job: resume_job(deps, owner, job.job_id),
-        "cancel": lambda job: cancel_job(deps, owner, job.job_id),
+        "resume": lambda job: resume_job(deps, owner, job.job_id, request.note),
+        "cancel": lambda job: cancel_job(deps, owner, job.job_id, request.note),
     }[request.action]
 
     def one(job: Job) -> BulkItemView:

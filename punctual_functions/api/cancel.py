@@ -10,12 +10,13 @@ from punctual_functions.api.errors import Conflict
 from punctual_functions.api.jobs import owned_job, owned_run, write
 from punctual_functions.api.views import JobView, RunView, job_view, run_view
 from punctual_functions.core.model import JobStatus, Reason, RunStatus
+from punctual_functions.core.trail import ChangeAction
 
 if TYPE_CHECKING:
     from punctual_functions.api.deps import Deps
 
 
-def cancel_job(deps: Deps, owner: str, job_id: str) -> JobView:
+def cancel_job(deps: Deps, owner: str, job_id: str, note: str | None = None) -> JobView:
     now = deps.clock()
     job = owned_job(deps, owner, job_id)
     if job.status is JobStatus.CANCELLED:
@@ -25,7 +26,7 @@ def cancel_job(deps: Deps, owner: str, job_id: str) -> JobView:
     cancelled = replace(
         job, status=JobStatus.CANCELLED, version=job.version + 1, next_trigger_at=None, updated_at=now
     )
-    write(deps, job, cancelled, None)
+    cancelled = write(deps, job, cancelled, None, ChangeAction.CANCELLED, note=note)
     return job_view(deps, cancelled, now)
 
 

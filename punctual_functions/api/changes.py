@@ -25,13 +25,22 @@ from punctual_functions.api.views import JobView, as_dispatched, job_view
 from punctual_functions.core.calendars import Calendar
 from punctual_functions.core.model import JobStatus, RetryPolicy, fire_time
 from punctual_functions.core.timing import FireTimes, timing_of
+from punctual_functions.core.trail import ChangeAction
 
 if TYPE_CHECKING:  # the models load with pydantic, when a request has a body to check
     from punctual_functions.api.deps import Deps
     from punctual_functions.api.requests import PatchJobIn
 
 
-def patch_job(deps: Deps, owner: str, job_id: str, request: PatchJobIn) -> JobView:
+def patch_job(
+    deps: Deps,
+    owner: str,
+    job_id: str,
+    request: PatchJobIn,
+    *,
+    action: ChangeAction = ChangeAction.UPDATED,
+    details: dict[str, Any] | None = None,
+) -> JobView:
     now = deps.clock()
     job = owned_job(deps, owner, job_id)
     if not job.is_live:
@@ -112,7 +121,7 @@ def patch_job(deps: Deps, owner: str, job_id: str, request: PatchJobIn) -> JobVi
         if resumes is not None:
             due = max(fire_time(updated, resumes), updated.pause_until)
             trigger = trigger_for(deps, updated, resumes, now, due)
-    write(deps, job, updated, trigger)
+    updated = write(deps, job, updated, trigger, action, note=request.note, details=details)
     if trigger is not None and dispatch_if_due(deps, trigger, now):
         return as_dispatched(deps, job_view(deps, updated, now, calendars=known))
     return job_view(deps, updated, now, calendars=known)

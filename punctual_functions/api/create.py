@@ -24,10 +24,12 @@ from punctual_functions.api.schedules import (
     first_fire_time,
     schedule_of,
 )
+from punctual_functions.api.trail import change_of
 from punctual_functions.api.views import CreatedJobView, JobView, as_dispatched, job_view
 from punctual_functions.core.model import Job, RetryPolicy, Trigger, TriggerState, bucket_of, new_job_id
 from punctual_functions.core.ports import ConflictError, IdempotencyKeyTaken, JobExists, NameTaken
 from punctual_functions.core.timing import timing_of
+from punctual_functions.core.trail import ChangeAction
 
 if TYPE_CHECKING:  # the models load with pydantic, when a request has a body to check
     from punctual_functions.api.deps import Deps
@@ -155,17 +157,19 @@ def _create(
         created_at=now,
         updated_at=now,
         next_trigger_at=first,
+        revision=1,
     )
+    change = change_of(ChangeAction.CREATED, None, job, now)
     trigger = trigger_for(deps, job, first, now, new_job=True)
     idempotency = (idempotency_key, fingerprint) if idempotency_key is not None else None
     try:
         try:
-            deps.store.create_job(job, trigger, idempotency)
+            deps.store.create_job(job, trigger, idempotency, change=change)
         except NameTaken:
             ended = ended_name_holder(deps, owner, request.name)
             if ended is None:
                 raise
-            deps.store.create_job(job, trigger, idempotency, replacing_name_of=ended)
+            deps.store.create_job(job, trigger, idempotency, replacing_name_of=ended, change=change)
     except ConflictError as error:
         if isinstance(error, IdempotencyKeyTaken | JobExists) and idempotency_key is not None:
             # A concurrent attempt of the same create won: answer what it answered.

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from punctual_functions.api import calendars, cancel, changes, create, pausing, reads, run_now
-from punctual_functions.api.auth import owner_of, owner_of_arn
+from punctual_functions.api import calendars, cancel, changes, create, pausing, reads, run_now, trail
+from punctual_functions.api.auth import caller_of, owner_of, owner_of_arn
 from punctual_functions.api.deps import Deps
-from punctual_functions.api.errors import NotFound, target_location
+from punctual_functions.api.errors import InvalidInput, NotFound, target_location
 from punctual_functions.api.routing import Answer, Body, Param, Request, Router
+from punctual_functions.api.trail import set_caller
 from punctual_functions.core.factories import build_job_service
 from punctual_functions.core.model import JobStatus, Reason, RunStatus
 from punctual_functions.core.observability import logger
@@ -40,9 +41,11 @@ if TYPE_CHECKING:
         CreateJobIn,
         CreateJobsIn,
         LimitIn,
+        NoteIn,
         PatchJobIn,
         PauseIn,
         PreviewIn,
+        RestoreIn,
     )
     from punctual_functions.api.views import (
         BulkView,
@@ -66,7 +69,10 @@ def deps() -> Deps:
 
 
 def owner(request: Request) -> str:
-    return owner_of(request.event, get_settings().owner_mode)
+    """The request's owner; the caller behind it is kept for the records of the changes it makes."""
+    found = owner_of(request.event, get_settings().owner_mode)
+    set_caller(caller_of(request.event, found))
+    return found
 
 
 LIMIT = Param("limit", int, default=20, ge=1, le=100)
@@ -215,10 +221,17 @@ def pause_job(request: Request, job_id: str, pause: PauseIn | None) -> JobView:
     return pausing.pause_job(deps(), owner(request), job_id, note, until)
 
 
-@app.route("POST", "/v1/jobs/<job_id>/resume", answer="JobOut", tags=("jobs",))
-def resume_job(request: Request, job_id: str) -> JobView:
+@app.route(
+    "POST",
+    "/v1/jobs/<job_id>/resume",
+    body=Body("NoteIn", "resume", optional=True),
+    answer="JobOut",
+    tags=("jobs",),
+)
+def resume_job(request: Request, job_id: str, resume: NoteIn | None) -> JobView:
     """Resume at the next occurrence; the misfire policy decides about occurrences missed meanwhile."""
-    return pausing.resume_job(deps(), owner(request), job_id)
+    note = resume.note if resume is not None else None
+    return pausing.resume_job(deps(), owner(request), job_id, note)
 
 
 @app.route("POST", "/v1/jobs/<job_id>/run", status=202, answer="RunOut", tags=("runs",))
@@ -268,6 +281,42 @@ def list_runs(
     return reads.list_runs(
         deps(), owner(request), job_id, limit=limit, cursor=cursor, status=status, reason=reason
     )
+
+
+@app.route("GET", "/v1/jobs/<job_id>/changes", params=(LIMIT, CURSOR), answer="ChangePage", tags=("changes",))
+def list_changes(request: Request, job_id: str, limit: int, cursor: str | None) -> trail.ChangePageView:
+    """The job's audit trail, newest first: every change, who made it, when, why, and what changed."""
+    return trail.list_changes(deps(), owner(request), job_id, limit, cursor)
+
+
+@app.route("GET", "/v1/jobs/<job_id>/versions/<revision>", answer="ChangeOut", tags=("changes",))
+def get_version(request: Request, job_id: str, revision: str) -> trail.ChangeView:
+    """One revision of the job: the change that made it, with the job's definition then."""
+    return trail.get_version(deps(), owner(request), job_id, trail.revision_of(revision, "revision"))
+
+
+@app.route(
+    "GET",
+    "/v1/jobs/<job_id>/compare",
+    params=(Param("from", int, ge=1, arg="first"), Param("to", int, ge=1, arg="second")),
+    answer="VersionsCompared",
+    tags=("changes",),
+)
+def compare_versions(
+    request: Request, job_id: str, first: int | None, second: int | None
+) -> trail.VersionsComparedView:
+    """What differs between two revisions of the job (``from`` and ``to``)."""
+    if first is None or second is None:
+        raise InvalidInput("name both revisions: from and to", "from" if first is None else "to")
+    return trail.compare_versions(deps(), owner(request), job_id, first, second)
+
+
+@app.route(
+    "POST", "/v1/jobs/<job_id>/restore", body=Body("RestoreIn", "restore"), answer="JobOut", tags=("changes",)
+)
+def restore_version(request: Request, job_id: str, restore: RestoreIn) -> JobView:
+    """Make an earlier revision's definition the job's again: a new revision, validated as a PATCH."""
+    return trail.restore(deps(), owner(request), job_id, restore)
 
 
 @app.route("GET", "/v1/jobs/<job_id>/runs/<run_id>", answer="RunOut", tags=("runs",))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from punctual_functions.api.errors import Conflict, NotFound
 from punctual_functions.core.model import (
@@ -26,6 +26,7 @@ from punctual_functions.core.model import (
     runs_made,
 )
 from punctual_functions.core.ports import ConflictError, NameTaken
+from punctual_functions.core.trail import ChangeAction
 
 if TYPE_CHECKING:
     from punctual_functions.api.deps import Deps
@@ -81,21 +82,36 @@ def ended_name_holder(deps: Deps, owner: str, name: str | None) -> str | None:
     return None if settled(deps, job).is_live else job.job_id
 
 
-def write(deps: Deps, before: Job, after: Job, trigger: Trigger | None) -> None:
-    """The job changed (and the trigger of its new chain), or a 409: a live job holds the name, or
-    the job was changed meanwhile."""
+def write(
+    deps: Deps,
+    before: Job,
+    after: Job,
+    trigger: Trigger | None,
+    action: ChangeAction,
+    *,
+    note: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> Job:
+    """The job changed (and the trigger of its new chain), its next revision recorded in the audit
+    trail with it, or a 409: a live job holds the name, or the job was changed meanwhile. The job as
+    written (its revision)."""
+    from punctual_functions.api.trail import change_of
+
+    after = replace(after, revision=before.revision + 1)
+    change = change_of(action, before, after, deps.clock(), note=note, details=details)
     try:
         try:
-            deps.store.update_job(before, after, trigger=trigger)
+            deps.store.update_job(before, after, trigger=trigger, change=change)
         except NameTaken:
             ended = ended_name_holder(deps, after.owner, after.name)
             if ended is None or ended == after.job_id:
                 raise
-            deps.store.update_job(before, after, trigger=trigger, replacing_name_of=ended)
+            deps.store.update_job(before, after, trigger=trigger, replacing_name_of=ended, change=change)
     except ConflictError as error:
         if isinstance(error, NameTaken):
             raise Conflict(f"a live job named {after.name!r} exists already", "name") from error
         raise Conflict("the job was changed concurrently; read it again and retry", "version") from error
+    return after
 
 
 def trigger_for(

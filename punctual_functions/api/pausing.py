@@ -11,6 +11,7 @@ from punctual_functions.api.jobs import dispatch_if_due, owned_job, trigger_for,
 from punctual_functions.api.schedules import instant_of, job_timing
 from punctual_functions.api.views import JobView, as_dispatched, job_view
 from punctual_functions.core.model import Job, JobStatus, fire_time, iso
+from punctual_functions.core.trail import ChangeAction
 
 if TYPE_CHECKING:
     from punctual_functions.api.deps import Deps
@@ -40,7 +41,7 @@ def pause_job(
     trigger = None
     if first is not None and resume_at is not None:
         trigger = trigger_for(deps, paused, first, now, max(fire_time(paused, first), resume_at))
-    write(deps, job, paused, trigger)
+    paused = write(deps, job, paused, trigger, ChangeAction.PAUSED, note=note)
     if trigger is not None:
         dispatch_if_due(deps, trigger, now)
     return job_view(deps, paused, now)
@@ -55,7 +56,7 @@ def _parse_until(until: str, job: Job, now: datetime) -> datetime:
     return moment
 
 
-def resume_job(deps: Deps, owner: str, job_id: str) -> JobView:
+def resume_job(deps: Deps, owner: str, job_id: str, note: str | None = None) -> JobView:
     """Continue from the first occurrence at or after now: what fell due while paused does not
     run (its row in the history says so; a backfill runs it after all)."""
     now = deps.clock()
@@ -67,7 +68,7 @@ def resume_job(deps: Deps, owner: str, job_id: str) -> JobView:
     first = job.resume_point(now, job_timing(deps, job))
     resumed = job.resumed(now, first)
     trigger = trigger_for(deps, resumed, first, now) if first else None
-    write(deps, job, resumed, trigger)
+    resumed = write(deps, job, resumed, trigger, ChangeAction.RESUMED, note=note)
     row = deps.dispatcher.pause_row(job, now, now)
     if row is not None:
         deps.store.put_run(row)  # the pause in the history: what did not run, why, who paused

@@ -129,6 +129,23 @@ class PauseIn(BaseModel):
     )
 
 
+class NoteIn(BaseModel):
+    """Why (optional): kept with the change in the job's audit trail."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    note: str | None = Field(default=None, max_length=500, description="why, kept in the audit trail")
+
+
+class RestoreIn(BaseModel):
+    """Make an earlier revision of the job its definition again (a new revision)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    revision: int = Field(ge=1, strict=True, description="the revision whose definition to restore")
+    note: str | None = Field(default=None, max_length=500, description="why, kept in the audit trail")
+
+
 class BulkIn(BaseModel):
     """Act on every job of the caller that carries all of ``tags``."""
 
@@ -136,7 +153,7 @@ class BulkIn(BaseModel):
 
     action: BulkAction
     tags: dict[str, str] = Field(max_length=50, description="the jobs carrying all of these (at least one)")
-    note: str | None = Field(default=None, max_length=500, description="pause only: why")
+    note: str | None = Field(default=None, max_length=500, description="why, kept in each job's audit trail")
     until: str | None = Field(default=None, max_length=64, description="pause only: resume by itself then")
     cursor: str | None = Field(
         default=None, max_length=2048, description="an earlier answer's next_cursor: go on from there"
@@ -238,6 +255,9 @@ class PatchJobIn(BaseModel):
     timeout_seconds: int | None = Field(default=None, ge=1, le=MAX_JOB_TIMEOUT_SECONDS, strict=True)
     tags: dict[str, str] | None = Field(default=None, max_length=50)
     signing_secret: str | None = Field(default=None, min_length=16, max_length=256)
+    note: str | None = Field(
+        default=None, max_length=500, description="why: kept with the change in the job's audit trail"
+    )
     jitter_seconds: int | None = Field(
         default=None, ge=0, le=MAX_JITTER_SECONDS, strict=True, description=JITTER_TEXT
     )

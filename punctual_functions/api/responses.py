@@ -233,6 +233,11 @@ class JobOut(Answer):
         default=None, description="while PAUSED: since when, by whom, why, until when"
     )
     version: int
+    revision: int = Field(
+        default=0,
+        description="one more at each change of the job (1 at its create): its audit trail keeps each "
+        "revision's definition, which can be read, compared and restored",
+    )
     created_at: Instant
     updated_at: Instant
 
@@ -245,6 +250,41 @@ class JobPage(Answer):
 class RunPage(Answer):
     items: list[RunOut]
     next_cursor: str | None
+
+
+class ChangeOut(Answer):
+    """One change of a job in its audit trail: who, when, why, and what changed."""
+
+    job_id: str
+    revision: int = Field(description="the job's revision after the change")
+    at: Instant
+    action: str = Field(
+        description="created, updated, paused, resumed, cancelled, restored, run_now or backfilled"
+    )
+    by: str = Field(description="the principal as the API saw it (punctual: Punctual itself)")
+    request_id: str | None = None
+    note: str | None = None
+    diff: dict[str, list[Any]] = Field(description="each field that changed: [before, after]")
+    details: dict[str, Any] = Field(
+        description="what the action did besides (a run's id, a backfill's range)"
+    )
+    definition: dict[str, Any] | None = Field(
+        default=None, description="a version's read: the job's definition at that revision"
+    )
+
+
+class ChangePage(Answer):
+    items: list[ChangeOut]
+    next_cursor: str | None
+
+
+class VersionsCompared(Answer):
+    job_id: str
+    from_revision: int
+    to_revision: int
+    diff: dict[str, list[Any]] = Field(
+        description="each field that differs: [at from_revision, at to_revision]"
+    )
 
 
 class QueueStats(Answer):

@@ -17,7 +17,6 @@ from punctual_functions.api.schedules import job_timing
 from punctual_functions.core.model import (
     Job,
     JobStatus,
-    OnComplete,
     Run,
     RunStatus,
     iso,
@@ -25,6 +24,7 @@ from punctual_functions.core.model import (
     runs_made,
 )
 from punctual_functions.core.schedule import Schedule
+from punctual_functions.core.trail import definition_of
 
 if TYPE_CHECKING:
     from punctual_functions.api.deps import Deps
@@ -84,7 +84,9 @@ class RunSummaryView(TypedDict):
     error: str | None
 
 
-class JobView(TypedDict):
+class DefinitionView(TypedDict):
+    """What a job's view shows that the job itself says: a change changes it (the audit trail)."""
+
     job_id: str
     name: str | None
     status: str
@@ -99,18 +101,22 @@ class JobView(TypedDict):
     max_concurrent: int | None
     alerts: AlertsView | None
     dead_letter: dict[str, Any] | None
-    remaining_runs: int | None
     on_complete: str
     delete_after_days: int | None
-    deletes_at: str | None
     pause: PauseView | None
     tags: dict[str, str]
     has_signing_secret: bool
+
+
+class JobView(DefinitionView):
+    remaining_runs: int | None
+    deletes_at: str | None
     next_run_at: str | None
     upcoming: list[str]
     last_run: RunSummaryView | None
     run_counts: dict[str, int]
     version: int
+    revision: int
     created_at: str
     updated_at: str
 
@@ -319,52 +325,25 @@ def job_view(
         else:
             at = job.schedule.first_fire_time()
             upcoming = [at] if at is not None else []
-    schedule: ScheduleView = {
-        **schedule_times_view(job.schedule),
-        "misfire": job.misfire.value,
-        "overlap": job.overlap.value,
-        "catchup_seconds": job.catchup_seconds,
-        "calendar": job.calendar,
-        "on_excluded": job.on_excluded.value if job.calendar is not None else None,
-    }
-    pause: PauseView | None = None
-    if job.status is JobStatus.PAUSED:
-        pause = {
-            "at": iso(job.paused_at),
-            "by": job.paused_by,
-            "note": job.pause_note,
-            "until": iso(job.pause_until),
-        }
     return {
-        "job_id": job.job_id,
-        "name": job.name,
-        "status": job.status.value,
-        "schedule": schedule,
-        "target": job.target,
-        "payload": job.payload,
-        "retry": cast(RetryView, job.retry.to_dict()),
-        "timeout_seconds": job.timeout_seconds,
-        "jitter_seconds": job.jitter_seconds,
-        "pause_on_failures": job.pause_on_failures,
-        "max_runs": job.max_runs,
-        "max_concurrent": job.max_concurrent,
-        "alerts": cast(AlertsView, job.alerts.to_dict()) if job.alerts is not None else None,
-        "dead_letter": job.dead_letter,
+        **definition_view(job),
         "remaining_runs": remaining,
-        "on_complete": job.on_complete.value,
-        "delete_after_days": job.delete_after_days if job.on_complete is OnComplete.DELETE else None,
         "deletes_at": iso(job.expires_at),
-        "pause": pause,
-        "tags": job.tags,
-        "has_signing_secret": job.secret is not None,
         "next_run_at": iso(upcoming[0]) if upcoming else None,
         "upcoming": [iso(moment) for moment in upcoming],
         "last_run": cast(RunSummaryView, history.last_run.summary()) if history.last_run else None,
         "run_counts": history.run_counts,
         "version": job.version,
+        "revision": job.revision,
         "created_at": iso(job.created_at),
         "updated_at": iso(job.updated_at),
     }
+
+
+def definition_view(job: Job) -> DefinitionView:
+    """What the API shows of a job that the job itself says (not its runs nor the time): the part
+    of its view a change can change, which the audit trail keeps for each revision."""
+    return cast(DefinitionView, {"job_id": job.job_id, **definition_of(job)})
 
 
 def as_dispatched(deps: Deps, view: JobView) -> JobView:

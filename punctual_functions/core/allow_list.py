@@ -46,29 +46,31 @@ class RefreshedItem(Generic[T]):
         self._read_at: float | None = None
 
     def check(self, predicate: Callable[[T], bool]) -> bool:
-        with self._lock:
-            age = None if self._read_at is None else self._clock.monotonic() - self._read_at
-            if (
-                age is None
-                or age >= self._max_age
-                or (not predicate(self._held()) and age >= self._refresh_on_miss)
-            ):
-                self._read()
-            return predicate(self._held())
+        value, age = self._copy()
+        if value is None or age is None or age >= self._max_age:
+            return predicate(self._read())
+        if predicate(value) or age < self._refresh_on_miss:
+            return predicate(value)
+        return predicate(self._read())  # refused on the copy: read again before it counts
 
     def current(self) -> T:
+        value, age = self._copy()
+        if value is None or age is None or age >= self._max_age:
+            value = self._read()
+        return value
+
+    def _copy(self) -> tuple[T | None, float | None]:
         with self._lock:
-            if self._read_at is None or self._clock.monotonic() - self._read_at >= self._max_age:
-                self._read()
-            return self._held()
+            age = None if self._read_at is None else self._clock.monotonic() - self._read_at
+            return self._value, age
 
-    def _held(self) -> T:
-        assert self._value is not None
-        return self._value
-
-    def _read(self) -> None:
-        self._value = self._load()
-        self._read_at = self._clock.monotonic()
+    def _read(self) -> T:
+        """Read the item outside the lock (a read may wait: in the simulator, on virtual time, where a
+        lock held across it would stop every other reader for good); the last read wins."""
+        value = self._load()
+        with self._lock:
+            self._value, self._read_at = value, self._clock.monotonic()
+        return value
 
 
 class AllowedTargets:

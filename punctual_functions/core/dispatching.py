@@ -48,6 +48,7 @@ from punctual_functions.core.sending import Sender
 from punctual_functions.core.settings import Settings
 from punctual_functions.core.sweep import DispatchReport, SweepReport, sweep, sweep_shard, trigger_key
 from punctual_functions.core.timing import FireTimes
+from punctual_functions.core.trail import ChangeAction, by_punctual
 
 
 @dataclass(frozen=True)
@@ -370,8 +371,9 @@ class Dispatcher:
         on already; this is the first dispatch of it since): the same version, so its chain goes on.
         None if the job changed meanwhile."""
         resumed = job.resumed(now, trigger.scheduled_for, new_version=False)
+        resumed, change = by_punctual(ChangeAction.RESUMED, job, resumed, now, "its pause's until came")
         try:
-            self.store.update_job(job, resumed)
+            self.store.update_job(job, resumed, change=change)
         except VersionChanged:
             return None
         row = self.pause_row(job, job.pause_until or now, now)

@@ -33,11 +33,13 @@ CrashPoint = Callable[[str], None]
 def build_store(settings: Settings, attempts: int = TABLE_ATTEMPTS) -> Store:
     """The table's store; ``attempts``: of each request, by the SDK
     (``punctual_functions/core/resources.py``)."""
-    return Store(
+    store = Store(
         aws.client("dynamodb", settings, attempts=attempts),
         settings.table_name,
         run_retention=timedelta(days=settings.run_retention_days),
     )
+    store.audit_retention = timedelta(days=settings.audit_retention_days)
+    return store
 
 
 def build_queue(settings: Settings) -> WorkQueue:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from punctual_functions.core.queue import WorkMessage
     from punctual_functions.core.rights import DeliveryRights
     from punctual_functions.core.targets.outcome import Delivery, TargetOutcome
+    from punctual_functions.core.trail import Change
 
 
 # ----------------------------------------------------------------------------- what a write lost to
@@ -88,8 +89,10 @@ class JobStore(Protocol):
         idempotency: tuple[str, str] | None = None,
         *,
         replacing_name_of: str | None = None,
+        change: Change | None = None,
     ) -> None:
-        """Idempotency record (key, request fingerprint), name, first trigger, then the job, one
+        """``change`` (the create's record in the audit trail) first, then the idempotency record
+        (key, request fingerprint), name, first trigger, then the job, one
         conditional write each in that order (a first trigger at the job's home is no write of its
         own: it is written inside the job's item): not all or none, but nothing a reader acts on
         before the job exists (a record, name or trigger whose job never appeared is taken over, or
@@ -102,11 +105,18 @@ class JobStore(Protocol):
         """(job_id, fingerprint) of an earlier create with this key, if its record is still valid."""
 
     def update_job(
-        self, before: Job, after: Job, *, trigger: Trigger | None = None, replacing_name_of: str | None = None
+        self,
+        before: Job,
+        after: Job,
+        *,
+        trigger: Trigger | None = None,
+        replacing_name_of: str | None = None,
+        change: Change | None = None,
     ) -> None:
-        """An API change, guarded by ``before.version``; moves or frees the name (taking it over
-        from the ended job ``replacing_name_of``); writes ``trigger``. Raises ``VersionChanged`` or
-        ``NameTaken``."""
+        """An API change, guarded by ``before.version`` and ``before.revision`` (written at the next
+        revision, which ``change`` carries); moves or frees the name (taking it over from the ended job
+        ``replacing_name_of``); writes ``trigger`` and ``change`` (its record in the audit trail) with
+        it, all or none. Raises ``VersionChanged`` or ``NameTaken``."""
 
     def name_holder(self, owner: str, name: str) -> tuple[str, datetime | None] | None:
         """(job id, when reserved) of the job holding the owner's ``name``, if any."""
@@ -373,6 +383,20 @@ class LimitStore(Protocol):
         unless it changed since it was read (its status or job version)."""
 
 
+class TrailStore(Protocol):
+    """The audit trail: a job's changes (``core/trail.py``), each put once, never changed."""
+
+    def put_change(self, change: Change) -> None:
+        """Record a change made apart from a write of its job (a create, a run now, a backfill)."""
+
+    def list_changes(self, job_id: str, limit: int, cursor: str | None) -> tuple[list[Change], str | None]:
+        """The job's changes, newest first, a page at a time. Raises ``BadCursorError``."""
+
+    def revision_changes(self, job_id: str, revision: int) -> list[Change]:
+        """The changes that made the job's ``revision`` and the next (which keeps the definition
+        ``revision`` had), those still kept."""
+
+
 class DeploymentStore(Protocol):
     """What the deployment writes for the API and the worker to read: the allow-list of AWS targets
     and the delivery rights."""
@@ -390,7 +414,9 @@ class DeploymentStore(Protocol):
         """Replace the delivery rights (the deployment's, at deploy time)."""
 
 
-class Tables(JobStore, TriggerStore, RunStore, CalendarStore, LimitStore, DeploymentStore, Protocol):
+class Tables(
+    JobStore, TrailStore, TriggerStore, RunStore, CalendarStore, LimitStore, DeploymentStore, Protocol
+):
     """The whole table: what a role's logic is given (each uses the parts it needs)."""
 
 

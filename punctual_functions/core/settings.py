@@ -80,6 +80,8 @@ class Settings:
     # Each run's hold shows whether it is right (docs/deploy.md, "Tuning the head start").
     head_start_ms: int = _bounded(250, 0, 5000)
     run_retention_days: int = _bounded(30, 1)
+    # How long a change stays in its job's audit trail (DynamoDB TTL), whatever becomes of the job.
+    audit_retention_days: int = _bounded(365, 1, 3650)
     # Worker: the share of runs whose trace is recorded in X-Ray (a segment per attempt), in percent
     # (punctual_functions/core/tracing.py). X-Ray bills each trace; Lambda's own default samples about 5%.
     run_trace_percent: int = _bounded(5, 0, 100)

@@ -20,6 +20,7 @@ from punctual_functions.core.observability import logger
 from punctual_functions.core.ports import VersionChanged
 from punctual_functions.core.queue import WorkMessage
 from punctual_functions.core.timing import FireTimes, timing_of
+from punctual_functions.core.trail import ChangeAction, by_punctual
 from punctual_functions.worker.context import WorkerContext
 
 
@@ -112,7 +113,8 @@ class FollowUps:
         )
         try:
             paused = current.as_of(now).paused(now, by=PAUSED_BY_PUNCTUAL, note=note[:500], until=None)
-            store.update_job(current, paused)
+            paused, change = by_punctual(ChangeAction.PAUSED, current, paused, now, note[:500])
+            store.update_job(current, paused, change=change)
         except VersionChanged:
             return  # changed meanwhile (paused, resumed, rescheduled): the caller's change stands
         logger.warning("job paused", extra={"job_id": job.job_id, "reason": note})

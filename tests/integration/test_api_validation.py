@@ -23,6 +23,7 @@ from tests.integration.conftest import Call, Harness, make_call
 ERROR_CODES = {
     400: "bad_request",
     403: "forbidden",
+    404: "not_found",
     409: "conflict",
     413: "payload_too_large",
     422: "invalid_input",

@@ -289,3 +289,23 @@ def test_given_an_http_api_when_idempotency_keys_hold_commas_then_each_key_is_it
     event["headers"]["idempotency-key"] = "a" * 100 + "," + "b" * 100
     status, body, _ = call(event)
     assert status == 422 and body["field"] == "Idempotency-Key", body
+
+
+@pytest.mark.parametrize("role", [ASSUMED_ROLE, HTTP_ROLE])
+def test_given_two_sso_users_of_one_role_when_they_change_a_job_then_the_trail_names_each_and_the_request(
+    deployed: Harness, receiver: Receiver, role: str
+) -> None:
+    """The owner is the role; the audit trail names the person (the session) and API Gateway's id of
+    the request."""
+    created_by = request(role, "POST", "/v1/jobs", job_body(receiver, deployed, seconds=3600))
+    status, job, _ = call(created_by)
+    assert status == 201, job
+    paused_by = request(role, "POST", f"/v1/jobs/{job['job_id']}/pause", {"note": "why"}, session="bob@x")
+    assert call(paused_by)[0] == 200
+    status, page, _ = call(request(role, "GET", f"/v1/jobs/{job['job_id']}/changes"))
+    assert status == 200, page
+    paused, created = page["items"]
+    role_session = "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Developers_0123456789abcdef"
+    assert created["by"] == f"{role_session}/alice@example.com"
+    assert paused["by"] == f"{role_session}/bob@x" and paused["note"] == "why"
+    assert created["request_id"] == created_by["requestContext"]["requestId"]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from punctual_functions.api import calendar_views, limit_views, responses, views
+from punctual_functions.api import calendar_views, limit_views, responses, trail, views
 
 # Each answer model and the view the route functions build for it.
 PAIRS: dict[type[BaseModel], Any] = {
@@ -44,6 +44,9 @@ PAIRS: dict[type[BaseModel], Any] = {
     responses.CalendarPage: calendar_views.CalendarPageView,
     responses.ExcludedDayOut: calendar_views.ExcludedDayView,
     responses.CalendarDaysOut: calendar_views.CalendarDaysView,
+    responses.ChangeOut: trail.ChangeView,
+    responses.ChangePage: trail.ChangePageView,
+    responses.VersionsCompared: trail.VersionsComparedView,
     responses.LimitSlotOut: limit_views.LimitSlotView,
     responses.LimitWaiterOut: limit_views.LimitWaiterView,
     responses.LimitOut: limit_views.LimitView,

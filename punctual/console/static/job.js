@@ -1,11 +1,12 @@
 // One job: its definition, upcoming fire times, actions (edit, pause with a note, resume, run now,
-// backfill, cancel), run history with the reasons of non-runs, a lateness and duration plot, and one
-// run's attempts (cancel a run that has not finished).
+// backfill, cancel), run history with the reasons of non-runs, a lateness and duration plot, one
+// run's attempts (cancel a run that has not finished), and its audit trail (changes.js).
 import { useEffect, useMemo, useState } from "preact/hooks";
 import {
   ApiError, Confirm, FINISHED_RUN, FieldError, Json, RUN_STATUSES, Status, Time, api, enc, errorsFrom,
   fieldProps, html, millis, query, scheduleWords, useInterval,
 } from "./lib.js";
+import { Changes } from "./changes.js";
 import { Alerts, JobForm, ON_EXCLUDED } from "./form.js";
 import { LimitWait } from "./limits.js";
 import { Plot } from "./plot.js";
@@ -68,6 +69,8 @@ export function JobView({ jobId, editing, runId, notify }) {
       ${job.pause.note ? html`: <q>${job.pause.note}</q>` : null}</p>` : null}
     <${Actions} job=${job} act=${act} live=${live} />
     <${Runs} job=${job} version=${runsVersion} notify=${notify} runId=${runId} />
+    <${Changes} job=${job} version=${runsVersion} notify=${notify}
+      onRestored=${() => { load(); setRunsVersion((v) => v + 1); }} />
     <div class="columns">
       <section aria-labelledby="definition-title">
         <h3 id="definition-title">Definition</h3>

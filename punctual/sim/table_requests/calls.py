@@ -52,6 +52,8 @@ from punctual_functions.core.store.keys import (
 )
 from punctual_functions.core.store.limits import limit_to_item, summary_key, summary_text
 from punctual_functions.core.store.pages import decode_cursor
+from punctual_functions.core.store.trail import change_pk, change_to_item
+from punctual_functions.core.trail import Change
 
 # ------------------------------------------------------------------------------- the requests
 
@@ -125,8 +127,14 @@ class _Call:
 
     # ---------------------------------------------------------------------------------- jobs
 
+    def change_size(self, change: Change) -> int:
+        return item_size(change_to_item(change, change.at))
+
     def create_job(self) -> None:
         job, first, b, idem = self.p["job"], self.p["first_trigger"], self.b, self.p["idempotency"]
+        if (change := self.p["change"]) is not None:  # the create's record, before the job
+            size = self.change_size(change)
+            self.write("PutItem", change_pk(change.job_id), 0, size)
         if idem is not None:
             record_pk = idempotency_key(job.owner, idem[0])[PK]["S"]
             expires = int((job.created_at + IDEMPOTENCY_TTL).timestamp())
@@ -160,7 +168,7 @@ class _Call:
         release = bool(was.name) and was.is_live and (new.name != was.name or not new.is_live)
         reserve = bool(new.name) and new.is_live and (new.name != was.name or not was.is_live)
         released, taken = b.holders
-        ok = b.job is not None and b.job.version == was.version
+        ok = b.job is not None and b.job.version == was.version and b.job.revision == was.revision
         ok = ok and (not release or released in (None, was.job_id))
         ok = ok and (not reserve or taken in (None, new.job_id, self.p["replacing_name_of"]))
         pk, stored = _job_pk(was.job_id)[0], self.view.jobs.get(was.job_id)
@@ -175,6 +183,8 @@ class _Call:
         if (trigger := self.p["trigger"]) is not None:
             written = item_size(trigger_to_item(trigger))
             parts += _write(_tpk(trigger), self.trigger_size(b.trigger), written, True)
+        if (change := self.p["change"]) is not None:
+            parts += _write(change_pk(change.job_id), 0, self.change_size(change) if ok else 0, True)
         self.send("TransactWriteItems", parts)
         if not ok:
             self.get(pk, old)
@@ -390,6 +400,22 @@ class _Call:
         self.batches(
             [(pk, self.calendar_size(found.get(name))) for name in dict.fromkeys(self.p["names"])], True
         )
+
+    # ---------------------------------------------------------------------------- the trail
+
+    def put_change(self) -> None:
+        change = self.p["change"]
+        self.write("PutItem", change_pk(change.job_id), 0, self.change_size(change))
+
+    def list_changes(self) -> None:
+        if isinstance(self.result, BaseException):
+            return  # a cursor refused before any request
+        items = ((self.change_size(change), True) for change in self.result[0])
+        self.queries(change_pk(self.p["job_id"]), _pages(items, None, None), True)
+
+    def revision_changes(self) -> None:
+        size = sum(self.change_size(change) for change in self.result)
+        self.queries(change_pk(self.p["job_id"]), [size], True)
 
     def list_calendars(self) -> None:
         items = ((self.calendar_size(calendar), True) for calendar in self.result)

@@ -25,6 +25,7 @@ from punctual.testing.fakes.items import (
 )
 from punctual.testing.fakes.limits import MemoryLimits
 from punctual.testing.fakes.runs import MemoryRuns
+from punctual.testing.fakes.trail import MemoryTrail
 from punctual_functions.core.calendars import Calendar
 from punctual_functions.core.frontier import Frontier, ms_up
 from punctual_functions.core.model import (
@@ -52,9 +53,10 @@ from punctual_functions.core.store.items import (
 )
 from punctual_functions.core.store.jobs import API_OWNED, IDEMPOTENCY_TTL, api_view
 from punctual_functions.core.store.keys import in_job_listing
+from punctual_functions.core.trail import Change
 
 
-class MemoryStore(MemoryRuns, MemoryCalendars, MemoryLimits, MemoryDeployment):
+class MemoryStore(MemoryRuns, MemoryTrail, MemoryCalendars, MemoryLimits, MemoryDeployment):
     """Implements ``punctual_functions.core.ports.Tables`` (the runs: ``runs.py`` beside it; the
     calendars: ``calendars.py``; the limits: ``limits.py``; the allow-list: ``deployment.py``)."""
 
@@ -74,6 +76,7 @@ class MemoryStore(MemoryRuns, MemoryCalendars, MemoryLimits, MemoryDeployment):
         self.calendars: dict[tuple[str, str], Calendar] = {}
         self.allowed_patterns: tuple[str, ...] = ()
         self.rights = DeliveryRights()
+        self.changes: dict[str, dict[str, Change]] = {}
         # Called before each write of ``create_job`` with what it writes (a test's crash point).
         self.before_write: Callable[[str], None] = lambda _what: None
 
@@ -86,7 +89,11 @@ class MemoryStore(MemoryRuns, MemoryCalendars, MemoryLimits, MemoryDeployment):
         idempotency: tuple[str, str] | None = None,
         *,
         replacing_name_of: str | None = None,
+        change: Change | None = None,
     ) -> None:
+        if change is not None:
+            self.before_write("change")
+            self.put_change(change)
         # The table's steps, one conditional write each, in its order, the job last: each under the
         # lock on its own, as a reader of the table may come between two (and a crash, through
         # ``before_write``). A first trigger at the job's home is written with the job, in its item.
@@ -140,14 +147,23 @@ class MemoryStore(MemoryRuns, MemoryCalendars, MemoryLimits, MemoryDeployment):
             return record[0], record[1]
 
     def update_job(
-        self, before: Job, after: Job, *, trigger: Trigger | None = None, replacing_name_of: str | None = None
+        self,
+        before: Job,
+        after: Job,
+        *,
+        trigger: Trigger | None = None,
+        replacing_name_of: str | None = None,
+        change: Change | None = None,
     ) -> None:
+        after = replace(after, revision=before.revision + 1)
+        if change is not None and change.revision != after.revision:
+            raise ValueError(f"the change's revision {change.revision} is not the job's {after.revision}")
         with self.lock:
             stored = self.jobs.get(before.job_id)
             release = before.name and before.is_live and (after.name != before.name or not after.is_live)
             reserve = after.name and after.is_live and (after.name != before.name or not before.is_live)
             error: ConflictError | None = None
-            if stored is None or stored.version != before.version:
+            if stored is None or stored.version != before.version or stored.revision != before.revision:
                 error = VersionChanged()
             elif (
                 release and self.names.get((before.owner, before.name or ""), before.job_id) != before.job_id
@@ -163,6 +179,8 @@ class MemoryStore(MemoryRuns, MemoryCalendars, MemoryLimits, MemoryDeployment):
                     return  # our own earlier write
                 raise error
             assert stored is not None
+            if change is not None and not self.put_change_with_job(change):
+                raise VersionChanged()  # its revision's record is there: another change took it
             owned = list(API_OWNED)
             if after.version != before.version:
                 owned += ["next_trigger_at"]

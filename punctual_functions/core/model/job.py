@@ -36,6 +36,9 @@ class Job:
     name: str | None = None
     status: JobStatus = JobStatus.ACTIVE
     version: int = 1
+    # One more at each change the API (or Punctual itself) writes to the job, 1 at its create; each
+    # revision's definition is in the audit trail (core/trail.py). 0: made before the trail existed.
+    revision: int = 0
     payload: Any = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout_seconds: int = 30

@@ -19,14 +19,15 @@ from punctual_functions.core.store.deployment import DeploymentTable
 from punctual_functions.core.store.jobs import JobTable
 from punctual_functions.core.store.limits import LimitTable
 from punctual_functions.core.store.runs import RunTable
+from punctual_functions.core.store.trail import TrailTable
 from punctual_functions.core.store.triggers import TriggerTable
 
 __all__ = ["BadCursorError", "ConflictError", "DynamoStore", "Store"]
 
 
-class DynamoStore(JobTable, TriggerTable, LimitTable, RunTable, CalendarTable, DeploymentTable):
-    """Jobs, triggers with cursors, runs, business calendars, target limits and the deployment's
-    allow-list of targets, in one DynamoDB table."""
+class DynamoStore(JobTable, TrailTable, TriggerTable, LimitTable, RunTable, CalendarTable, DeploymentTable):
+    """Jobs with their audit trail, triggers with cursors, runs, business calendars, target limits and
+    the deployment's allow-list of targets and delivery rights, in one DynamoDB table."""
 
 
 Store = DynamoStore

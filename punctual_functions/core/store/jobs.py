@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from punctual_functions.core.model import Job, JobStatus, Trigger, from_ms, to_ms
 from punctual_functions.core.ports import IdempotencyKeyTaken, JobExists, NameTaken, VersionChanged
 from punctual_functions.core.resources import GSI1, GSI1_PK, TTL_ATTRIBUTE
-from punctual_functions.core.store.base import TableBase
 from punctual_functions.core.store.items import (
     as_stored_job,
     embeds,
@@ -26,6 +25,8 @@ from punctual_functions.core.store.keys import (
     owner_index_pk,
 )
 from punctual_functions.core.store.pages import read_page
+from punctual_functions.core.store.trail import TrailTable, put_change_item
+from punctual_functions.core.trail import Change
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
@@ -37,6 +38,7 @@ API_OWNED = (
     "name",
     "status",
     "version",
+    "revision",
     "schedule",
     "target",
     "payload",
@@ -108,7 +110,7 @@ def api_view(job: Job) -> Job:
     return replace(job, next_trigger_at=None)
 
 
-class JobTable(TableBase):
+class JobTable(TrailTable):
     def create_job(
         self,
         job: Job,
@@ -116,6 +118,7 @@ class JobTable(TableBase):
         idempotency: tuple[str, str] | None = None,
         *,
         replacing_name_of: str | None = None,
+        change: Change | None = None,
     ) -> None:
         """Idempotency record, name, first trigger, then the job: single conditional writes in an
         order that leaves nothing half-made behind a crash (docs/architecture.md, "The write path").
@@ -155,6 +158,10 @@ class JobTable(TableBase):
                     ExpressionAttributeValues={":job_id": {"S": job.job_id}},
                 )
             raise NameTaken()
+        if change is not None:
+            # Before the job: a create that dies here leaves a record of a job that does not exist
+            # (invisible, finished by the create's retry), never a job without its record.
+            self.put_change(change)
         # A one-off job at its home is its own first trigger: one item (docs/architecture.md).
         inside = first_trigger if embeds(job, first_trigger) else None
         if first_trigger is not None and inside is None:
@@ -188,14 +195,26 @@ class JobTable(TableBase):
         return item["job_id"]["S"], item["fingerprint"]["S"]
 
     def update_job(
-        self, before: Job, after: Job, *, trigger: Trigger | None = None, replacing_name_of: str | None = None
+        self,
+        before: Job,
+        after: Job,
+        *,
+        trigger: Trigger | None = None,
+        replacing_name_of: str | None = None,
+        change: Change | None = None,
     ) -> None:
-        """Write a change made through the API, guarded by the version that was read.
+        """Write a change made through the API (or by Punctual itself: a pause after failures, the end
+        of a pause), guarded by the version and the revision that were read.
 
         Only the fields the API owns are written (the dispatcher updates ``next_trigger_at``
         concurrently). A changed name moves its reservation; a job that
-        stops being live releases it; ``trigger`` is the first trigger of a new schedule.
+        stops being live releases it; ``trigger`` is the first trigger of a new schedule; ``change``,
+        the change's record in the audit trail, lands with it or not at all. The job is written at
+        the revision after ``before``'s, which ``change`` must carry.
         """
+        after = replace(after, revision=before.revision + 1)
+        if change is not None and change.revision != after.revision:
+            raise ValueError(f"the change's revision {change.revision} is not the job's {after.revision}")
         item = job_to_item(after)
         owned = list(API_OWNED)
         if after.version != before.version:
@@ -203,6 +222,11 @@ class JobTable(TableBase):
             owned += ["next_trigger_at"]
         names: dict[str, str] = {}
         values: dict[str, Any] = {":seen_version": {"N": str(before.version)}}
+        if before.revision:
+            revision_condition = "revision = :seen_revision"
+            values[":seen_revision"] = {"N": str(before.revision)}
+        else:  # a job made before the trail: its first change is its first revision
+            revision_condition = "attribute_not_exists(revision)"
         sets: list[str] = []
         removes: list[str] = []
         for index, attribute in enumerate(owned):
@@ -219,7 +243,7 @@ class JobTable(TableBase):
                     "TableName": self.table,
                     "Key": job_key(before.job_id),
                     "UpdateExpression": expression,
-                    "ConditionExpression": "version = :seen_version",
+                    "ConditionExpression": "version = :seen_version AND " + revision_condition,
                     "ExpressionAttributeNames": names,
                     "ExpressionAttributeValues": values,
                 }
@@ -231,6 +255,8 @@ class JobTable(TableBase):
             items.append(put_name(self.table, after, replacing_name_of))
         if trigger is not None:
             items.append(put_trigger_item(self.table, trigger))
+        if change is not None:
+            items.append(put_change_item(self.table, change, self.trail_expiry(change)))
         refused = self.transact(items)
         if refused is None:
             return
