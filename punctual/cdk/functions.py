@@ -13,13 +13,13 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import custom_resources as cr
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from punctual.cdk import permissions
 from punctual.cdk.assets import LAMBDA_PYTHON_VERSION, LambdaAssets
 from punctual.cdk.config import ALLOW_ALL_TARGETS, WORKER_RECURSIVE_LOOP, SchedulerProps, target_service
+from punctual.cdk.deployment_items import item_writer
 from punctual.cdk.grants import TargetGrants
 from punctual.cdk.log_groups import log_group
 from punctual.cdk.queues import WorkQueues
@@ -324,20 +324,13 @@ class Functions(Construct):
         reads it again when a target is not on its copy, so a Job created by the same deploy is never
         refused for an old copy."""
         patterns = Lazy.string(_Joined([*config.allowed_target_arns], self._allowed_targets))
-        put = cr.AwsSdkCall(
-            service="DynamoDB",
-            action="putItem",
-            parameters={"TableName": table.table_name, "Item": allowed_targets_item(patterns)},
-            physical_resource_id=cr.PhysicalResourceId.of("punctual-allowed-targets"),
-        )
-        writer = cr.AwsCustomResource(
+        writer = item_writer(
             self,
             "AllowedTargets",
-            on_create=put,
-            on_update=put,
-            policy=cr.AwsCustomResourcePolicy.from_statements([permissions.deployment_item(table)]),
-            install_latest_aws_sdk=False,
-            log_group=log_group(self, "AllowedTargetsLogs", self._config),
+            config=self._config,
+            table=table,
+            item=allowed_targets_item(patterns),
+            physical_id="punctual-allowed-targets",
         )
         self.allow_list_writer = writer
         writer_role = writer.grant_principal

@@ -14,12 +14,10 @@ from typing import Any
 import jsii
 from aws_cdk import IStableStringProducer, Lazy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from punctual.cdk import permissions
 from punctual.cdk.config import SchedulerProps
-from punctual.cdk.log_groups import log_group
+from punctual.cdk.deployment_items import item_writer
 from punctual_functions.core.store.deployment import delivery_rights_item
 
 # Owners known only when the template is written (the jobs' owner role, made with the first Job).
@@ -34,20 +32,13 @@ class DeliveryRightsItem(Construct):
         self._config = config
         self._given: list[tuple[Owners, str]] = []
         rights = Lazy.string(_Produced(self._json))
-        put = cr.AwsSdkCall(
-            service="DynamoDB",
-            action="putItem",
-            parameters={"TableName": table.table_name, "Item": delivery_rights_item(rights)},
-            physical_resource_id=cr.PhysicalResourceId.of("punctual-delivery-rights"),
-        )
-        self.writer = cr.AwsCustomResource(
+        self.writer = item_writer(
             self,
             "Writer",
-            on_create=put,
-            on_update=put,
-            policy=cr.AwsCustomResourcePolicy.from_statements([permissions.deployment_item(table)]),
-            install_latest_aws_sdk=False,
-            log_group=log_group(self, "WriterLogs", config),
+            config=config,
+            table=table,
+            item=delivery_rights_item(rights),
+            physical_id="punctual-delivery-rights",
         )
 
     def give(self, owners: Owners, target_arn: str) -> None:

@@ -248,7 +248,7 @@ def test_given_two_jobs_when_synthesized_then_only_their_owner_may_deliver_to_th
     template = user_app["template"]
     report = logical_id_of(template, "AWS::Lambda::Function", "Report")
     inbox = logical_id_of(template, "AWS::SQS::Queue", "Inbox")
-    owner_role = logical_id_of(template, "AWS::IAM::Role", "PunctualJobsOwner")
+    owner_role = logical_id_of(template, "AWS::IAM::Role", "PunctualJobsJobsOwner")
     owner = [
         "arn:",
         {"Ref": "AWS::Partition"},
