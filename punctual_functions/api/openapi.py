@@ -258,6 +258,7 @@ JOB_OPERATIONS: dict[str, tuple[str, str]] = {
     "ResumeJob": ("post", _JOB + "/resume"),
     "RunJobNow": ("post", _JOB + "/run"),
     "ListRuns": ("get", _JOB + "/runs"),
+    "ListChanges": ("get", _JOB + "/changes"),
 }
 RUN_OPERATIONS: dict[str, tuple[str, str]] = {
     "GetRun": ("get", _RUN),
@@ -271,6 +272,7 @@ JOB_ANSWERS = [
     ("delete", _JOB, "200"),
     ("post", _JOB + "/pause", "200"),
     ("post", _JOB + "/resume", "200"),
+    ("post", _JOB + "/restore", "200"),
 ]
 RUN_ANSWERS = [("post", _JOB + "/run", "202"), ("get", _RUN, "200"), ("post", _RUN + "/cancel", "200")]
 # A calendar's answers lead to its other operations by its name (a deleted one's would answer 404).

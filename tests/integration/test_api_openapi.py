@@ -126,6 +126,7 @@ def test_given_the_document_when_read_then_a_created_job_and_a_started_run_lead_
         ("POST", JOB + "/resume"),
         ("POST", JOB + "/run"),
         ("GET", JOB + "/runs"),
+        ("GET", JOB + "/changes"),
     }
     assert targets("post", "/v1/jobs", "201") == job_operations
     job_answers = [
@@ -134,6 +135,7 @@ def test_given_the_document_when_read_then_a_created_job_and_a_started_run_lead_
         ("delete", JOB),
         ("post", JOB + "/pause"),
         ("post", JOB + "/resume"),
+        ("post", JOB + "/restore"),
     ]
     for method, path in job_answers:
         assert targets(method, path, "200") == job_operations - {(method.upper(), path)}, (method, path)
