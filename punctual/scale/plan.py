@@ -55,7 +55,7 @@ WCU_PER_JOB = 7.0 * WCU_MARGIN
 RCU_PER_JOB = 5.0 * 1.6
 # The units a job consumes, as the simulator counts them at the scenarios' mix (30 % recurring): what
 # the cost counts, and a provisioned table's minima. The audit trail's record of each create is about
-# one of the writes (5.3 before it).
+# one of the writes.
 WRITE_UNITS_PER_JOB = 6.2
 READ_UNITS_PER_JOB = 2.8
 # The owner index's write units per job a second, with a margin: a job's index entry is written when

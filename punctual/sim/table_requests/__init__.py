@@ -24,7 +24,7 @@ measured with ``punctual.scale.sizes.item_size``.
 
 from __future__ import annotations
 
-from punctual.sim.table_requests.calls import requests_for, snapshot
+from punctual.sim.table_requests.entry import requests_for, snapshot
 from punctual.sim.table_requests.units import Before, PartitionUnits, StateView, TableRequest
 
 __all__ = ["Before", "PartitionUnits", "StateView", "TableRequest", "requests_for", "snapshot"]
